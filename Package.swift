@@ -1,0 +1,126 @@
+// swift-tools-version:6.2
+import PackageDescription
+
+/// Settings every Data4Help module is built with: the same upcoming features Hummingbird uses,
+/// so `package` access and explicit imports mean what they say.
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let package = Package(
+    name: "data4help",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "data4help", targets: ["data4help"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
+        .package(url: "https://github.com/vapor/postgres-nio.git", from: "1.33.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-configuration.git", from: "1.4.0"),
+        .package(url: "https://github.com/apple/swift-crypto.git", from: "4.5.0"),
+        .package(url: "https://github.com/apple/swift-http-types.git", from: "1.8.0"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.0"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
+    ],
+    targets: [
+        // Argon2id from the system's libargon2 (Debian: libargon2-dev).
+        .systemLibrary(
+            name: "CArgon2",
+            pkgConfig: "libargon2",
+            providers: [.apt(["libargon2-dev"])]
+        ),
+        // glibc's posix_spawn extensions (close inherited descriptors), for starting PostgreSQL.
+        .target(name: "CSpawn"),
+        // The only module that talks to PostgreSQL: connection pool, migrations, embedded cluster, every query.
+        .target(
+            name: "DatabaseLink",
+            dependencies: [
+                "CSpawn",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Access Manager: accounts, passwords, login tokens, API keys, settings.
+        .target(
+            name: "AccessManager",
+            dependencies: [
+                "CArgon2",
+                "DatabaseLink",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // The HTTP layer: the two API surfaces, errors as problem+json, operability endpoints, wiring.
+        .target(
+            name: "HTTPAPI",
+            dependencies: [
+                "AccessManager",
+                "DatabaseLink",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "data4help",
+            dependencies: [
+                "HTTPAPI",
+                "DatabaseLink",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Configuration", package: "swift-configuration"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+        // Starts one throwaway PostgreSQL cluster per test process and hands each test its own database.
+        .target(
+            name: "DatabaseTestSupport",
+            dependencies: [
+                "DatabaseLink",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/DatabaseTestSupport",
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "DatabaseLinkTests",
+            dependencies: ["DatabaseLink", "DatabaseTestSupport"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AccessManagerTests",
+            dependencies: ["AccessManager"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HTTPAPITests",
+            dependencies: [
+                "HTTPAPI",
+                "DatabaseTestSupport",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ],
+            swiftSettings: swiftSettings
+        ),
+    ]
+)

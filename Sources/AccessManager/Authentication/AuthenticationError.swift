@@ -1,0 +1,13 @@
+/// Why a caller was not let in.
+package enum AuthenticationError: Error, Equatable {
+    /// No `Authorization` header, or one in a scheme we do not accept.
+    case missingCredentials
+    /// Email and password did not match an account (the same answer for an unknown email).
+    case invalidLogin
+    /// The bearer credential is unknown, expired or revoked.
+    case invalidToken
+    /// A valid credential of the other API surface.
+    case wrongSurface
+    /// Logout names the token in use; a request made with an API key has none to end.
+    case notALoginToken
+}

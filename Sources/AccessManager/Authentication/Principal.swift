@@ -1,0 +1,33 @@
+import DatabaseLink
+
+/// Who is asking, as established from a bearer credential.
+package struct Principal: Sendable, Equatable {
+    /// How the caller proved who they are.
+    package enum Credential: Sendable, Equatable {
+        /// A login token, by its internal id (so logout can revoke exactly it).
+        case accessToken(id: Int64)
+        /// A third party's API key, by its internal id.
+        case apiKey(id: Int64)
+    }
+
+    package let account: AccountReference
+    package let credential: Credential
+
+    package init(account: AccountReference, credential: Credential) {
+        self.account = account
+        self.credential = credential
+    }
+}
+
+/// The two API surfaces; a credential of one is refused on the other.
+package enum Surface: String, Sendable {
+    case individual
+    case thirdParty
+
+    package func owns(_ account: AccountReference) -> Bool {
+        switch (self, account) {
+        case (.individual, .individual), (.thirdParty, .thirdParty): true
+        default: false
+        }
+    }
+}

@@ -1,0 +1,44 @@
+import Crypto
+import Foundation
+
+/// The random secrets this server hands out, and the digests it stores instead of them.
+///
+/// Secrets carry a recognisable prefix (`d4ht_` login token, `d4hk_` API key) so that a leaked
+/// one is easy to spot in code or logs, and so a bearer credential can be routed to the right
+/// table without a second lookup. 32 bytes from the system CSPRNG give 256 bits of entropy,
+/// which makes a fast hash (SHA-256) the right digest: there is nothing to brute-force.
+package enum BearerSecret {
+    package static let accessTokenPrefix = "d4ht_"
+    package static let apiKeyPrefix = "d4hk_"
+
+    /// A new login token: `d4ht_` and 43 base64url characters.
+    package static func newAccessToken() -> String {
+        accessTokenPrefix + base64URL(randomBytes(32))
+    }
+
+    /// A new API key: `d4hk_<8-character id>_<43 base64url characters>`, and its visible prefix.
+    package static func newAPIKey() -> (key: String, visiblePrefix: String) {
+        let alphabet = Array("abcdefghijkmnpqrstuvwxyz23456789")
+        var generator = SystemRandomNumberGenerator()
+        let identifier = String((0..<8).map { _ in alphabet.randomElement(using: &generator)! })
+        let visiblePrefix = apiKeyPrefix + identifier
+        return (visiblePrefix + "_" + base64URL(randomBytes(32)), visiblePrefix)
+    }
+
+    /// The SHA-256 digest stored and looked up in place of the secret.
+    package static func digest(_ secret: String) -> [UInt8] {
+        Array(SHA256.hash(data: Data(secret.utf8)))
+    }
+
+    private static func randomBytes(_ count: Int) -> [UInt8] {
+        var generator = SystemRandomNumberGenerator()
+        return (0..<count).map { _ in .random(in: .min ... .max, using: &generator) }
+    }
+
+    private static func base64URL(_ bytes: [UInt8]) -> String {
+        Data(bytes).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-")
+            .replacingOccurrences(of: "/", with: "_")
+            .replacingOccurrences(of: "=", with: "")
+    }
+}

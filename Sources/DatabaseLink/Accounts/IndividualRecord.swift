@@ -1,0 +1,51 @@
+import Foundation
+
+/// An individual's account as stored (without the password hash).
+package struct IndividualRecord: Sendable, Equatable {
+    package var id: Int64
+    package var publicId: UUID
+    package var email: String
+    package var fiscalCode: String
+    package var fullName: String
+    /// `YYYY-MM-DD`.
+    package var birthDate: String
+    package var sex: String
+    package var homeArea: String
+    package var timeZone: String
+    package var createdAt: Date
+    package var updatedAt: Date
+}
+
+/// The values of a new individual account, already validated and normalised.
+package struct NewIndividual: Sendable {
+    package var email: String
+    package var passwordHash: String
+    package var fiscalCode: String
+    package var fullName: String
+    package var birthDate: String
+    package var sex: String
+    package var homeArea: String
+
+    package init(email: String, passwordHash: String, fiscalCode: String, fullName: String, birthDate: String, sex: String, homeArea: String) {
+        self.email = email
+        self.passwordHash = passwordHash
+        self.fiscalCode = fiscalCode
+        self.fullName = fullName
+        self.birthDate = birthDate
+        self.sex = sex
+        self.homeArea = homeArea
+    }
+}
+
+/// A partial update of an individual's profile; nil leaves a column as it is.
+package struct IndividualChanges: Sendable {
+    package var email: String?
+    package var fullName: String?
+    package var birthDate: String?
+    package var sex: String?
+    package var homeArea: String?
+    package var timeZone: String?
+    package var passwordHash: String?
+
+    package init() {}
+}

@@ -1,0 +1,70 @@
+import Foundation
+import PostgresNIO
+
+/// The `individuals` table.
+package struct IndividualStore: Sendable {
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    private typealias Row = (Int64, UUID, String, String, String, String, String, String, String, Date, Date)
+    private static let columns = """
+        id, public_id, email, fiscal_code, full_name, birth_date::text, sex, home_area, time_zone, created_at, updated_at
+        """
+
+    private static func record(_ row: Row) -> IndividualRecord {
+        IndividualRecord(
+            id: row.0, publicId: row.1, email: row.2, fiscalCode: row.3, fullName: row.4, birthDate: row.5,
+            sex: row.6, homeArea: row.7, timeZone: row.8, createdAt: row.9, updatedAt: row.10
+        )
+    }
+
+    /// Inserts the account. A taken email or fiscal code throws `DatabaseFailure.uniqueViolation`.
+    package func insert(_ individual: NewIndividual) async throws -> IndividualRecord {
+        let rows = try await database.query("""
+            INSERT INTO individuals (email, password_hash, fiscal_code, full_name, birth_date, sex, home_area)
+            VALUES (\(individual.email), \(individual.passwordHash), \(individual.fiscalCode), \(individual.fullName),
+                    \(individual.birthDate)::date, \(individual.sex), \(individual.homeArea))
+            RETURNING \(unescaped: Self.columns)
+            """)
+        return try Self.record(rows[0].decode(Row.self))
+    }
+
+    /// The account with this internal id.
+    package func find(id: Int64) async throws -> IndividualRecord? {
+        let rows = try await database.query("SELECT \(unescaped: Self.columns) FROM individuals WHERE id = \(id)")
+        return try rows.first.map { try Self.record($0.decode(Row.self)) }
+    }
+
+    /// Id and password hash for a login by email (index: individuals_email_key).
+    package func credentials(email: String) async throws -> (id: Int64, passwordHash: String)? {
+        let rows = try await database.query("SELECT id, password_hash FROM individuals WHERE email = \(email)")
+        return try rows.first.map { try $0.decode((Int64, String).self) }
+    }
+
+    /// The stored password hash of this account.
+    package func passwordHash(id: Int64) async throws -> String? {
+        let rows = try await database.query("SELECT password_hash FROM individuals WHERE id = \(id)")
+        return try rows.first.map { try $0.decode(String.self) }
+    }
+
+    /// Applies the non-nil changes in one statement and returns the updated account.
+    package func update(id: Int64, _ changes: IndividualChanges) async throws -> IndividualRecord? {
+        let rows = try await database.query("""
+            UPDATE individuals SET
+                email         = COALESCE(\(changes.email), email),
+                full_name     = COALESCE(\(changes.fullName), full_name),
+                birth_date    = COALESCE(\(changes.birthDate)::date, birth_date),
+                sex           = COALESCE(\(changes.sex), sex),
+                home_area     = COALESCE(\(changes.homeArea), home_area),
+                time_zone     = COALESCE(\(changes.timeZone), time_zone),
+                password_hash = COALESCE(\(changes.passwordHash), password_hash),
+                updated_at    = now()
+            WHERE id = \(id)
+            RETURNING \(unescaped: Self.columns)
+            """)
+        return try rows.first.map { try Self.record($0.decode(Row.self)) }
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+import PostgresNIO
+
+/// A third-party organisation's account as stored (without the password hash).
+package struct ThirdPartyRecord: Sendable, Equatable {
+    package var id: Int64
+    package var publicId: UUID
+    package var name: String
+    package var email: String
+    package var createdAt: Date
+}
+
+/// The `third_parties` table: one row per tenant.
+package struct ThirdPartyStore: Sendable {
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    private typealias Row = (Int64, UUID, String, String, Date)
+    private static let columns = "id, public_id, name, email, created_at"
+
+    /// Inserts the organisation. A taken email throws `DatabaseFailure.uniqueViolation`.
+    package func insert(name: String, email: String, passwordHash: String) async throws -> ThirdPartyRecord {
+        let rows = try await database.query("""
+            INSERT INTO third_parties (name, email, password_hash)
+            VALUES (\(name), \(email), \(passwordHash))
+            RETURNING \(unescaped: Self.columns)
+            """)
+        let row = try rows[0].decode(Row.self)
+        return ThirdPartyRecord(id: row.0, publicId: row.1, name: row.2, email: row.3, createdAt: row.4)
+    }
+
+    /// The organisation with this internal id.
+    package func find(id: Int64) async throws -> ThirdPartyRecord? {
+        let rows = try await database.query("SELECT \(unescaped: Self.columns) FROM third_parties WHERE id = \(id)")
+        return try rows.first.map {
+            let row = try $0.decode(Row.self)
+            return ThirdPartyRecord(id: row.0, publicId: row.1, name: row.2, email: row.3, createdAt: row.4)
+        }
+    }
+
+    /// Id and password hash for a login by email (index: third_parties_email_key).
+    package func credentials(email: String) async throws -> (id: Int64, passwordHash: String)? {
+        let rows = try await database.query("SELECT id, password_hash FROM third_parties WHERE email = \(email)")
+        return try rows.first.map { try $0.decode((Int64, String).self) }
+    }
+}

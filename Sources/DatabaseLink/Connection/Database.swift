@@ -1,0 +1,60 @@
+import Logging
+import PostgresNIO
+import Metrics
+
+/// The connection pool every store runs its queries through.
+///
+/// A thin wrapper over `PostgresClient` (itself a pool and a ServiceLifecycle service) that
+/// also publishes pool usage as metrics: `db_pool_connections_in_use` and
+/// `db_pool_connections_max`.
+package struct Database: Sendable {
+    /// The pool; run it as a service (`app.addServices(database.client)`).
+    package let client: PostgresClient
+    package let logger: Logger
+    private let inUse: Meter
+
+    package init(configuration: PostgresClient.Configuration, logger: Logger) {
+        self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
+        self.logger = logger
+        self.inUse = Meter(label: "db_pool_connections_in_use")
+        Gauge(label: "db_pool_connections_max").record(configuration.options.maximumConnections)
+    }
+
+    /// Runs the pool for the duration of the body, for commands and tests that have no
+    /// service group of their own (the server runs `client` as a service instead).
+    package func whileRunning<Result: Sendable>(_ body: @Sendable () async throws -> Result) async throws -> Result {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { await client.run() }
+            defer { group.cancelAll() }
+            return try await body()
+        }
+    }
+
+    /// Leases one connection for the closure.
+    package func withConnection<Result>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        inUse.increment()
+        defer { inUse.decrement() }
+        return try await client.withConnection(isolation: isolation, body)
+    }
+
+    /// Runs the closure in one transaction: committed when it returns, rolled back when it throws.
+    package func withTransaction<Result>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: (PostgresConnection) async throws -> sending Result
+    ) async throws -> sending Result {
+        inUse.increment()
+        defer { inUse.decrement() }
+        return try await client.withTransaction(logger: logger, isolation: isolation, body)
+    }
+
+    /// Runs one statement on any pooled connection and collects its (few) rows.
+    @discardableResult
+    package func query(_ query: PostgresQuery) async throws -> [PostgresRow] {
+        try await withConnection { connection in
+            try await connection.query(query, logger: logger).collect()
+        }
+    }
+}

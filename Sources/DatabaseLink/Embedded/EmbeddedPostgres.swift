@@ -1,0 +1,197 @@
+import Crypto
+import Foundation
+import Logging
+import NIOPosix
+import PostgresNIO
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A private PostgreSQL cluster under a directory of ours, started with the machine's own
+/// `initdb`/`pg_ctl` and listening on a free loopback port.
+///
+/// Used by `data4help serve` when `DATABASE_URL` is not set, and by the test harness.
+/// The cluster's password is random, kept in `<directory>/password` (mode 0600), and the server
+/// accepts only password (SCRAM) connections on 127.0.0.1.
+package struct EmbeddedPostgres: Sendable {
+    package struct Options: Sendable {
+        /// Holds `cluster/` (the data directory), `password` and `postgres.log`.
+        package var directory: URL
+        /// False for throwaway test clusters: no fsync, no full-page writes.
+        package var durable: Bool = true
+        /// Extra `postgres -c name=value` settings.
+        package var settings: [String: String] = [:]
+        /// The account to run PostgreSQL as when this process is root.
+        package var unprivilegedUser: String = "postgres"
+
+        package init(directory: URL) {
+            self.directory = directory
+        }
+    }
+
+    /// URL of the cluster's `postgres` maintenance database, for role `data4help`.
+    package let maintenanceURL: DatabaseURL
+    /// Whether this value started the server (and so stops it); false when it was already running.
+    package let startedServer: Bool
+    private let runner: CommandRunner
+    private let binaries: PostgresBinaries
+    private let clusterDirectory: URL
+
+    static let role = "data4help"
+
+    /// Initialises the cluster when the directory is new, then starts it (or joins it if running).
+    package static func start(_ options: Options, logger: Logger) async throws -> EmbeddedPostgres {
+        let binaries = try PostgresBinaries.locate()
+        let requested = options.directory.standardizedFileURL
+        let runAsUser = geteuid() == 0 ? options.unprivilegedUser : nil
+        try FileManager.default.createDirectory(at: requested, withIntermediateDirectories: true)
+        let directory = try runAsUser.map { try prepareForUnprivilegedUser(requested, user: $0, logger: logger) } ?? requested
+        let runner = CommandRunner(runAsUser: runAsUser, workingDirectory: directory)
+        let cluster = directory.appendingPathComponent("cluster")
+        let passwordFile = directory.appendingPathComponent("password")
+
+        try await runBlocking {
+            if !FileManager.default.fileExists(atPath: cluster.appendingPathComponent("PG_VERSION").path) {
+                try initialise(cluster: cluster, passwordFile: passwordFile, runner: runner, binaries: binaries, logger: logger)
+            }
+        }
+        guard let password = try? String(contentsOf: passwordFile, encoding: .utf8) else {
+            throw EmbeddedPostgresError.unreadableState("cannot read \(passwordFile.path)")
+        }
+        let (port, started) = try await runBlocking {
+            if runner.succeeds(binaries.pgCtl, ["-D", cluster.path, "status"]) {
+                return (try runningPort(cluster: cluster), false)
+            }
+            let port = try freeLoopbackPort()
+            var settings = ["listen_addresses": "127.0.0.1", "unix_socket_directories": "''"]
+            if !options.durable {
+                settings.merge(["fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"]) { $1 }
+            }
+            settings.merge(options.settings) { $1 }
+            let serverOptions = (["-p \(port)"] + settings.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" })
+                .joined(separator: " ")
+            do {
+                try runner.run(binaries.pgCtl, [
+                    "-D", cluster.path, "-l", directory.appendingPathComponent("postgres.log").path,
+                    "-w", "-t", "120", "-o", serverOptions, "start",
+                ])
+            } catch {
+                throw EmbeddedPostgresError.commandFailed("pg_ctl start failed (see \(directory.path)/postgres.log): \(error)")
+            }
+            return (port, true)
+        }
+        logger.info("embedded PostgreSQL running", metadata: ["port": "\(port)", "directory": "\(directory.path)"])
+        return EmbeddedPostgres(
+            maintenanceURL: DatabaseURL(
+                host: "127.0.0.1", port: port, username: role,
+                password: password.trimmingCharacters(in: .whitespacesAndNewlines), database: "postgres"
+            ),
+            startedServer: started,
+            runner: runner,
+            binaries: binaries,
+            clusterDirectory: cluster
+        )
+    }
+
+    /// Creates the database unless it exists, and returns its URL.
+    package func database(named name: String, logger: Logger) async throws -> DatabaseURL {
+        let configuration = PostgresConnection.Configuration(
+            host: maintenanceURL.host, port: maintenanceURL.port, username: maintenanceURL.username,
+            password: maintenanceURL.password, database: maintenanceURL.database, tls: .disable
+        )
+        // Identifiers cannot be bound; the name is checked to be a plain identifier first.
+        guard !name.isEmpty, name.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }) else {
+            throw EmbeddedPostgresError.commandFailed("database name must be a plain identifier")
+        }
+        let connection = try await PostgresConnection.connect(configuration: configuration, id: 1, logger: logger)
+        do {
+            let existing = try await connection.query("SELECT 1 FROM pg_database WHERE datname = \(name)", logger: logger).collect()
+            if existing.isEmpty {
+                _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name)"), logger: logger)
+            }
+            try await connection.close()
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        return maintenanceURL.with(database: name)
+    }
+
+    /// Stops the server if this value started it: `fast` waits for clients to disconnect cleanly,
+    /// `immediate` (throwaway test clusters) does not.
+    package func stop(immediately: Bool = false) async throws {
+        guard startedServer else { return }
+        try await Self.runBlocking {
+            try runner.run(binaries.pgCtl, ["-D", clusterDirectory.path, "-m", immediately ? "immediate" : "fast", "-w", "stop"])
+        }
+    }
+
+    // MARK: - Steps
+
+    private static func initialise(
+        cluster: URL, passwordFile: URL, runner: CommandRunner, binaries: PostgresBinaries, logger: Logger
+    ) throws {
+        var bytes = [UInt8](repeating: 0, count: 24)
+        for index in bytes.indices { bytes[index] = UInt8.random(in: .min ... .max) }
+        let password = bytes.map { String(format: "%02x", $0) }.joined()
+        try Data(password.utf8).write(to: passwordFile)
+        try setPermissions(passwordFile, mode: 0o600, owner: runner.runAsUser)
+        do {
+            try runner.run(binaries.initdb, [
+                "-D", cluster.path, "-U", role, "--pwfile=\(passwordFile.path)",
+                "--auth-host=scram-sha-256", "--auth-local=peer", "-E", "UTF8", "--locale=C",
+            ])
+        } catch {
+            throw EmbeddedPostgresError.commandFailed("initdb failed: \(error)")
+        }
+        logger.info("initialised embedded PostgreSQL cluster", metadata: ["directory": "\(cluster.path)"])
+    }
+
+    /// Line 4 of `postmaster.pid` is the port of a running server.
+    private static func runningPort(cluster: URL) throws(EmbeddedPostgresError) -> Int {
+        let pidFile = cluster.appendingPathComponent("postmaster.pid")
+        guard let contents = try? String(contentsOf: pidFile, encoding: .utf8) else {
+            throw .unreadableState("a server is running but \(pidFile.path) cannot be read")
+        }
+        let lines = contents.split(separator: "\n", omittingEmptySubsequences: false)
+        guard lines.count > 3, let port = Int(lines[3].trimmingCharacters(in: .whitespaces)) else {
+            throw .unreadableState("cannot find the port in \(pidFile.path)")
+        }
+        return port
+    }
+
+    /// Hands the directory to the unprivileged user. When that user cannot reach it (say the
+    /// checkout lives under root's home), falls back to a directory under /var/tmp.
+    private static func prepareForUnprivilegedUser(_ directory: URL, user: String, logger: Logger) throws -> URL {
+        guard getpwnam(user) != nil else { throw EmbeddedPostgresError.noUnprivilegedUser(user) }
+        try setPermissions(directory, mode: 0o700, owner: user)
+        let probe = CommandRunner(runAsUser: user, workingDirectory: URL(fileURLWithPath: "/"))
+        if probe.succeeds("/usr/bin/test", ["-w", directory.path, "-a", "-x", directory.path]) {
+            return directory
+        }
+        let digest = SHA256.hash(data: Data(directory.path.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
+        let fallback = URL(fileURLWithPath: "/var/tmp/data4help-\(digest)")
+        logger.warning(
+            "the PostgreSQL user cannot reach the data directory; using a fallback",
+            metadata: ["directory": "\(directory.path)", "fallback": "\(fallback.path)"]
+        )
+        try FileManager.default.createDirectory(at: fallback, withIntermediateDirectories: true)
+        try setPermissions(fallback, mode: 0o700, owner: user)
+        return fallback
+    }
+
+    private static func setPermissions(_ url: URL, mode: Int, owner: String?) throws {
+        var attributes: [FileAttributeKey: Any] = [.posixPermissions: mode]
+        if let owner, let entry = getpwnam(owner) {
+            attributes[.ownerAccountID] = Int(entry.pointee.pw_uid)
+            attributes[.groupOwnerAccountID] = Int(entry.pointee.pw_gid)
+        }
+        try FileManager.default.setAttributes(attributes, ofItemAtPath: url.path)
+    }
+
+    /// Process and file work blocks a thread: keep it off Swift's cooperative pool.
+    private static func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
+        try await NIOThreadPool.singleton.runIfActive(body)
+    }
+}

@@ -1,0 +1,74 @@
+import Configuration
+import DatabaseLink
+import Foundation
+import Logging
+
+/// Every setting of the server, read once at start-up. The README's configuration table lists
+/// the environment variables; nothing else in the code reads the environment.
+package struct AppConfiguration: Sendable {
+    /// `HOST`: address to listen on.
+    package var host = "127.0.0.1"
+    /// `PORT`: TCP port (0 picks a free one).
+    package var port = 8080
+    /// `DATABASE_URL`: PostgreSQL to use; when absent, an embedded cluster under `DATA_DIR` is started.
+    package var databaseURL: DatabaseURL?
+    /// `DATABASE_POOL_SIZE`: maximum connections in the pool.
+    package var databasePoolSize = 20
+    /// `DATA_DIR`: where the embedded PostgreSQL keeps its cluster.
+    package var dataDirectory = ".data"
+    /// `LOG_LEVEL`: trace, debug, info, notice, warning, error, critical.
+    package var logLevel = Logger.Level.info
+    /// `TOKEN_TTL_SECONDS`: lifetime of a login token.
+    package var tokenLifetime = Duration.seconds(24 * 3600)
+    /// `MAX_BODY_BYTES`: largest request body accepted (larger: 413).
+    package var maxBodyBytes = 4 * 1024 * 1024
+    /// `MIGRATIONS_DIR`: the plain-SQL migrations.
+    package var migrationsDirectory = "migrations"
+    /// `OPENAPI_PATH`: the API contract served at `/openapi.yaml`.
+    package var openAPIPath = "openapi/data4help.yaml"
+
+    package init() {}
+
+    /// Reads the settings; an unparsable value is an error naming its variable, never silently ignored.
+    package init(reader: ConfigReader) throws(ConfigurationError) {
+        self.init()
+        if let value = reader.string(forKey: "host") { host = value }
+        port = try Self.integer(reader, "port", env: "PORT", default: port, range: 0...65535)
+        if let value = reader.string(forKey: "database.url", isSecret: true), !value.isEmpty {
+            do {
+                databaseURL = try DatabaseURL(parsing: value)
+            } catch {
+                throw ConfigurationError(error.description)
+            }
+        }
+        databasePoolSize = try Self.integer(reader, "database.pool.size", env: "DATABASE_POOL_SIZE", default: databasePoolSize, range: 1...500)
+        if let value = reader.string(forKey: "data.dir") { dataDirectory = value }
+        if let value = reader.string(forKey: "log.level") {
+            guard let level = Logger.Level(rawValue: value.lowercased()) else {
+                throw ConfigurationError("LOG_LEVEL must be one of trace, debug, info, notice, warning, error, critical")
+            }
+            logLevel = level
+        }
+        let ttl = try Self.integer(reader, "token.ttl.seconds", env: "TOKEN_TTL_SECONDS", default: 24 * 3600, range: 1...(365 * 24 * 3600))
+        tokenLifetime = .seconds(ttl)
+        maxBodyBytes = try Self.integer(reader, "max.body.bytes", env: "MAX_BODY_BYTES", default: maxBodyBytes, range: 1024...(256 * 1024 * 1024))
+        if let value = reader.string(forKey: "migrations.dir") { migrationsDirectory = value }
+        if let value = reader.string(forKey: "openapi.path") { openAPIPath = value }
+    }
+
+    private static func integer(
+        _ reader: ConfigReader, _ key: ConfigKey, env: String, default value: Int, range: ClosedRange<Int>
+    ) throws(ConfigurationError) -> Int {
+        guard let text = reader.string(forKey: key) else { return value }
+        guard let parsed = Int(text), range.contains(parsed) else {
+            throw ConfigurationError("\(env) must be an integer from \(range.lowerBound) to \(range.upperBound)")
+        }
+        return parsed
+    }
+}
+
+/// A setting that cannot be used; the message names the variable, never a secret value.
+package struct ConfigurationError: Error, CustomStringConvertible {
+    package let description: String
+    init(_ description: String) { self.description = description }
+}

@@ -1,0 +1,106 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import Hummingbird
+import Logging
+import Prometheus
+
+/// Wires configuration → database → components → controllers → router, and returns the
+/// application ready to run. `data4help serve` and the tests build it the same way.
+///
+/// Migrations run before the server accepts connections (`beforeServerStarts`), with the
+/// connection pool already running as a service of the application.
+package func buildApplication(
+    configuration: AppConfiguration,
+    databaseURL: DatabaseURL,
+    metrics: PrometheusCollectorRegistry,
+    logger: Logger
+) throws -> some ApplicationProtocol {
+    let database = Database(
+        configuration: databaseURL.clientConfiguration(maximumConnections: configuration.databasePoolSize),
+        logger: logger
+    )
+    let migrator = Migrator(
+        database: database,
+        migrations: try MigrationSet(directory: URL(fileURLWithPath: configuration.migrationsDirectory))
+    )
+    guard let document = FileManager.default.contents(atPath: configuration.openAPIPath) else {
+        throw ConfigurationError("cannot read the OpenAPI document at OPENAPI_PATH (\(configuration.openAPIPath))")
+    }
+    let router = buildRouter(
+        components: Components(database: database, configuration: configuration),
+        operations: OperationsController(migrator: migrator, metrics: metrics, openAPIDocument: ByteBuffer(bytes: document)),
+        configuration: configuration
+    )
+    var app = Application(
+        router: router,
+        configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "data4help"),
+        services: [database.client],
+        logger: logger
+    )
+    app.beforeServerStarts {
+        let report = try await migrator.migrate()
+        logger.info("database schema is current", metadata: [
+            "migrations.applied": "\(report.applied.count)", "migrations.previously": "\(report.alreadyApplied)",
+        ])
+    }
+    return app
+}
+
+/// The logic-tier components, built once per application over one connection pool.
+struct Components {
+    let authenticator: Authenticator
+    let sessions: SessionService
+    let individuals: IndividualAccounts
+    let thirdParties: ThirdPartyAccounts
+    let apiKeys: APIKeyService
+
+    init(database: Database, configuration: AppConfiguration) {
+        let hasher = PasswordHasher()
+        authenticator = Authenticator(tokens: AccessTokenStore(database: database), apiKeys: APIKeyStore(database: database))
+        sessions = SessionService(database: database, hasher: hasher, tokenLifetime: configuration.tokenLifetime)
+        individuals = IndividualAccounts(database: database, hasher: hasher)
+        thirdParties = ThirdPartyAccounts(database: database, hasher: hasher)
+        apiKeys = APIKeyService(database: database)
+    }
+}
+
+/// The routes of both API surfaces and the operations endpoints, behind the common middleware:
+/// request id → metrics → access log → problem+json.
+func buildRouter(components: Components, operations: OperationsController, configuration: AppConfiguration) -> Router<AppRequestContext> {
+    let router = Router(context: AppRequestContext.self)
+    router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: MetricsMiddleware())
+    router.add(middleware: AccessLogMiddleware())
+    router.add(middleware: ProblemMiddleware())
+
+    operations.addRoutes(to: router)
+    let body = JSONBody(limit: configuration.maxBodyBytes)
+
+    // /api/users — individuals.
+    let users = router.group("api/users")
+    let userAccounts = UserAccountController(accounts: components.individuals, body: body)
+    let userSessions = SessionController<IndividualRequestContext>(sessions: components.sessions, body: body)
+    userAccounts.addRegistration(to: users)
+    userSessions.addLogin(to: users)
+    let authenticatedUsers = users
+        .add(middleware: BearerAuthenticationMiddleware(authenticator: components.authenticator, surface: .individual))
+        .group(context: IndividualRequestContext.self)
+    userAccounts.addAuthenticated(to: authenticatedUsers)
+    userSessions.addAuthenticated(to: authenticatedUsers)
+
+    // /api/thirdparties — organisations (tenants).
+    let thirdParties = router.group("api/thirdparties")
+    let partyAccounts = ThirdPartyAccountController(accounts: components.thirdParties, body: body)
+    let partySessions = SessionController<ThirdPartyRequestContext>(sessions: components.sessions, body: body)
+    partyAccounts.addRegistration(to: thirdParties)
+    partySessions.addLogin(to: thirdParties)
+    let authenticatedParties = thirdParties
+        .add(middleware: BearerAuthenticationMiddleware(authenticator: components.authenticator, surface: .thirdParty))
+        .group(context: ThirdPartyRequestContext.self)
+    partyAccounts.addAuthenticated(to: authenticatedParties)
+    partySessions.addAuthenticated(to: authenticatedParties)
+    APIKeyController(keys: components.apiKeys, body: body).addRoutes(to: authenticatedParties)
+
+    return router
+}

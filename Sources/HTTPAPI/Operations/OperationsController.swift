@@ -1,0 +1,57 @@
+import DatabaseLink
+import Foundation
+import Hummingbird
+import Logging
+import Prometheus
+
+/// Endpoints for operators and tooling: liveness, readiness, metrics and the API contract.
+struct OperationsController {
+    let migrator: Migrator
+    let metrics: PrometheusCollectorRegistry
+    let openAPIDocument: ByteBuffer
+
+    func addRoutes(to router: Router<AppRequestContext>) {
+        // The process is up and serving HTTP; says nothing about its dependencies.
+        router.get("healthz") { _, _ in
+            HealthStatus(status: "ok")
+        }
+        // Ready for traffic: PostgreSQL answers and every migration is applied.
+        router.get("readyz") { _, context -> HealthStatus in
+            let pending: Int
+            do {
+                pending = try await migrator.pendingCount()
+            } catch {
+                context.logger.warning("readiness check: database not reachable")
+                throw Problem(
+                    .serviceUnavailable, slug: "not-ready", title: "Not ready",
+                    detail: "The database is not reachable.", headers: [.retryAfter: "2"]
+                )
+            }
+            guard pending == 0 else {
+                throw Problem(
+                    .serviceUnavailable, slug: "not-ready", title: "Not ready",
+                    detail: "\(pending) database migration(s) are not applied yet.", headers: [.retryAfter: "2"]
+                )
+            }
+            return HealthStatus(status: "ready")
+        }
+        router.get("metrics") { _, _ in
+            Response(
+                status: .ok,
+                headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+                body: .init(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer()))
+            )
+        }
+        router.get("openapi.yaml") { _, _ in
+            Response(
+                status: .ok,
+                headers: [.contentType: "application/yaml; charset=utf-8"],
+                body: .init(byteBuffer: openAPIDocument)
+            )
+        }
+    }
+}
+
+struct HealthStatus: ResponseEncodable {
+    let status: String
+}

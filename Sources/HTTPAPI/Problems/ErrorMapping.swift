@@ -1,0 +1,114 @@
+import AccessManager
+import DatabaseLink
+import Hummingbird
+import Logging
+import PostgresNIO
+
+/// The one place where an error of any component becomes an HTTP problem.
+enum ErrorMapping {
+    static let bearerChallenge = #"Bearer realm="data4help""#
+    static let loginChallenge = #"Basic realm="data4help", charset="UTF-8""#
+
+    /// The problem for an error; unknown errors become a 500 that reveals nothing (and are logged by type).
+    static func problem(for error: any Error, logger: Logger) -> Problem {
+        switch error {
+        case let problem as Problem:
+            return problem
+        case let error as AuthenticationError:
+            return problem(for: error)
+        case let error as AccountError:
+            return problem(for: error)
+        case let error as APIKeyError:
+            switch error {
+            case .notFound: return .notFound("API key")
+            }
+        case let error as HTTPError:
+            return problem(for: error)
+        case let error as PSQLError where error.serverInfo == nil:
+            // No server answer at all: the pool could not reach PostgreSQL.
+            logger.error("database unavailable", metadata: ["error.code": "\(error.code)"])
+            return Problem(
+                .serviceUnavailable, slug: "database-unavailable", title: "Service unavailable",
+                detail: "The database is not reachable right now; retry shortly.", headers: [.retryAfter: "2"]
+            )
+        default:
+            var metadata: Logger.Metadata = ["error.type": "\(String(reflecting: type(of: error)))"]
+            if let psql = error as? PSQLError, let state = psql.serverInfo?[.sqlState] {
+                metadata["error.sqlstate"] = "\(state)"
+            }
+            logger.error("unhandled error", metadata: metadata)
+            return Problem(
+                .internalServerError, slug: "internal-error", title: "Internal server error",
+                detail: "Something went wrong on our side; the request had no effect. Quote the request id when reporting it."
+            )
+        }
+    }
+
+    private static func problem(for error: AuthenticationError) -> Problem {
+        switch error {
+        case .missingCredentials:
+            Problem(
+                .unauthorized, slug: "unauthenticated", title: "Authentication required",
+                detail: "Send 'Authorization: Bearer <token or API key>'.",
+                headers: [.wwwAuthenticate: bearerChallenge]
+            )
+        case .invalidToken:
+            Problem(
+                .unauthorized, slug: "invalid-token", title: "Invalid credentials",
+                detail: "The bearer token or API key is unknown, expired or revoked.",
+                headers: [.wwwAuthenticate: bearerChallenge + #", error="invalid_token""#]
+            )
+        case .invalidLogin:
+            Problem(
+                .unauthorized, slug: "invalid-login", title: "Login failed",
+                detail: "The email address or the password is wrong.",
+                headers: [.wwwAuthenticate: loginChallenge]
+            )
+        case .wrongSurface:
+            Problem(
+                .forbidden, slug: "wrong-api-surface", title: "Wrong API surface",
+                detail: "This credential belongs to the other API: individuals use /api/users, third parties /api/thirdparties."
+            )
+        case .notALoginToken:
+            Problem(
+                .badRequest, slug: "not-a-login-token", title: "Not a login token",
+                detail: "Logout ends the login token in use; this request used an API key. Revoke keys with DELETE /api/thirdparties/keys/{keyId}."
+            )
+        }
+    }
+
+    private static func problem(for error: AccountError) -> Problem {
+        switch error {
+        case .alreadyRegistered:
+            Problem(
+                .conflict, slug: "already-registered", title: "Already registered",
+                detail: "An account with this email address or fiscal code already exists."
+            )
+        case .emailInUse:
+            Problem(
+                .conflict, slug: "email-in-use", title: "Email address in use",
+                detail: "Another account uses this email address."
+            )
+        case .wrongCurrentPassword:
+            .invalidField("currentPassword", "is not the account's current password")
+        case .notFound:
+            .notFound("account")
+        }
+    }
+
+    private static func problem(for error: HTTPError) -> Problem {
+        switch error.status {
+        case .notFound:
+            .notFound()
+        case .contentTooLarge:
+            Problem(
+                .contentTooLarge, slug: "body-too-large", title: "Request body too large",
+                detail: "The request body is larger than this server accepts."
+            )
+        case .methodNotAllowed:
+            Problem(.methodNotAllowed, slug: "method-not-allowed", title: "Method not allowed", detail: "This resource does not support that method.")
+        default:
+            Problem(error.status, slug: "http-\(error.status.code)", title: error.status.reasonPhrase, detail: error.body ?? error.status.reasonPhrase)
+        }
+    }
+}

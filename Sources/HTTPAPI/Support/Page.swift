@@ -1,0 +1,67 @@
+import Foundation
+import AccessManager
+import Hummingbird
+import Logging
+
+/// One page of a listing. Every paginated response in the API has this shape;
+/// `nextCursor` is null on the last page.
+struct Page<Item: Encodable & Sendable>: ResponseEncodable, Sendable {
+    let items: [Item]
+    let nextCursor: String?
+
+    private enum CodingKeys: String, CodingKey { case items, nextCursor }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(items, forKey: .items)
+        try container.encode(nextCursor, forKey: .nextCursor)  // explicit null, not an absent key
+    }
+}
+
+/// Keyset pagination over a descending internal id: `limit` and an opaque `cursor` from the
+/// query string. Stable under concurrent inserts (no OFFSET), never shows the id itself.
+struct KeysetPagination {
+    static let defaultLimit = 50
+    static let maximumLimit = 200
+
+    let limit: Int
+    /// Items strictly older than this id; nil for the first page.
+    let beforeId: Int64?
+
+    init(_ request: Request) throws(Problem) {
+        var fields = FieldValidator()
+        let query = request.uri.queryParameters
+        limit = fields.optional("limit", query["limit"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int in
+            guard let value = Int(raw), (1...Self.maximumLimit).contains(value) else {
+                throw InvalidValue("must be an integer from 1 to \(Self.maximumLimit)")
+            }
+            return value
+        } ?? Self.defaultLimit
+        beforeId = fields.optional("cursor", query["cursor"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int64 in
+            guard let id = Self.decodeCursor(raw) else { throw InvalidValue("is not a cursor this server issued") }
+            return id
+        }
+        try fields.finish()
+    }
+
+    /// The page for rows fetched with `limit + 1`: the extra row only says that more exist.
+    func page<Row, Item>(_ rows: [Row], id: (Row) -> Int64, item: (Row) -> Item) -> Page<Item> {
+        let visible = Array(rows.prefix(limit))
+        let next = rows.count > limit ? visible.last.map { Self.encodeCursor(id($0)) } : nil
+        return Page(items: visible.map(item), nextCursor: next)
+    }
+
+    static func encodeCursor(_ id: Int64) -> String {
+        Data("k1:\(id)".utf8).base64EncodedString()
+            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+    }
+
+    static func decodeCursor(_ cursor: String) -> Int64? {
+        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
+        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
+        guard cursor.count <= 64, let data = Data(base64Encoded: base64),
+              let text = String(data: data, encoding: .utf8), text.hasPrefix("k1:")
+        else { return nil }
+        return Int64(text.dropFirst(3)).flatMap { $0 > 0 ? $0 : nil }
+    }
+}

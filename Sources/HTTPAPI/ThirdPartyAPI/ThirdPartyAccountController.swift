@@ -1,0 +1,57 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import Hummingbird
+import Logging
+
+/// `/api/thirdparties`: an organisation's registration and profile.
+struct ThirdPartyAccountController {
+    let accounts: ThirdPartyAccounts
+    let body: JSONBody
+
+    /// `POST registration` (public).
+    func addRegistration(to group: RouterGroup<AppRequestContext>) {
+        group.post("registration") { request, context -> EditedResponse<ThirdPartyProfileBody> in
+            let form = try await body.decode(ThirdPartyRegistrationBody.self, from: request, context: context)
+            let record = try await accounts.register(form.validated())
+            return EditedResponse(status: .created, headers: [.location: "/api/thirdparties/me"], response: ThirdPartyProfileBody(record))
+        }
+    }
+
+    /// `GET me`.
+    func addAuthenticated(to group: some RouterMethods<ThirdPartyRequestContext>) {
+        group.get("me") { _, context in
+            try await ThirdPartyProfileBody(accounts.profile(of: context.principal))
+        }
+    }
+}
+
+struct ThirdPartyRegistrationBody: Decodable {
+    var name: String?
+    var email: String?
+    var password: String?
+
+    func validated() throws(Problem) -> ThirdPartyRegistration {
+        var fields = FieldValidator()
+        let name = fields.required("name", name, OrganisationName.init(parsing:))
+        let email = fields.required("email", email, EmailAddress.init(parsing:))
+        let password = fields.required("password", password, Password.init(parsing:))
+        try fields.finish()
+        return ThirdPartyRegistration(name: name!, email: email!, password: password!)
+    }
+}
+
+/// An organisation's own account.
+struct ThirdPartyProfileBody: ResponseEncodable {
+    let id: UUID
+    let name: String
+    let email: String
+    let createdAt: Date
+
+    init(_ record: ThirdPartyRecord) {
+        id = record.publicId
+        name = record.name
+        email = record.email
+        createdAt = record.createdAt
+    }
+}

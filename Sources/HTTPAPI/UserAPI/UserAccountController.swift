@@ -1,0 +1,114 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import Hummingbird
+import Logging
+
+/// `/api/users`: an individual's registration, profile and settings.
+struct UserAccountController {
+    let accounts: IndividualAccounts
+    let body: JSONBody
+
+    /// `POST registration` (public).
+    func addRegistration(to group: RouterGroup<AppRequestContext>) {
+        group.post("registration") { request, context -> EditedResponse<IndividualProfileBody> in
+            let form = try await body.decode(IndividualRegistrationBody.self, from: request, context: context)
+            let record = try await accounts.register(form.validated())
+            return EditedResponse(status: .created, headers: [.location: "/api/users/me"], response: IndividualProfileBody(record))
+        }
+    }
+
+    /// `GET me`, `PATCH me`.
+    func addAuthenticated(to group: some RouterMethods<IndividualRequestContext>) {
+        group.get("me") { _, context in
+            try await IndividualProfileBody(accounts.profile(of: context.principal))
+        }
+        group.patch("me") { request, context in
+            let patch = try await body.decode(IndividualProfilePatch.self, from: request, context: context)
+            return try await IndividualProfileBody(accounts.update(context.principal, with: patch.validated()))
+        }
+    }
+}
+
+struct IndividualRegistrationBody: Decodable {
+    var email: String?
+    var password: String?
+    var fiscalCode: String?
+    var fullName: String?
+    var birthDate: String?
+    var sex: String?
+    var homeArea: String?
+
+    func validated() throws(Problem) -> IndividualRegistration {
+        var fields = FieldValidator()
+        let email = fields.required("email", email, EmailAddress.init(parsing:))
+        let password = fields.required("password", password, Password.init(parsing:))
+        let fiscalCode = fields.required("fiscalCode", fiscalCode, FiscalCode.init(parsing:))
+        let fullName = fields.required("fullName", fullName, PersonName.init(parsing:))
+        let birthDate = fields.required("birthDate", birthDate) { (raw: String) throws(InvalidValue) in try BirthDate(parsing: raw) }
+        let sex = fields.required("sex", sex, Sex.init(parsing:))
+        let homeArea = fields.required("homeArea", homeArea, AreaCode.init(parsing:))
+        try fields.finish()
+        return IndividualRegistration(
+            email: email!, password: password!, fiscalCode: fiscalCode!, fullName: fullName!,
+            birthDate: birthDate!, sex: sex!, homeArea: homeArea!
+        )
+    }
+}
+
+struct IndividualProfilePatch: Decodable {
+    var email: String?
+    var fullName: String?
+    var birthDate: String?
+    var sex: String?
+    var homeArea: String?
+    var timeZone: String?
+    var password: String?
+    var currentPassword: String?
+    /// Present only to be refused: the fiscal code is how third parties name a person.
+    var fiscalCode: String?
+
+    func validated() throws(Problem) -> IndividualProfileChange {
+        var fields = FieldValidator()
+        var change = IndividualProfileChange()
+        change.email = fields.optional("email", email, EmailAddress.init(parsing:))
+        change.fullName = fields.optional("fullName", fullName, PersonName.init(parsing:))
+        change.birthDate = fields.optional("birthDate", birthDate) { (raw: String) throws(InvalidValue) in try BirthDate(parsing: raw) }
+        change.sex = fields.optional("sex", sex, Sex.init(parsing:))
+        change.homeArea = fields.optional("homeArea", homeArea, AreaCode.init(parsing:))
+        change.timeZone = fields.optional("timeZone", timeZone, TimeZoneName.init(parsing:))
+        change.newPassword = fields.optional("password", password, Password.init(parsing:))
+        if fiscalCode != nil { fields.fail("fiscalCode", "cannot be changed") }
+        if password != nil, currentPassword == nil { fields.fail("currentPassword", "is required to change the password") }
+        change.currentPassword = currentPassword
+        try fields.finish()
+        return change
+    }
+}
+
+/// An individual's own profile and settings.
+struct IndividualProfileBody: ResponseEncodable {
+    let id: UUID
+    let email: String
+    let fiscalCode: String
+    let fullName: String
+    let birthDate: String
+    let sex: String
+    let homeArea: String
+    let timeZone: String
+    let createdAt: Date
+    let updatedAt: Date
+
+    init(_ record: IndividualRecord) {
+        id = record.publicId
+        email = record.email
+        fiscalCode = record.fiscalCode
+        fullName = record.fullName
+        birthDate = record.birthDate
+        sex = record.sex
+        homeArea = record.homeArea
+        timeZone = record.timeZone
+        createdAt = record.createdAt
+        updatedAt = record.updatedAt
+    }
+}

@@ -1,0 +1,1 @@
+package let placeholderTS = 0
