@@ -38,7 +38,7 @@ package struct APIKeyStore: Sendable {
     package func insert(thirdPartyId: Int64, name: String, prefix: String, keyHash: [UInt8]) async throws -> APIKeyRecord {
         let rows = try await database.query("""
             INSERT INTO api_keys (third_party_id, name, prefix, key_hash)
-            VALUES (\(thirdPartyId), \(name), \(prefix), \(keyHash))
+            VALUES (\(thirdPartyId), \(name), \(prefix), \(ByteBuffer(bytes: keyHash)))
             RETURNING \(unescaped: Self.columns)
             """)
         return try Self.record(rows[0].decode(Row.self))
@@ -78,7 +78,7 @@ package struct APIKeyStore: Sendable {
     package func resolve(keyHash: [UInt8]) async throws -> ResolvedAPIKey? {
         let rows = try await database.query("""
             SELECT id, third_party_id, last_used_at FROM api_keys
-            WHERE key_hash = \(keyHash) AND revoked_at IS NULL
+            WHERE key_hash = \(ByteBuffer(bytes: keyHash)) AND revoked_at IS NULL
             """)
         return try rows.first.map {
             let row = try $0.decode((Int64, Int64, Date?).self)

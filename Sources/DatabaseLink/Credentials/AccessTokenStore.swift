@@ -31,7 +31,7 @@ package struct AccessTokenStore: Sendable {
     package func insert(owner: AccountReference, tokenHash: [UInt8], expiresAt: Date) async throws -> AccessTokenRecord {
         let rows = try await database.query("""
             INSERT INTO access_tokens (individual_id, third_party_id, token_hash, expires_at)
-            VALUES (\(owner.individualId), \(owner.thirdPartyId), \(tokenHash), \(expiresAt))
+            VALUES (\(owner.individualId), \(owner.thirdPartyId), \(ByteBuffer(bytes: tokenHash)), \(expiresAt))
             RETURNING id, public_id, created_at, expires_at, last_used_at
             """)
         let row = try rows[0].decode(Row.self)
@@ -42,7 +42,7 @@ package struct AccessTokenStore: Sendable {
     package func resolve(tokenHash: [UInt8]) async throws -> ResolvedAccessToken? {
         let rows = try await database.query("""
             SELECT id, individual_id, third_party_id, last_used_at FROM access_tokens
-            WHERE token_hash = \(tokenHash) AND revoked_at IS NULL AND expires_at > now()
+            WHERE token_hash = \(ByteBuffer(bytes: tokenHash)) AND revoked_at IS NULL AND expires_at > now()
             """)
         guard let row = try rows.first?.decode((Int64, Int64?, Int64?, Date?).self) else { return nil }
         let owner: AccountReference = if let individual = row.1 { .individual(individual) } else { .thirdParty(row.2 ?? 0) }

@@ -74,7 +74,7 @@ package struct Problem: Error, Sendable, Encodable {
         body.instance = instance
         body.requestId = requestId
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(body)) ?? Data()
         var headers = self.headers
         headers[.contentType] = "application/problem+json"

@@ -61,19 +61,19 @@ struct LoginBody: Decodable {
 struct IssuedTokenBody: ResponseEncodable {
     let token: String
     let tokenType = "Bearer"
-    let tokenId: UUID
+    let tokenId: String
     let expiresAt: Date
 
     init(_ issued: IssuedToken) {
         token = issued.token
-        tokenId = issued.record.publicId
+        tokenId = issued.record.publicId.wireString
         expiresAt = issued.record.expiresAt
     }
 }
 
 /// A live login token as listed: never the secret.
 struct TokenBody: Encodable, Sendable {
-    let id: UUID
+    let id: String
     let createdAt: Date
     let expiresAt: Date
     let lastUsedAt: Date?
@@ -81,7 +81,7 @@ struct TokenBody: Encodable, Sendable {
     let current: Bool
 
     init(_ record: AccessTokenRecord, current: Bool) {
-        id = record.publicId
+        id = record.publicId.wireString
         createdAt = record.createdAt
         expiresAt = record.expiresAt
         lastUsedAt = record.lastUsedAt

@@ -15,3 +15,8 @@ enum WireFormat {
         return decoder
     }
 }
+
+extension UUID {
+    /// Ids on the wire are lower-case UUIDs (RFC 9562 §4 recommends lower case for output).
+    var wireString: String { uuidString.lowercased() }
+}

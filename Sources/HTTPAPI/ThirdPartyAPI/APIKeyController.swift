@@ -18,7 +18,7 @@ struct APIKeyController {
             let created = try await keys.create(for: context.principal, name: name!)
             return EditedResponse(
                 status: .created,
-                headers: [.location: "/api/thirdparties/keys/\(created.record.publicId.uuidString.lowercased())", .cacheControl: "no-store"],
+                headers: [.location: "/api/thirdparties/keys/\(created.record.publicId.wireString)", .cacheControl: "no-store"],
                 response: CreatedAPIKeyBody(created)
             )
         }
@@ -49,14 +49,14 @@ struct APIKeyCreationBody: Decodable {
 
 /// A key just created: `key` is the secret, shown this once.
 struct CreatedAPIKeyBody: ResponseEncodable {
-    let id: UUID
+    let id: String
     let name: String
     let prefix: String
     let key: String
     let createdAt: Date
 
     init(_ created: CreatedAPIKey) {
-        id = created.record.publicId
+        id = created.record.publicId.wireString
         name = created.record.name
         prefix = created.record.prefix
         key = created.key
@@ -66,7 +66,7 @@ struct CreatedAPIKeyBody: ResponseEncodable {
 
 /// A key as listed: its visible prefix and history, never the secret.
 struct APIKeyBody: ResponseEncodable, Sendable {
-    let id: UUID
+    let id: String
     let name: String
     let prefix: String
     let status: String
@@ -75,7 +75,7 @@ struct APIKeyBody: ResponseEncodable, Sendable {
     let revokedAt: Date?
 
     init(_ record: APIKeyRecord) {
-        id = record.publicId
+        id = record.publicId.wireString
         name = record.name
         prefix = record.prefix
         status = record.revokedAt == nil ? "active" : "revoked"

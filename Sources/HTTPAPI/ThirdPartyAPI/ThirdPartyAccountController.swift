@@ -43,13 +43,13 @@ struct ThirdPartyRegistrationBody: Decodable {
 
 /// An organisation's own account.
 struct ThirdPartyProfileBody: ResponseEncodable {
-    let id: UUID
+    let id: String
     let name: String
     let email: String
     let createdAt: Date
 
     init(_ record: ThirdPartyRecord) {
-        id = record.publicId
+        id = record.publicId.wireString
         name = record.name
         email = record.email
         createdAt = record.createdAt

@@ -88,7 +88,7 @@ struct IndividualProfilePatch: Decodable {
 
 /// An individual's own profile and settings.
 struct IndividualProfileBody: ResponseEncodable {
-    let id: UUID
+    let id: String
     let email: String
     let fiscalCode: String
     let fullName: String
@@ -100,7 +100,7 @@ struct IndividualProfileBody: ResponseEncodable {
     let updatedAt: Date
 
     init(_ record: IndividualRecord) {
-        id = record.publicId
+        id = record.publicId.wireString
         email = record.email
         fiscalCode = record.fiscalCode
         fullName = record.fullName
