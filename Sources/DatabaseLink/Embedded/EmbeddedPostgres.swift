@@ -127,6 +127,12 @@ package struct EmbeddedPostgres: Sendable {
         }
     }
 
+    /// Stops the server at once, synchronously: for `atexit` handlers of throwaway test clusters.
+    package func stopImmediatelyBlocking() {
+        guard startedServer else { return }
+        _ = runner.succeeds(binaries.pgCtl, ["-D", clusterDirectory.path, "-m", "immediate", "-w", "stop"])
+    }
+
     // MARK: - Steps
 
     private static func initialise(

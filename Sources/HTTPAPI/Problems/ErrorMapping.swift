@@ -23,7 +23,10 @@ enum ErrorMapping {
             case .notFound: return .notFound("API key")
             }
         case let error as HTTPError:
-            return problem(for: error)
+            return problem(for: error.status, detail: error.body)
+        case let error as any HTTPResponseError:
+            // Hummingbird's own errors, such as NIOTooManyBytesError for an oversized body.
+            return problem(for: error.status, detail: nil)
         case let error as PSQLError where error.serverInfo == nil:
             // No server answer at all: the pool could not reach PostgreSQL.
             logger.error("database unavailable", metadata: ["error.code": "\(error.code)"])
@@ -96,8 +99,8 @@ enum ErrorMapping {
         }
     }
 
-    private static func problem(for error: HTTPError) -> Problem {
-        switch error.status {
+    private static func problem(for status: HTTPResponse.Status, detail: String?) -> Problem {
+        switch status {
         case .notFound:
             .notFound()
         case .contentTooLarge:
@@ -108,7 +111,7 @@ enum ErrorMapping {
         case .methodNotAllowed:
             Problem(.methodNotAllowed, slug: "method-not-allowed", title: "Method not allowed", detail: "This resource does not support that method.")
         default:
-            Problem(error.status, slug: "http-\(error.status.code)", title: error.status.reasonPhrase, detail: error.body ?? error.status.reasonPhrase)
+            Problem(status, slug: "http-\(status.code)", title: status.reasonPhrase, detail: detail ?? status.reasonPhrase)
         }
     }
 }

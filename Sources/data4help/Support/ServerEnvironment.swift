@@ -30,11 +30,7 @@ enum ServerEnvironment {
     /// Prometheus as the metrics backend; names like `hb.requests` become `hb_requests`.
     static func bootstrapMetrics() -> PrometheusCollectorRegistry {
         let registry = PrometheusCollectorRegistry()
-        var factory = PrometheusMetricsFactory(registry: registry)
-        factory.nameAndLabelSanitizer = { name, labels in
-            (Self.prometheusName(name), labels.map { (Self.prometheusName($0.0), $0.1) })
-        }
-        MetricsSystem.bootstrap(factory)
+        MetricsSystem.bootstrap(PrometheusMetrics.factory(registry: registry))
         return registry
     }
 
@@ -57,9 +53,5 @@ enum ServerEnvironment {
             try? await cluster.stop()
             throw error
         }
-    }
-
-    private static func prometheusName(_ name: String) -> String {
-        String(name.map { $0.isLetter || $0.isNumber || $0 == "_" ? $0 : "_" })
     }
 }

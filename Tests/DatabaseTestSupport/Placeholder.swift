@@ -1,1 +1,0 @@
-package let placeholderTS = 0

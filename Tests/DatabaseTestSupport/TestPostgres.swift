@@ -1,0 +1,107 @@
+import DatabaseLink
+import Foundation
+import Logging
+import PostgresNIO
+
+/// One real PostgreSQL cluster per test process, and a fresh database for every test.
+///
+/// The cluster is the same embedded one `data4help serve` uses (run as the `postgres` user when
+/// the tests run as root), started in a temporary directory without fsync and stopped when the
+/// process exits. Migrations are applied once to a template database; each test then gets
+/// `CREATE DATABASE test_n TEMPLATE template_migrated`, a file copy that takes milliseconds —
+/// the pattern of SwiftPackageIndex-Server's test suite — so tests run in parallel in isolation.
+package actor TestPostgres {
+    package static let shared = TestPostgres()
+
+    /// Where the repository's `migrations/` and `openapi/` are, whatever the working directory.
+    package static let repositoryRoot: URL = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    package static var migrationsDirectory: URL { repositoryRoot.appendingPathComponent("migrations") }
+
+    package static let logger: Logger = {
+        var logger = Logger(label: "data4help.tests")
+        logger.logLevel = .warning
+        return logger
+    }()
+
+    // Tasks, not values: the actor is re-entrant at every await, and parallel tests must
+    // share one cluster and one template rather than race to create their own.
+    private var cluster: Task<EmbeddedPostgres, any Error>?
+    private var template: Task<Void, any Error>?
+    private var databaseCount = 0
+
+    /// A new database with every migration applied.
+    package func migratedDatabase() async throws -> DatabaseURL {
+        if template == nil {
+            template = Task {
+                let cluster = try await self.startedCluster()
+                let url = try await cluster.database(named: "template_migrated", logger: Self.logger)
+                let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: Self.logger)
+                try await database.whileRunning {
+                    try await Migrator(database: database, migrations: MigrationSet(directory: Self.migrationsDirectory)).migrate()
+                }
+            }
+        }
+        try await template!.value
+        return try await createDatabase(template: "template_migrated")
+    }
+
+    /// A new, empty database (for testing the migrator itself).
+    package func emptyDatabase() async throws -> DatabaseURL {
+        try await createDatabase(template: "template0")
+    }
+
+    private func createDatabase(template: String) async throws -> DatabaseURL {
+        let cluster = try await startedCluster()
+        databaseCount += 1
+        let name = "test_\(databaseCount)"
+        let url = cluster.maintenanceURL
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable),
+            id: databaseCount, logger: Self.logger
+        )
+        do {
+            // Names are generated above, never user input; identifiers cannot be bound.
+            _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"), logger: Self.logger)
+            try await connection.close()
+        } catch {
+            try? await connection.close()
+            throw error
+        }
+        return url.with(database: name)
+    }
+
+    private func startedCluster() async throws -> EmbeddedPostgres {
+        if cluster == nil {
+            cluster = Task { try await Self.startCluster() }
+        }
+        return try await cluster!.value
+    }
+
+    private static func startCluster() async throws -> EmbeddedPostgres {
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory())
+            .appendingPathComponent("data4help-tests-\(ProcessInfo.processInfo.processIdentifier)")
+        try? FileManager.default.removeItem(at: directory)
+        var options = EmbeddedPostgres.Options(directory: directory)
+        options.durable = false
+        options.settings = ["max_connections": "500", "shared_buffers": "64MB"]
+        let started = try await EmbeddedPostgres.start(options, logger: Self.logger)
+        ClusterCleanup.register(started, directory: directory)
+        return started
+    }
+}
+
+/// Stops the test cluster and deletes its directory when the test process exits.
+private enum ClusterCleanup {
+    nonisolated(unsafe) static var cluster: EmbeddedPostgres?
+    nonisolated(unsafe) static var directory: URL?
+
+    static func register(_ cluster: EmbeddedPostgres, directory: URL) {
+        Self.cluster = cluster
+        Self.directory = directory
+        atexit {
+            ClusterCleanup.cluster?.stopImmediatelyBlocking()
+            if let directory = ClusterCleanup.directory { try? FileManager.default.removeItem(at: directory) }
+        }
+    }
+}

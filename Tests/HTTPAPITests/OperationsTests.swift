@@ -1,0 +1,36 @@
+import Foundation
+import HTTPAPI
+import HTTPTypes
+import Testing
+
+@Suite("Health, readiness, metrics and the contract")
+struct OperationsTests {
+    @Test func healthAndReadiness() async throws {
+        try await TestServer.run { api in
+            #expect(try await api.send(.get, "/healthz").string("status") == "ok")
+            let ready = try await api.send(.get, "/readyz")
+            #expect(ready.status == .ok)
+            #expect(ready.string("status") == "ready")
+        }
+    }
+
+    @Test func metricsCountRequestsPerRoute() async throws {
+        try await TestServer.run { api in
+            _ = try await api.send(.get, "/api/users/me")
+            let metrics = try await api.send(.get, "/metrics")
+            #expect(metrics.status == .ok)
+            let text = String(decoding: metrics.data, as: UTF8.self)
+            #expect(text.contains(#"hb_requests{http_route="/api/users/me",http_request_method="GET",http_response_status_code="401"}"#))
+            #expect(text.contains("http_server_request_duration_bucket"))
+            #expect(text.contains("db_pool_connections_in_use"))
+        }
+    }
+
+    @Test func servesTheOpenAPIDocument() async throws {
+        try await TestServer.run { api in
+            let document = try await api.send(.get, "/openapi.yaml")
+            #expect(document.status == .ok)
+            #expect(String(decoding: document.data, as: UTF8.self).hasPrefix("openapi: 3.1"))
+        }
+    }
+}
