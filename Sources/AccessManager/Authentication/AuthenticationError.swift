@@ -2,6 +2,8 @@
 package enum AuthenticationError: Error, Equatable {
     /// No `Authorization` header, or one in a scheme we do not accept.
     case missingCredentials
+    /// A login request with neither a JSON body nor HTTP Basic credentials.
+    case missingLoginCredentials
     /// Email and password did not match an account (the same answer for an unknown email).
     case invalidLogin
     /// The bearer credential is unknown, expired or revoked.

@@ -68,11 +68,12 @@ struct Components {
 /// The routes of both API surfaces and the operations endpoints, behind the common middleware:
 /// request id → metrics → access log → problem+json.
 func buildRouter(components: Components, operations: OperationsController, configuration: AppConfiguration) -> Router<AppRequestContext> {
-    let router = Router(context: AppRequestContext.self)
+    let routes = RouteTable()
+    let router = RecordingRouter(router: Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints), table: routes)
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: AccessLogMiddleware())
-    router.add(middleware: ProblemMiddleware())
+    router.add(middleware: ProblemMiddleware(routes: routes))
 
     operations.addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
@@ -102,5 +103,5 @@ func buildRouter(components: Components, operations: OperationsController, confi
     partySessions.addAuthenticated(to: authenticatedParties)
     APIKeyController(keys: components.apiKeys, body: body).addRoutes(to: authenticatedParties)
 
-    return router
+    return router.router
 }

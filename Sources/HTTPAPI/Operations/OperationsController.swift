@@ -10,7 +10,7 @@ struct OperationsController {
     let metrics: PrometheusCollectorRegistry
     let openAPIDocument: ByteBuffer
 
-    func addRoutes(to router: Router<AppRequestContext>) {
+    func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         // The process is up and serving HTTP; says nothing about its dependencies.
         router.get("healthz") { _, _ in
             HealthStatus(status: "ok")

@@ -47,6 +47,15 @@ enum ErrorMapping {
         }
     }
 
+    /// A 405 listing the methods the resource does accept.
+    static func methodNotAllowed(_ allowed: [HTTPRequest.Method]) -> Problem {
+        let list = allowed.map(\.rawValue).joined(separator: ", ")
+        return Problem(
+            .methodNotAllowed, slug: "method-not-allowed", title: "Method not allowed",
+            detail: "This resource accepts \(list).", headers: [.allow: list]
+        )
+    }
+
     private static func problem(for error: AuthenticationError) -> Problem {
         switch error {
         case .missingCredentials:
@@ -60,6 +69,12 @@ enum ErrorMapping {
                 .unauthorized, slug: "invalid-token", title: "Invalid credentials",
                 detail: "The bearer token or API key is unknown, expired or revoked.",
                 headers: [.wwwAuthenticate: bearerChallenge + #", error="invalid_token""#]
+            )
+        case .missingLoginCredentials:
+            Problem(
+                .unauthorized, slug: "login-credentials-missing", title: "Credentials required",
+                detail: "Send { \"email\", \"password\" } as JSON, or HTTP Basic credentials.",
+                headers: [.wwwAuthenticate: loginChallenge]
             )
         case .invalidLogin:
             Problem(

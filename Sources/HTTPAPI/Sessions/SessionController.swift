@@ -40,7 +40,9 @@ struct SessionController<Context: AuthenticatedRequestContext> {
         if case .basic(let user, let secret) = AuthorizationHeader(request.headers) {
             (email, password) = (user, secret)
         } else {
-            let login = try await body.decode(LoginBody.self, from: request, context: context)
+            guard let login = try await body.decodeIfPresent(LoginBody.self, from: request, context: context) else {
+                throw AuthenticationError.missingLoginCredentials
+            }
             var fields = FieldValidator()
             let parsedEmail = fields.required("email", login.email) { (raw: String) throws(InvalidValue) in raw }
             let parsedPassword = fields.required("password", login.password) { (raw: String) throws(InvalidValue) in raw }

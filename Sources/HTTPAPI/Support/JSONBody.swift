@@ -9,6 +9,14 @@ struct JSONBody {
     let limit: Int
 
     func decode<Value: Decodable>(_ type: Value.Type, from request: Request, context: some RequestContext) async throws -> Value {
+        guard let value = try await decodeIfPresent(type, from: request, context: context) else {
+            throw Problem.malformedBody("The request needs a JSON body.")
+        }
+        return value
+    }
+
+    /// Like `decode`, but nil when the request has no body at all.
+    func decodeIfPresent<Value: Decodable>(_ type: Value.Type, from request: Request, context: some RequestContext) async throws -> Value? {
         if let contentType = request.headers[.contentType], !Self.isJSON(contentType) {
             throw Problem(
                 .unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
@@ -17,7 +25,7 @@ struct JSONBody {
         }
         var request = request
         let buffer = try await request.collectBody(upTo: limit)
-        guard buffer.readableBytes > 0 else { throw Problem.malformedBody("The request needs a JSON body.") }
+        guard buffer.readableBytes > 0 else { return nil }
         do {
             return try WireFormat.decoder().decode(Value.self, from: Data(buffer.readableBytesView))
         } catch let error as DecodingError {

@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# Contract test: validates openapi/data4help.yaml, then runs schemathesis against a live
+# `data4help serve` (embedded PostgreSQL in a throwaway directory) for every operation.
+# Usage: Tests/Contract/run-schemathesis.sh <path-to-data4help-binary> <python-venv-bin-dir>
+set -euo pipefail
+
+binary=${1:?path to the data4help binary}
+venv=${2:?python venv bin directory}
+root=$(cd "$(dirname "$0")/../.." && pwd)
+spec="$root/openapi/data4help.yaml"
+
+"$venv/python" - "$spec" <<'PY'
+import sys
+from openapi_spec_validator import validate
+from openapi_spec_validator.readers import read_from_filename
+document, _ = read_from_filename(sys.argv[1])
+validate(document)
+print(f"openapi-spec-validator: {sys.argv[1]} is a valid OpenAPI {document['openapi']} document")
+PY
+
+work=$(mktemp -d /tmp/data4help-contract-XXXXXX)
+chmod 755 "$work"   # the embedded PostgreSQL may run as the postgres user
+port=$("$venv/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+base="http://127.0.0.1:$port"
+
+DATA_DIR="$work/data" PORT=$port HOST=127.0.0.1 LOG_LEVEL=warning \
+  MIGRATIONS_DIR="$root/migrations" OPENAPI_PATH="$spec" \
+  "$binary" serve >"$work/server.log" 2>&1 &
+server=$!
+cleanup() {
+  kill -TERM "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  rm -rf "$work" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+for _ in $(seq 1 120); do
+  curl -fsS "$base/readyz" >/dev/null 2>&1 && break
+  kill -0 "$server" 2>/dev/null || { cat "$work/server.log"; echo "server exited" >&2; exit 1; }
+  sleep 0.5
+done
+curl -fsS "$base/readyz" >/dev/null
+
+json_field() { "$venv/python" -c "import json,sys; print(json.load(sys.stdin)['$1'])"; }
+password='contract test password'
+curl -fsS -X POST "$base/api/users/registration" -H 'Content-Type: application/json' \
+  -d "{\"email\":\"contract@example.org\",\"password\":\"$password\",\"fiscalCode\":\"RSSMRA85T10A562S\",\"fullName\":\"Contract Test\",\"birthDate\":\"1950-01-01\",\"sex\":\"other\",\"homeArea\":\"IT-MI\"}" >/dev/null
+curl -fsS -X POST "$base/api/thirdparties/registration" -H 'Content-Type: application/json' \
+  -d "{\"name\":\"Contract Org\",\"email\":\"contract@acme.test\",\"password\":\"$password\"}" >/dev/null
+user_token=$(curl -fsS -X POST "$base/api/users/login" -H 'Content-Type: application/json' \
+  -d "{\"email\":\"contract@example.org\",\"password\":\"$password\"}" | json_field token)
+party_token=$(curl -fsS -X POST "$base/api/thirdparties/login" -H 'Content-Type: application/json' \
+  -d "{\"email\":\"contract@acme.test\",\"password\":\"$password\"}" | json_field token)
+
+# Every check schemathesis has. Logout is run last, on its own, so that it does not end the
+# session the other operations are tested with.
+common=(--url "$base" --checks all --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-60}" --seed 4242
+        --workers 2 --suppress-health-check too_slow,filter_too_much --warnings off --no-color)
+status=0
+run() { "$venv/schemathesis" --config-file "$root/Tests/Contract/schemathesis.toml" run "$spec" "${common[@]}" "$@" || status=1; }
+
+echo "== schemathesis: public and operations endpoints"
+run --exclude-path-regex '^/api/(users|thirdparties)/(?!registration$|login$)'
+echo "== schemathesis: individuals' surface"
+run -H "Authorization: Bearer $user_token" --include-path-regex '^/api/users/(?!registration$|login$)' --exclude-operation-id logoutIndividual
+echo "== schemathesis: third parties' surface"
+run -H "Authorization: Bearer $party_token" --include-path-regex '^/api/thirdparties/(?!registration$|login$)' --exclude-operation-id logoutThirdParty
+echo "== schemathesis: logout"
+run -H "Authorization: Bearer $user_token" --include-operation-id logoutIndividual --max-examples 5
+run -H "Authorization: Bearer $party_token" --include-operation-id logoutThirdParty --max-examples 5
+
+if grep -q '"level":"error"' "$work/server.log"; then
+  echo "the server logged errors during the contract test:" >&2
+  grep '"level":"error"' "$work/server.log" >&2
+  status=1
+fi
+exit $status
