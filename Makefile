@@ -1,0 +1,54 @@
+# Data4Help — the two commands of the README, and a few helpers.
+#   make run    install missing system packages, build, serve on http://localhost:8080
+#   make test   install what the tests need, build, run the contract test and the test suite
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+SYSTEM_PACKAGES := postgresql libargon2-dev pkg-config curl
+PYTHON ?= python3
+VENV := .build/venv
+PYTHON_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+
+.PHONY: help run test build deps python-tools contract-test unit-test clean-data
+
+help:
+	@echo "make run    build and serve Data4Help on http://localhost:8080 (embedded PostgreSQL under .data/)"
+	@echo "make test   run the test suite and the OpenAPI contract test against real PostgreSQL"
+
+## Debian packages the build and the embedded database need; installed only when missing.
+deps:
+	@missing=""; \
+	for package in $(SYSTEM_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' "$$package" 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$package"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq; \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
+	fi
+
+build: deps
+	swift build --product data4help
+
+run: build
+	.build/debug/data4help serve
+
+## schemathesis and openapi-spec-validator from PyPI, in a virtualenv under .build/.
+python-tools:
+	@[ -x $(VENV)/bin/schemathesis ] || { $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check $(PYTHON_TOOLS); }
+
+contract-test: build python-tools
+	Tests/Contract/run-schemathesis.sh .build/debug/data4help $(VENV)/bin
+
+unit-test: deps
+	swift build --build-tests
+	swift test --skip-build
+
+## The contract test first, so that the test suite's own summary closes the output.
+test: contract-test unit-test
+
+clean-data:
+	rm -rf .data
