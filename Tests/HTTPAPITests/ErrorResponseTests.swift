@@ -71,3 +71,35 @@ struct ErrorResponseTests {
         }
     }
 }
+
+@Suite("Methods and credentials at the edges")
+struct EdgeResponseTests {
+    @Test func knownPathWithAnotherMethodIsMethodNotAllowed() async throws {
+        try await TestServer.run { api in
+            let reply = try await api.send(.put, "/api/users/me")
+            #expect(reply.status == .methodNotAllowed)
+            #expect(reply.headers[.allow] == "GET, PATCH, HEAD")
+            #expect(reply.headers[.contentType] == "application/problem+json")
+            let withParameter = try await api.send(.post, "/api/thirdparties/keys/\(UUID().uuidString)")
+            #expect(withParameter.headers[.allow] == "GET, DELETE, HEAD")
+        }
+    }
+
+    @Test func headAnswersLikeGetWithoutABody() async throws {
+        try await TestServer.run { api in
+            let reply = try await api.send(.head, "/healthz")
+            #expect(reply.status == .ok)
+            #expect(reply.data.isEmpty)
+        }
+    }
+
+    @Test func loginWithoutAnyCredentialsIsUnauthorized() async throws {
+        try await TestServer.run { api in
+            let reply = try await api.send(.post, "/api/users/login")
+            #expect(reply.status == .unauthorized)
+            #expect(reply.headers[.wwwAuthenticate]?.hasPrefix("Basic") == true)
+            let bearerInsteadOfBasic = try await api.send(.post, "/api/thirdparties/login", token: "d4ht_whatever")
+            #expect(bearerInsteadOfBasic.status == .unauthorized)
+        }
+    }
+}

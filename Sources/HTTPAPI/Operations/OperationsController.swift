@@ -19,7 +19,7 @@ struct OperationsController {
         router.get("readyz") { _, context -> HealthStatus in
             let pending: Int
             do {
-                pending = try await migrator.pendingCount()
+                pending = try await withTimeout(.seconds(2)) { try await migrator.pendingCount() }
             } catch {
                 context.logger.warning("readiness check: database not reachable")
                 throw Problem(
@@ -49,6 +49,20 @@ struct OperationsController {
                 body: .init(byteBuffer: openAPIDocument)
             )
         }
+    }
+}
+
+/// The body's result, or an error when it takes longer than the limit: a readiness probe must
+/// answer promptly even while the pool waits for an unreachable database.
+private func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
+    try await withThrowingTaskGroup(of: T.self) { group in
+        group.addTask { try await body() }
+        group.addTask {
+            try await Task.sleep(for: limit)
+            throw CancellationError()
+        }
+        defer { group.cancelAll() }
+        return try await group.next()!
     }
 }
 
