@@ -1,3 +1,5 @@
+import Foundation
+
 /// A value that cannot be turned into its type. `reason` is shown to the caller next to the
 /// field name, so it describes the rule, never echoes the value (which may be personal data).
 package struct InvalidValue: Error, Equatable, CustomStringConvertible {
@@ -11,6 +13,17 @@ package struct InvalidValue: Error, Equatable, CustomStringConvertible {
 }
 
 extension String {
+    /// The string trimmed of surrounding white space, when its length is within bounds and it
+    /// holds no control character: the rule of every free-text name (people, organisations, keys).
+    func trimmedName(length: ClosedRange<Int>) throws(InvalidValue) -> String {
+        let trimmed = trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { throw InvalidValue("must not be empty") }
+        guard trimmed.count >= length.lowerBound else { throw InvalidValue("must be at least \(length.lowerBound) characters") }
+        guard trimmed.count <= length.upperBound else { throw InvalidValue("must be at most \(length.upperBound) characters") }
+        guard !trimmed.containsControlCharacter else { throw InvalidValue("must not contain control characters") }
+        return trimmed
+    }
+
     /// True when the string holds a control character (U+0000–U+001F, U+007F–U+009F).
     var containsControlCharacter: Bool {
         unicodeScalars.contains { $0.properties.generalCategory == .control }

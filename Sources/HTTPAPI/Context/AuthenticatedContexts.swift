@@ -1,13 +1,26 @@
 import AccessManager
-import Hummingbird
-import Logging
 import Foundation
+import Hummingbird
 
 /// A request context that can only exist with an authenticated principal of one API surface,
 /// so a handler written against it cannot forget to check who is asking.
 package protocol AuthenticatedRequestContext: ChildRequestContext<AppRequestContext> {
     static var surface: Surface { get }
     var principal: Principal { get }
+    init(coreContext: CoreRequestContextStorage, principal: Principal)
+}
+
+extension AuthenticatedRequestContext {
+    /// Built by the router group from the parent context; throws (401) without a principal of this surface.
+    package init(context: AppRequestContext) throws {
+        guard let principal = context.principal, Self.surface.owns(principal.account) else {
+            throw AuthenticationError.missingCredentials
+        }
+        self.init(coreContext: context.coreContext, principal: principal)
+    }
+
+    package var requestDecoder: JSONDecoder { WireFormat.decoder() }
+    package var responseEncoder: JSONEncoder { WireFormat.encoder() }
 }
 
 /// Routes under `/api/users` after authentication: the caller is an individual.
@@ -16,16 +29,10 @@ package struct IndividualRequestContext: AuthenticatedRequestContext {
     package var coreContext: CoreRequestContextStorage
     package let principal: Principal
 
-    package init(context: AppRequestContext) throws {
-        guard let principal = context.principal, Self.surface.owns(principal.account) else {
-            throw AuthenticationError.missingCredentials
-        }
-        self.coreContext = context.coreContext
+    package init(coreContext: CoreRequestContextStorage, principal: Principal) {
+        self.coreContext = coreContext
         self.principal = principal
     }
-
-    package var requestDecoder: JSONDecoder { WireFormat.decoder() }
-    package var responseEncoder: JSONEncoder { WireFormat.encoder() }
 }
 
 /// Routes under `/api/thirdparties` after authentication: the caller is a third party (tenant).
@@ -34,14 +41,8 @@ package struct ThirdPartyRequestContext: AuthenticatedRequestContext {
     package var coreContext: CoreRequestContextStorage
     package let principal: Principal
 
-    package init(context: AppRequestContext) throws {
-        guard let principal = context.principal, Self.surface.owns(principal.account) else {
-            throw AuthenticationError.missingCredentials
-        }
-        self.coreContext = context.coreContext
+    package init(coreContext: CoreRequestContextStorage, principal: Principal) {
+        self.coreContext = coreContext
         self.principal = principal
     }
-
-    package var requestDecoder: JSONDecoder { WireFormat.decoder() }
-    package var responseEncoder: JSONEncoder { WireFormat.encoder() }
 }
