@@ -58,6 +58,7 @@ let package = Package(
                 "DatabaseLink",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "NIOPosix", package: "swift-nio"),
             ],
             swiftSettings: swiftSettings
@@ -105,12 +106,18 @@ let package = Package(
         ),
         .testTarget(
             name: "DatabaseLinkTests",
-            dependencies: ["DatabaseLink", "DatabaseTestSupport"],
+            dependencies: [
+                "DatabaseLink", "DatabaseTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "AccessManagerTests",
-            dependencies: ["AccessManager"],
+            dependencies: [
+                "AccessManager", "DatabaseLink", "DatabaseTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

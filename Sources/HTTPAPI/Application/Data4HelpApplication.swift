@@ -35,7 +35,7 @@ package func buildApplication(
     var app = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "data4help"),
-        services: [database.client],
+        services: [database.client, TokenJanitor(database: database, logger: logger)],
         logger: logger
     )
     app.beforeServerStarts {

@@ -1,0 +1,40 @@
+import DatabaseLink
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Deletes login tokens that expired or were revoked more than a week ago, once an hour, so that
+/// `access_tokens` holds live tokens and recent history rather than every login ever made.
+package struct TokenJanitor: Service {
+    let tokens: AccessTokenStore
+    let logger: Logger
+    /// How long ended tokens stay listed in the table (for audit and support questions).
+    package var retention: Duration = .seconds(7 * 24 * 3600)
+    package var interval: Duration = .seconds(3600)
+
+    package init(database: Database, logger: Logger) {
+        self.tokens = AccessTokenStore(database: database)
+        self.logger = logger
+    }
+
+    package func run() async throws {
+        // Ends promptly on graceful shutdown: the sleep is cancelled, not waited out.
+        try await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                await purgeOnce()
+                try await Task.sleep(for: interval)
+            }
+        }
+    }
+
+    /// One purge; failures are logged and retried at the next interval.
+    package func purgeOnce() async {
+        let cutoff = Date().addingTimeInterval(-Double(retention.components.seconds))
+        do {
+            let removed = try await tokens.purge(endedBefore: cutoff)
+            if removed > 0 { logger.info("purged ended login tokens", metadata: ["tokens.removed": "\(removed)"]) }
+        } catch {
+            logger.warning("token purge failed; will retry", metadata: ["error.type": "\(type(of: error))"])
+        }
+    }
+}
