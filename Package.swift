@@ -63,11 +63,22 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // HealthSharing: the data manager (samples, locations), access policies, data elaboration.
+        .target(
+            name: "HealthSharing",
+            dependencies: [
+                "AccessManager",
+                "DatabaseLink",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The HTTP layer: the two API surfaces, errors as problem+json, operability endpoints, wiring.
         .target(
             name: "HTTPAPI",
             dependencies: [
                 "AccessManager",
+                "HealthSharing",
                 "DatabaseLink",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -118,6 +129,11 @@ let package = Package(
                 "AccessManager", "DatabaseLink", "DatabaseTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "HealthSharingTests",
+            dependencies: ["HealthSharing"],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -76,6 +76,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     router.add(middleware: ProblemMiddleware(routes: routes))
 
     operations.addRoutes(to: router)
+    SampleTypeController().addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 
     // /api/users — individuals.
