@@ -3,12 +3,10 @@ import DatabaseLink
 /// Individuals' accounts: registration, profile and settings.
 package struct IndividualAccounts: Sendable {
     let store: IndividualStore
-    let tokens: AccessTokenStore
     let hasher: PasswordHasher
 
     package init(database: Database, hasher: PasswordHasher) {
         self.store = IndividualStore(database: database)
-        self.tokens = AccessTokenStore(database: database)
         self.hasher = hasher
     }
 
@@ -56,17 +54,14 @@ package struct IndividualAccounts: Sendable {
             }
             changes.passwordHash = try await hasher.hash(newPassword)
         }
+        let kept: Int64? = if case .accessToken(let tokenId) = principal.credential { tokenId } else { nil }
         let updated: IndividualRecord?
         do {
-            updated = try await store.update(id: id, changes)
+            updated = try await store.update(id: id, changes, keptTokenId: kept)
         } catch let error where DatabaseFailure(error)?.isUniqueViolation == true {
             throw AccountError.emailInUse
         }
         guard let updated else { throw AccountError.notFound }
-        if changes.passwordHash != nil {
-            let kept: Int64? = if case .accessToken(let tokenId) = principal.credential { tokenId } else { nil }
-            try await tokens.revokeAll(owner: principal.account, except: kept)
-        }
         return updated
     }
 }

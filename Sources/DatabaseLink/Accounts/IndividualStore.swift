@@ -50,21 +50,32 @@ package struct IndividualStore: Sendable {
         return try rows.first.map { try $0.decode(String.self) }
     }
 
-    /// Applies the non-nil changes in one statement and returns the updated account.
-    package func update(id: Int64, _ changes: IndividualChanges) async throws -> IndividualRecord? {
-        let rows = try await database.query("""
-            UPDATE individuals SET
-                email         = COALESCE(\(changes.email), email),
-                full_name     = COALESCE(\(changes.fullName), full_name),
-                birth_date    = COALESCE(\(changes.birthDate)::date, birth_date),
-                sex           = COALESCE(\(changes.sex), sex),
-                home_area     = COALESCE(\(changes.homeArea), home_area),
-                time_zone     = COALESCE(\(changes.timeZone), time_zone),
-                password_hash = COALESCE(\(changes.passwordHash), password_hash),
-                updated_at    = now()
-            WHERE id = \(id)
-            RETURNING \(unescaped: Self.columns)
-            """)
-        return try rows.first.map { try Self.record($0.decode(Row.self)) }
+    /// Applies the non-nil changes and returns the updated account. A password change also ends
+    /// every login token of the account but `keptTokenId`, in the same transaction: either both
+    /// happen or neither does.
+    package func update(id: Int64, _ changes: IndividualChanges, keptTokenId: Int64? = nil) async throws -> IndividualRecord? {
+        try await database.withTransaction { connection in
+            let rows = try await connection.query("""
+                UPDATE individuals SET
+                    email         = COALESCE(\(changes.email), email),
+                    full_name     = COALESCE(\(changes.fullName), full_name),
+                    birth_date    = COALESCE(\(changes.birthDate)::date, birth_date),
+                    sex           = COALESCE(\(changes.sex), sex),
+                    home_area     = COALESCE(\(changes.homeArea), home_area),
+                    time_zone     = COALESCE(\(changes.timeZone), time_zone),
+                    password_hash = COALESCE(\(changes.passwordHash), password_hash),
+                    updated_at    = now()
+                WHERE id = \(id)
+                RETURNING \(unescaped: Self.columns)
+                """, logger: database.logger).collect()
+            guard let row = rows.first else { return nil }
+            if changes.passwordHash != nil {
+                _ = try await connection.query("""
+                    UPDATE access_tokens SET revoked_at = now()
+                    WHERE individual_id = \(id) AND revoked_at IS NULL AND id IS DISTINCT FROM \(keptTokenId)
+                    """, logger: database.logger)
+            }
+            return try Self.record(row.decode(Row.self))
+        }
     }
 }

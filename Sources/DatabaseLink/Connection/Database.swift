@@ -41,13 +41,20 @@ package struct Database: Sendable {
     }
 
     /// Runs the closure in one transaction: committed when it returns, rolled back when it throws.
+    ///
+    /// Errors come out as thrown (postgres-nio wraps them in `PostgresTransactionError`), so that
+    /// a unique violation or a domain error inside a transaction is classified like any other.
     package func withTransaction<Result>(
         isolation: isolated (any Actor)? = #isolation,
         _ body: (PostgresConnection) async throws -> sending Result
     ) async throws -> sending Result {
         inUse.increment()
         defer { inUse.decrement() }
-        return try await client.withTransaction(logger: logger, isolation: isolation, body)
+        do {
+            return try await client.withTransaction(logger: logger, isolation: isolation, body)
+        } catch let error as PostgresTransactionError {
+            throw error.closureError ?? error.beginError ?? error.commitError ?? error
+        }
     }
 
     /// Runs one statement on any pooled connection and collects its (few) rows.

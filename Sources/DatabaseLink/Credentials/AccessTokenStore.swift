@@ -88,15 +88,6 @@ package struct AccessTokenStore: Sendable {
         try await database.query("UPDATE access_tokens SET revoked_at = now() WHERE id = \(id) AND revoked_at IS NULL")
     }
 
-    /// Revokes every live token of the owner except one (after a password change).
-    package func revokeAll(owner: AccountReference, except keptId: Int64?) async throws {
-        try await database.query("""
-            UPDATE access_tokens SET revoked_at = now()
-            WHERE \(unescaped: owner.ownerColumn) = \(owner.accountId)
-              AND revoked_at IS NULL AND id IS DISTINCT FROM \(keptId)
-            """)
-    }
-
     /// Deletes tokens that expired or were revoked before the cut-off; returns how many.
     package func purge(endedBefore cutoff: Date) async throws -> Int {
         let rows = try await database.query("""
