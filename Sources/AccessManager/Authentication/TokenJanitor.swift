@@ -18,11 +18,12 @@ package struct TokenJanitor: Service {
     }
 
     package func run() async throws {
-        // Ends promptly on graceful shutdown: the sleep is cancelled, not waited out.
+        // Ends promptly on graceful shutdown: the sleep is cancelled, not waited out. The first
+        // purge waits one interval, so it never races the start-up migrations.
         try await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
-                await purgeOnce()
                 try await Task.sleep(for: interval)
+                await purgeOnce()
             }
         }
     }

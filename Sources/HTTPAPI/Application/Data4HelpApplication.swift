@@ -3,6 +3,7 @@ import DatabaseLink
 import Foundation
 import Hummingbird
 import Logging
+import HealthSharing
 import Prometheus
 
 /// Wires configuration → database → components → controllers → router, and returns the
@@ -27,8 +28,9 @@ package func buildApplication(
     guard let document = FileManager.default.contents(atPath: configuration.openAPIPath) else {
         throw ConfigurationError("cannot read the OpenAPI document at OPENAPI_PATH (\(configuration.openAPIPath))")
     }
+    let components = Components(database: database, configuration: configuration)
     let router = buildRouter(
-        components: Components(database: database, configuration: configuration),
+        components: components,
         operations: OperationsController(migrator: migrator, metrics: metrics, openAPIDocument: ByteBuffer(bytes: document)),
         configuration: configuration
     )
@@ -43,6 +45,7 @@ package func buildApplication(
         logger.info("database schema is current", metadata: [
             "migrations.applied": "\(report.applied.count)", "migrations.previously": "\(report.alreadyApplied)",
         ])
+        try await components.partitions.ensureAround(Date())
     }
     return app
 }
@@ -54,6 +57,9 @@ struct Components {
     let individuals: IndividualAccounts
     let thirdParties: ThirdPartyAccounts
     let apiKeys: APIKeyService
+    let partitions: PartitionMaintainer
+    let storedData: StoredDataEvents
+    let dataManager: DataManager
 
     init(database: Database, configuration: AppConfiguration) {
         let hasher = PasswordHasher()
@@ -62,6 +68,9 @@ struct Components {
         individuals = IndividualAccounts(database: database, hasher: hasher)
         thirdParties = ThirdPartyAccounts(database: database, hasher: hasher)
         apiKeys = APIKeyService(database: database)
+        partitions = PartitionMaintainer(database: database)
+        storedData = StoredDataEvents()
+        dataManager = DataManager(database: database, partitions: partitions, events: storedData)
     }
 }
 
@@ -90,6 +99,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
         .group(context: IndividualRequestContext.self)
     userAccounts.addAuthenticated(to: authenticatedUsers)
     userSessions.addAuthenticated(to: authenticatedUsers)
+    UserDataController(dataManager: components.dataManager, body: body).addRoutes(to: authenticatedUsers)
 
     // /api/thirdparties — organisations (tenants).
     let thirdParties = router.group("api/thirdparties")

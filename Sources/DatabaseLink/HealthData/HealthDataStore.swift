@@ -1,0 +1,193 @@
+import Foundation
+import PostgresNIO
+
+/// Samples of one ingest, column by column (the shape `unnest` binds: one array per column).
+package struct SampleColumns: Sendable {
+    package var types: [Int16] = []
+    /// The UTC minute each sample starts in.
+    package var blockStarts: [Date] = []
+    /// Milliseconds from the block start to the sample's start.
+    package var offsets: [Int32] = []
+    package var values: [Float] = []
+    /// Milliseconds from start to end; -1 for instant samples.
+    package var durations: [Int32] = []
+    package var keys: [Int64] = []
+
+    package init() {}
+
+    package var count: Int { types.count }
+
+    package mutating func append(type: Int16, start: Date, value: Float, durationMs: Int32?, key: Int64) {
+        let milliseconds = (start.timeIntervalSince1970 * 1000).rounded(.down)
+        let minute = (milliseconds / 60_000).rounded(.down) * 60_000
+        types.append(type)
+        blockStarts.append(Date(timeIntervalSince1970: minute / 1000))
+        offsets.append(Int32(milliseconds - minute))
+        values.append(value)
+        durations.append(durationMs ?? -1)
+        keys.append(key)
+    }
+}
+
+/// Location fixes of one ingest, column by column; NaN stands for an absent accuracy or altitude.
+package struct LocationColumns: Sendable {
+    package var times: [Date] = []
+    package var keys: [Int64] = []
+    package var latitudes: [Double] = []
+    package var longitudes: [Double] = []
+    package var accuracies: [Float] = []
+    package var altitudes: [Float] = []
+
+    package init() {}
+
+    package var count: Int { times.count }
+
+    package mutating func append(time: Date, key: Int64, latitude: Double, longitude: Double, accuracy: Float?, altitude: Float?) {
+        times.append(time)
+        keys.append(key)
+        latitudes.append(latitude)
+        longitudes.append(longitude)
+        accuracies.append(accuracy ?? .nan)
+        altitudes.append(altitude ?? .nan)
+    }
+}
+
+/// Which items of an ingest were stored for the first time (positions in the columns).
+package struct IngestOutcome: Sendable, Equatable {
+    package var newSamples: [Int]
+    package var newLocations: [Int]
+}
+
+/// `sample_blocks`, `location_fixes` and `daily_rollups`: writes of the Data Manager.
+package struct HealthDataStore: Sendable {
+    let database: Database
+    let partitions: PartitionMaintainer
+
+    package init(database: Database, partitions: PartitionMaintainer) {
+        self.database = database
+        self.partitions = partitions
+    }
+
+    /// Stores an individual's samples and fixes in one transaction; returns which were new.
+    ///
+    /// Duplicates — a key already in the sample's block, or repeated within the batch — are
+    /// skipped. Each new sample is merged into its block (kept sorted by offset) and added to
+    /// the daily rollup of its day in the individual's time zone (types in `rolledUpTypes`).
+    /// Ingests of one individual are serialised by a transaction-scoped advisory lock, so the
+    /// read-merge-write of a block never races; different individuals never wait for each other.
+    package func ingest(
+        individualId: Int64, samples: SampleColumns, locations: LocationColumns, rolledUpTypes: [Int16]
+    ) async throws -> IngestOutcome {
+        try await partitions.ensure(.sampleBlocks, covering: Set(samples.blockStarts))
+        try await partitions.ensure(.locationFixes, covering: locations.times)
+        return try await database.withTransaction { connection in
+            _ = try await connection.query(
+                "SELECT pg_advisory_xact_lock(hashtextextended('data4help.ingest', \(individualId)))",
+                logger: database.logger
+            )
+            var newSamples: [Int] = []
+            if samples.count > 0 {
+                let rows = try await connection.query(
+                    Self.sampleStatement(individualId: individualId, samples: samples, rolledUpTypes: rolledUpTypes),
+                    logger: database.logger
+                )
+                for try await ordinal in rows.decode(Int32.self) { newSamples.append(Int(ordinal)) }
+            }
+            var newLocations: [Int] = []
+            if locations.count > 0 {
+                let rows = try await connection.query(Self.locationStatement(individualId: individualId, locations: locations), logger: database.logger)
+                for try await ordinal in rows.decode(Int32.self) { newLocations.append(Int(ordinal)) }
+            }
+            return IngestOutcome(newSamples: newSamples.sorted(), newLocations: newLocations.sorted())
+        }
+    }
+
+    private static func sampleStatement(individualId: Int64, samples: SampleColumns, rolledUpTypes: [Int16]) -> PostgresQuery {
+        let ordinals = (0..<Int32(samples.count)).map { $0 }
+        return """
+            WITH incoming AS (
+                SELECT * FROM unnest(\(samples.types)::int2[], \(samples.blockStarts)::timestamptz[], \(samples.offsets)::int4[],
+                                     \(samples.values)::float4[], \(samples.durations)::int4[], \(samples.keys)::int8[], \(ordinals)::int4[])
+                    AS t(sample_type, block_start, offset_ms, val, duration_ms, key, ordinal)
+            ),
+            unique_incoming AS (
+                SELECT DISTINCT ON (sample_type, block_start, key)
+                       sample_type, block_start, offset_ms, val, NULLIF(duration_ms, -1) AS duration_ms, key, ordinal
+                FROM incoming
+                ORDER BY sample_type, block_start, key, ordinal
+            ),
+            touched AS (   -- the existing blocks this batch writes into (primary-key lookups)
+                SELECT b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys
+                FROM sample_blocks b
+                WHERE b.individual_id = \(individualId)
+                  AND (b.sample_type, b.block_start) IN (SELECT DISTINCT sample_type, block_start FROM unique_incoming)
+            ),
+            fresh AS (
+                SELECT u.* FROM unique_incoming u
+                WHERE NOT EXISTS (
+                    SELECT 1 FROM touched t
+                    WHERE t.sample_type = u.sample_type AND t.block_start = u.block_start AND u.key = ANY (t.keys)
+                )
+            ),
+            merged AS (
+                SELECT sample_type, block_start, offset_ms, val, duration_ms, key FROM fresh
+                UNION ALL
+                SELECT t.sample_type, t.block_start, e.offset_ms, e.val, e.duration_ms, e.key
+                FROM touched t
+                CROSS JOIN LATERAL unnest(t.offsets_ms, t.vals, t.durations_ms, t.keys) AS e(offset_ms, val, duration_ms, key)
+                WHERE (t.sample_type, t.block_start) IN (SELECT sample_type, block_start FROM fresh)
+            ),
+            written AS (
+                INSERT INTO sample_blocks (individual_id, sample_type, block_start, offsets_ms, vals, durations_ms, keys)
+                SELECT \(individualId), sample_type, block_start,
+                       array_agg(offset_ms ORDER BY offset_ms, key),
+                       array_agg(val ORDER BY offset_ms, key),
+                       CASE WHEN bool_and(duration_ms IS NULL) THEN NULL
+                            ELSE array_agg(duration_ms ORDER BY offset_ms, key) END,
+                       array_agg(key ORDER BY offset_ms, key)
+                FROM merged
+                GROUP BY sample_type, block_start
+                ON CONFLICT (individual_id, sample_type, block_start) DO UPDATE SET
+                    offsets_ms = EXCLUDED.offsets_ms, vals = EXCLUDED.vals,
+                    durations_ms = EXCLUDED.durations_ms, keys = EXCLUDED.keys
+            ),
+            rolled AS (
+                INSERT INTO daily_rollups (individual_id, sample_type, day, sample_count, value_sum, value_min, value_max)
+                SELECT \(individualId), f.sample_type,
+                       ((f.block_start + f.offset_ms * interval '1 millisecond') AT TIME ZONE z.time_zone)::date,
+                       count(*), sum(f.val), min(f.val), max(f.val)
+                FROM fresh f, (SELECT time_zone FROM individuals WHERE id = \(individualId)) z
+                WHERE f.sample_type = ANY (\(rolledUpTypes)::int2[])
+                GROUP BY 1, 2, 3
+                ON CONFLICT (individual_id, sample_type, day) DO UPDATE SET
+                    sample_count = daily_rollups.sample_count + EXCLUDED.sample_count,
+                    value_sum    = daily_rollups.value_sum + EXCLUDED.value_sum,
+                    value_min    = LEAST(daily_rollups.value_min, EXCLUDED.value_min),
+                    value_max    = GREATEST(daily_rollups.value_max, EXCLUDED.value_max)
+            )
+            SELECT ordinal FROM fresh
+            """
+    }
+
+    private static func locationStatement(individualId: Int64, locations: LocationColumns) -> PostgresQuery {
+        let ordinals = (0..<Int32(locations.count)).map { $0 }
+        return """
+            WITH incoming AS (
+                SELECT * FROM unnest(\(locations.times)::timestamptz[], \(locations.keys)::int8[], \(locations.latitudes)::float8[],
+                                     \(locations.longitudes)::float8[], \(locations.accuracies)::float4[], \(locations.altitudes)::float4[],
+                                     \(ordinals)::int4[])
+                    AS t(recorded_at, key, latitude, longitude, accuracy, altitude, ordinal)
+            ),
+            inserted AS (
+                INSERT INTO location_fixes (individual_id, recorded_at, dedupe_key, latitude, longitude, accuracy, altitude)
+                SELECT \(individualId), recorded_at, key, latitude, longitude,
+                       NULLIF(accuracy, 'NaN'::float4), NULLIF(altitude, 'NaN'::float4)
+                FROM incoming
+                ON CONFLICT DO NOTHING
+                RETURNING recorded_at, dedupe_key
+            )
+            SELECT min(i.ordinal) FROM incoming i JOIN inserted n ON n.recorded_at = i.recorded_at AND n.dedupe_key = i.key
+            GROUP BY i.recorded_at, i.key
+            """
+    }
+}

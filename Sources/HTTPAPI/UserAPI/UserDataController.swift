@@ -1,0 +1,94 @@
+import AccessManager
+import Foundation
+import HealthSharing
+import Hummingbird
+import Logging
+
+/// `/api/users/data`: an individual uploads samples and location fixes, and reads them back.
+struct UserDataController {
+    let dataManager: DataManager
+    let body: JSONBody
+
+    func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
+        group.post("data") { request, context -> IngestResultBody in
+            let upload = try await body.decode(IngestUploadBody.self, from: request, context: context)
+            guard let items = upload.items else { throw Problem.invalidField("items", "is required") }
+            guard !items.isEmpty else { throw Problem.invalidField("items", "must hold at least one item") }
+            guard items.count <= DataManager.maximumBatchSize else {
+                throw Problem(
+                    .contentTooLarge, slug: "batch-too-large", title: "Batch too large",
+                    detail: "An upload holds at most \(DataManager.maximumBatchSize) items; send the rest in another request."
+                )
+            }
+            let result = try await dataManager.ingest(items.map(\.raw), for: context.principal)
+            return IngestResultBody(result)
+        }
+    }
+}
+
+struct IngestUploadBody: Decodable {
+    var items: [IngestItemBody]?
+}
+
+/// One uploaded item. Decoded leniently, field by field, so that one malformed item is
+/// refused on its own instead of failing the whole upload.
+struct IngestItemBody: Decodable {
+    var raw = RawIngestItem()
+
+    private enum Field: String, CodingKey {
+        case id, type, value, unit, start, end, source, latitude, longitude, accuracy, altitude, time
+    }
+
+    init(from decoder: any Decoder) throws {
+        guard let container = try? decoder.container(keyedBy: Field.self) else {
+            raw.fieldError = "item must be a JSON object"
+            return
+        }
+        func read<T: Decodable>(_ field: Field, as type: T.Type, _ expectation: String) -> T? {
+            do {
+                return try container.decodeIfPresent(T.self, forKey: field)
+            } catch {
+                if raw.fieldError == nil { raw.fieldError = "\(field.rawValue) must be \(expectation)" }
+                return nil
+            }
+        }
+        raw.id = read(.id, as: String.self, "a string")
+        raw.type = read(.type, as: String.self, "a string")
+        raw.unit = read(.unit, as: String.self, "a string")
+        raw.start = read(.start, as: String.self, "an RFC 3339 time string")
+        raw.end = read(.end, as: String.self, "an RFC 3339 time string")
+        raw.source = read(.source, as: String.self, "a string")
+        raw.latitude = read(.latitude, as: Double.self, "a number")
+        raw.longitude = read(.longitude, as: Double.self, "a number")
+        raw.accuracy = read(.accuracy, as: Double.self, "a number")
+        raw.altitude = read(.altitude, as: Double.self, "a number")
+        raw.time = read(.time, as: String.self, "an RFC 3339 time string")
+        if let number = try? container.decodeIfPresent(Double.self, forKey: .value) {
+            raw.value = .number(number)
+        } else if let word = try? container.decodeIfPresent(String.self, forKey: .value) {
+            raw.value = .word(word)
+        } else if container.contains(.value), (try? container.decodeNil(forKey: .value)) != true {
+            if raw.fieldError == nil { raw.fieldError = "value must be a number (or a word for sleep)" }
+        }
+    }
+}
+
+/// The answer to an upload.
+struct IngestResultBody: ResponseEncodable {
+    struct Rejection: Encodable {
+        let index: Int
+        let reason: String
+    }
+
+    /// Items stored by this upload.
+    let accepted: Int
+    /// Valid items that were already stored (a re-sent batch).
+    let duplicates: Int
+    let rejected: [Rejection]
+
+    init(_ result: IngestBatchResult) {
+        accepted = result.accepted
+        duplicates = result.duplicates
+        rejected = result.rejected.map { Rejection(index: $0.index, reason: $0.reason) }
+    }
+}

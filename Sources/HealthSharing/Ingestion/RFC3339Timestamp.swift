@@ -1,0 +1,75 @@
+import Foundation
+
+/// Parses RFC 3339 timestamps (`2026-11-21T08:30:00.250+01:00`) to millisecond precision.
+///
+/// The offset is required: a time without one is ambiguous and refused. Written out rather than
+/// using `ISO8601FormatStyle` because ingestion parses hundreds of thousands per second.
+package enum RFC3339Timestamp {
+    package static func parse(_ text: String) -> Date? {
+        var utf8 = text.utf8.makeIterator()
+        func digits(_ count: Int) -> Int? {
+            var value = 0
+            for _ in 0..<count {
+                guard let byte = utf8.next(), byte >= 48, byte <= 57 else { return nil }
+                value = value * 10 + Int(byte - 48)
+            }
+            return value
+        }
+        func expect(_ allowed: Set<UInt8>) -> Bool {
+            guard let byte = utf8.next() else { return false }
+            return allowed.contains(byte)
+        }
+        guard let year = digits(4), expect([45]), let month = digits(2), expect([45]), let day = digits(2),
+              expect([84, 116, 32]), let hour = digits(2), expect([58]), let minute = digits(2), expect([58]),
+              let second = digits(2)
+        else { return nil }
+        guard (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
+              hour < 24, minute < 60, second < 61
+        else { return nil }
+        var milliseconds = 0
+        var next = utf8.next()
+        if next == 46 {  // '.': fraction, any number of digits, kept to milliseconds
+            var scale = 100, sawDigit = false
+            next = utf8.next()
+            while let byte = next, byte >= 48, byte <= 57 {
+                milliseconds += Int(byte - 48) * scale
+                scale /= 10
+                sawDigit = true
+                next = utf8.next()
+            }
+            guard sawDigit else { return nil }
+        }
+        var offsetSeconds = 0
+        switch next {
+        case 90, 122:  // 'Z' or 'z'
+            break
+        case 43, 45:  // '+' or '-'
+            guard let offsetHours = digits(2), expect([58]), let offsetMinutes = digits(2), offsetHours < 24, offsetMinutes < 60 else { return nil }
+            offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (next == 43 ? 1 : -1)
+        default:
+            return nil
+        }
+        guard utf8.next() == nil else { return nil }
+        let days = daysFromCivil(year: year, month: month, day: day)
+        let seconds = days * 86_400 + hour * 3600 + minute * 60 + min(second, 59) - offsetSeconds
+        return Date(timeIntervalSince1970: Double(seconds) + Double(milliseconds) / 1000)
+    }
+
+    private static func daysIn(month: Int, year: Int) -> Int {
+        switch month {
+        case 2: (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
+        case 4, 6, 9, 11: 30
+        default: 31
+        }
+    }
+
+    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
+    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
+        let y = month <= 2 ? year - 1 : year
+        let era = (y >= 0 ? y : y - 399) / 400
+        let yearOfEra = y - era * 400
+        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
+        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
+        return era * 146_097 + dayOfEra - 719_468
+    }
+}
