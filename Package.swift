@@ -133,7 +133,10 @@ let package = Package(
         ),
         .testTarget(
             name: "HealthSharingTests",
-            dependencies: ["HealthSharing"],
+            dependencies: [
+                "HealthSharing", "AccessManager", "DatabaseLink", "DatabaseTestSupport",
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -1,0 +1,164 @@
+import AccessManager
+import DatabaseLink
+import DatabaseTestSupport
+import Foundation
+import HealthSharing
+import PostgresNIO
+import Synchronization
+import Testing
+
+/// Collects what the Data Manager announces.
+final class RecordingObserver: StoredDataObserver {
+    let batches = Mutex<[StoredDataBatch]>([])
+    func dataStored(_ batch: StoredDataBatch) async { batches.withLock { $0.append(batch) } }
+    var samples: [NewSample] { batches.withLock { $0.flatMap(\.samples) } }
+    var locations: [NewLocationFix] { batches.withLock { $0.flatMap(\.locations) } }
+}
+
+@Suite("Data Manager: idempotent ingestion into PostgreSQL")
+struct DataManagerTests {
+    struct Harness {
+        let database: Database
+        let manager: DataManager
+        let observer: RecordingObserver
+        let principal: Principal
+        let individualId: Int64
+    }
+
+    private func withHarness(timeZone: String = "UTC", _ body: @Sendable (Harness) async throws -> Void) async throws {
+        let url = try await TestPostgres.shared.migratedDatabase()
+        let database = Database(configuration: url.clientConfiguration(maximumConnections: 6), logger: TestPostgres.logger)
+        try await database.whileRunning {
+            let store = IndividualStore(database: database)
+            let record = try await store.insert(NewIndividual(
+                email: "p@example.org", passwordHash: "x", fiscalCode: "X1234567", fullName: "P",
+                birthDate: "1950-01-01", sex: "female", homeArea: "IT-MI"
+            ))
+            var change = IndividualChanges()
+            change.timeZone = timeZone
+            _ = try await store.update(id: record.id, change)
+            let events = StoredDataEvents()
+            let observer = RecordingObserver()
+            events.register(observer)
+            let manager = DataManager(database: database, partitions: PartitionMaintainer(database: database), events: events)
+            try await body(Harness(
+                database: database, manager: manager, observer: observer,
+                principal: Principal(account: .individual(record.id), credential: .accessToken(id: 0)), individualId: record.id
+            ))
+        }
+    }
+
+    static func heartRate(_ value: Double, at time: String, id: String? = nil) -> RawIngestItem {
+        var item = RawIngestItem()
+        item.id = id
+        item.type = "heartRate"
+        item.value = .number(value)
+        item.unit = "bpm"
+        item.start = time
+        return item
+    }
+
+    @Test func resentBatchStoresAndAnnouncesNothingTwice() async throws {
+        try await withHarness { h in
+            let batch = [
+                Self.heartRate(70, at: "2026-11-21T08:00:00Z", id: "s1"),
+                Self.heartRate(71, at: "2026-11-21T08:00:01Z"),
+                Self.heartRate(71, at: "2026-11-21T08:00:01Z"),  // the same sample twice in one batch
+            ]
+            let first = try await h.manager.ingest(batch, for: h.principal)
+            #expect(first.accepted == 2 && first.duplicates == 1 && first.rejected.isEmpty)
+            let second = try await h.manager.ingest(batch, for: h.principal)
+            #expect(second.accepted == 0 && second.duplicates == 3)
+            #expect(h.observer.samples.count == 2)
+            #expect(h.observer.batches.withLock { $0.count } == 1)  // nothing new, nothing announced
+            let stored = try await h.database.query("SELECT sum(cardinality(keys))::int FROM sample_blocks")
+            #expect(try stored[0].decode(Int.self) == 2)
+        }
+    }
+
+    @Test func sameClientIdIsTheSameSampleWhateverItsValue() async throws {
+        try await withHarness { h in
+            _ = try await h.manager.ingest([Self.heartRate(70, at: "2026-11-21T08:00:00Z", id: "x")], for: h.principal)
+            let again = try await h.manager.ingest([Self.heartRate(90, at: "2026-11-21T08:00:00Z", id: "x")], for: h.principal)
+            #expect(again.duplicates == 1)
+        }
+    }
+
+    @Test func lateAndOutOfOrderSamplesLandInOrder() async throws {
+        try await withHarness { h in
+            _ = try await h.manager.ingest([Self.heartRate(80, at: "2026-11-21T08:00:40Z")], for: h.principal)
+            _ = try await h.manager.ingest([
+                Self.heartRate(60, at: "2026-11-21T08:00:10Z"),
+                Self.heartRate(50, at: "2026-11-18T23:59:59.999Z"),  // three days late
+            ], for: h.principal)
+            let block = try await h.database.query("""
+                SELECT offsets_ms, vals FROM sample_blocks WHERE block_start = '2026-11-21T08:00:00Z'
+                """)
+            let (offsets, values) = try block[0].decode(([Int32], [Float]).self)
+            #expect(offsets == [10_000, 40_000])
+            #expect(values == [60, 80])
+            let late = try await h.database.query("SELECT offsets_ms FROM sample_blocks WHERE block_start = '2026-11-18T23:59:00Z'")
+            #expect(try late[0].decode([Int32].self) == [59_999])
+        }
+    }
+
+    @Test func concurrentOverlappingUploadsStoreEachSampleOnce() async throws {
+        try await withHarness { h in
+            let items = (0..<120).map { Self.heartRate(60 + Double($0 % 40), at: String(format: "2026-11-21T09:%02d:%02dZ", $0 / 60, $0 % 60)) }
+            let results = try await withThrowingTaskGroup(of: IngestBatchResult.self) { group in
+                for slice in [items[0..<80], items[40..<120], items[20..<100]] {
+                    group.addTask { try await h.manager.ingest(Array(slice), for: h.principal) }
+                }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            #expect(results.map(\.accepted).reduce(0, +) == 120)
+            #expect(h.observer.samples.count == 120)
+            #expect(Set(h.observer.samples.map(\.key)).count == 120)
+            let stored = try await h.database.query("SELECT sum(cardinality(keys))::int FROM sample_blocks")
+            #expect(try stored[0].decode(Int.self) == 120)
+        }
+    }
+
+    @Test func rollupsFollowTheIndividualsTimeZone() async throws {
+        try await withHarness(timeZone: "Europe/Rome") { h in
+            _ = try await h.manager.ingest([
+                Self.heartRate(60, at: "2026-11-20T22:30:00Z"),  // 23:30 in Rome: 20 November
+                Self.heartRate(90, at: "2026-11-20T23:30:00Z"),  // 00:30 in Rome: 21 November
+                Self.heartRate(70, at: "2026-11-21T10:00:00Z"),
+            ], for: h.principal)
+            let rows = try await h.database.query("""
+                SELECT day::text, sample_count, value_sum, value_min, value_max FROM daily_rollups ORDER BY day
+                """)
+            let rollups = try rows.map { try $0.decode((String, Int32, Double, Float, Float).self) }
+            #expect(rollups.map(\.0) == ["2026-11-20", "2026-11-21"])
+            #expect(rollups[0].1 == 1 && rollups[0].2 == 60)
+            #expect(rollups[1].1 == 2 && rollups[1].2 == 160 && rollups[1].3 == 70 && rollups[1].4 == 90)
+        }
+    }
+
+    @Test func locationFixesAreStoredOnceAndAnnounced() async throws {
+        try await withHarness { h in
+            var fix = RawIngestItem()
+            fix.latitude = 45.4642
+            fix.longitude = 9.19
+            fix.accuracy = 8
+            fix.time = "2026-11-21T08:00:00+01:00"
+            let first = try await h.manager.ingest([fix, fix], for: h.principal)
+            #expect(first.accepted == 1 && first.duplicates == 1)
+            #expect(h.observer.locations.map(\.latitude) == [45.4642])
+            let rows = try await h.database.query("SELECT recorded_at, accuracy, altitude FROM location_fixes")
+            let (time, accuracy, altitude) = try rows[0].decode((Date, Float?, Float?).self)
+            #expect(time == RFC3339Timestamp.parse("2026-11-21T07:00:00Z"))
+            #expect(accuracy == 8 && altitude == nil)
+        }
+    }
+
+    @Test func samplesFarInThePastGetTheirPartitionOnDemand() async throws {
+        try await withHarness { h in
+            let result = try await h.manager.ingest([Self.heartRate(65, at: "2014-05-01T12:00:00Z")], for: h.principal)
+            #expect(result.accepted == 1)
+            let partition = try await h.database.query("SELECT to_regclass('sample_blocks_201405') IS NOT NULL")
+            #expect(try partition[0].decode(Bool.self))
+        }
+    }
+}
