@@ -124,6 +124,8 @@ struct SessionTests {
             #expect(updated.string("fullName") == "Ada R.")
             let refused = try await api.send(.patch, "/api/users/me", token: token, json: ["fiscalCode": "X1234567", "timeZone": "Mars/Base"])
             #expect(Set(refused.problemFields) == ["fiscalCode", "timeZone"])
+            let nulled = try await api.send(.patch, "/api/users/me", token: token, raw: #"{"fullName": null}"#)
+            #expect(nulled.problemFields == ["fullName"])
             let (_, other) = try await api.individualSession()
             let taken = try await api.send(.patch, "/api/users/me", token: token, json: ["email": other["email"]!])
             #expect(taken.status == .conflict)

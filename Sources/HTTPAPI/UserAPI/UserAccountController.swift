@@ -68,6 +68,28 @@ struct IndividualProfilePatch: Decodable {
     /// Present only to be refused: the fiscal code is how third parties name a person.
     var fiscalCode: String?
 
+    private enum CodingKeys: String, CodingKey {
+        case email, fullName, birthDate, sex, homeArea, timeZone, password, currentPassword, fiscalCode
+    }
+
+    /// Absent means "leave as it is"; an explicit null would mean "remove", which no field allows.
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func text(_ key: CodingKeys) throws -> String? {
+            guard container.contains(key) else { return nil }
+            return try container.decode(String.self, forKey: key)
+        }
+        email = try text(.email)
+        fullName = try text(.fullName)
+        birthDate = try text(.birthDate)
+        sex = try text(.sex)
+        homeArea = try text(.homeArea)
+        timeZone = try text(.timeZone)
+        password = try text(.password)
+        currentPassword = try text(.currentPassword)
+        fiscalCode = try text(.fiscalCode)
+    }
+
     func validated() throws(Problem) -> IndividualProfileChange {
         var fields = FieldValidator()
         var change = IndividualProfileChange()
