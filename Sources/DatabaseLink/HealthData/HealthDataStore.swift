@@ -30,8 +30,10 @@ package struct SampleColumns: Sendable {
 }
 
 /// Location fixes of one ingest, column by column; NaN stands for an absent accuracy or altitude.
+/// Times are milliseconds since the epoch: bound as integers, they reach PostgreSQL exactly
+/// (postgres-nio truncates a fractional `Date` to the microsecond below).
 package struct LocationColumns: Sendable {
-    package var times: [Date] = []
+    package var timesMs: [Int64] = []
     package var keys: [Int64] = []
     package var latitudes: [Double] = []
     package var longitudes: [Double] = []
@@ -40,10 +42,10 @@ package struct LocationColumns: Sendable {
 
     package init() {}
 
-    package var count: Int { times.count }
+    package var count: Int { timesMs.count }
 
-    package mutating func append(time: Date, key: Int64, latitude: Double, longitude: Double, accuracy: Float?, altitude: Float?) {
-        times.append(time)
+    package mutating func append(timeMs: Int64, key: Int64, latitude: Double, longitude: Double, accuracy: Float?, altitude: Float?) {
+        timesMs.append(timeMs)
         keys.append(key)
         latitudes.append(latitude)
         longitudes.append(longitude)
@@ -79,7 +81,7 @@ package struct HealthDataStore: Sendable {
         individualId: Int64, samples: SampleColumns, locations: LocationColumns, rolledUpTypes: [Int16]
     ) async throws -> IngestOutcome {
         try await partitions.ensure(.sampleBlocks, covering: Set(samples.blockStarts))
-        try await partitions.ensure(.locationFixes, covering: locations.times)
+        try await partitions.ensure(.locationFixes, covering: locations.timesMs.map { Date(timeIntervalSince1970: Double($0) / 1000) })
         return try await database.withTransaction { connection in
             _ = try await connection.query(
                 "SELECT pg_advisory_xact_lock(hashtextextended('data4help.ingest', \(individualId)))",
@@ -173,21 +175,22 @@ package struct HealthDataStore: Sendable {
         let ordinals = (0..<Int32(locations.count)).map { $0 }
         return """
             WITH incoming AS (
-                SELECT * FROM unnest(\(locations.times)::timestamptz[], \(locations.keys)::int8[], \(locations.latitudes)::float8[],
+                SELECT * FROM unnest(\(locations.timesMs)::int8[], \(locations.keys)::int8[], \(locations.latitudes)::float8[],
                                      \(locations.longitudes)::float8[], \(locations.accuracies)::float4[], \(locations.altitudes)::float4[],
                                      \(ordinals)::int4[])
-                    AS t(recorded_at, key, latitude, longitude, accuracy, altitude, ordinal)
+                    AS t(time_ms, key, latitude, longitude, accuracy, altitude, ordinal)
             ),
             inserted AS (
                 INSERT INTO location_fixes (individual_id, recorded_at, dedupe_key, latitude, longitude, accuracy, altitude)
-                SELECT \(individualId), recorded_at, key, latitude, longitude,
+                SELECT \(individualId), 'epoch'::timestamptz + time_ms * interval '1 millisecond', key, latitude, longitude,
                        NULLIF(accuracy, 'NaN'::float4), NULLIF(altitude, 'NaN'::float4)
                 FROM incoming
                 ON CONFLICT DO NOTHING
                 RETURNING recorded_at, dedupe_key
             )
-            SELECT min(i.ordinal) FROM incoming i JOIN inserted n ON n.recorded_at = i.recorded_at AND n.dedupe_key = i.key
-            GROUP BY i.recorded_at, i.key
+            SELECT min(i.ordinal) FROM incoming i
+            JOIN inserted n ON n.recorded_at = 'epoch'::timestamptz + i.time_ms * interval '1 millisecond' AND n.dedupe_key = i.key
+            GROUP BY i.time_ms, i.key
             """
     }
 }

@@ -60,6 +60,7 @@ struct Components {
     let partitions: PartitionMaintainer
     let storedData: StoredDataEvents
     let dataManager: DataManager
+    let ownData: OwnDataReader
 
     init(database: Database, configuration: AppConfiguration) {
         let hasher = PasswordHasher()
@@ -71,6 +72,7 @@ struct Components {
         partitions = PartitionMaintainer(database: database)
         storedData = StoredDataEvents()
         dataManager = DataManager(database: database, partitions: partitions, events: storedData)
+        ownData = OwnDataReader(database: database)
     }
 }
 
@@ -99,7 +101,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
         .group(context: IndividualRequestContext.self)
     userAccounts.addAuthenticated(to: authenticatedUsers)
     userSessions.addAuthenticated(to: authenticatedUsers)
-    UserDataController(dataManager: components.dataManager, body: body).addRoutes(to: authenticatedUsers)
+    UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
 
     // /api/thirdparties — organisations (tenants).
     let thirdParties = router.group("api/thirdparties")

@@ -52,16 +52,10 @@ struct KeysetPagination {
     }
 
     static func encodeCursor(_ id: Int64) -> String {
-        Data("k1:\(id)".utf8).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        CursorCodec.encode("k1", [String(id)])
     }
 
     static func decodeCursor(_ cursor: String) -> Int64? {
-        var base64 = cursor.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        base64 += String(repeating: "=", count: (4 - base64.count % 4) % 4)
-        guard cursor.count <= 64, let data = Data(base64Encoded: base64),
-              let text = String(data: data, encoding: .utf8), text.hasPrefix("k1:")
-        else { return nil }
-        return Int64(text.dropFirst(3)).flatMap { $0 > 0 ? $0 : nil }
+        CursorCodec.decode(cursor, tag: "k1", fieldCount: 1).flatMap { Int64($0[0]) }.flatMap { $0 > 0 ? $0 : nil }
     }
 }

@@ -2,6 +2,11 @@ import Foundation
 
 /// JSON as the API speaks it: camelCase keys as declared, RFC 3339 timestamps in UTC.
 enum WireFormat {
+    /// An instant with millisecond precision, `2026-11-21T08:30:00.250Z`: samples keep their milliseconds.
+    static func timestamp(_ date: Date) -> String {
+        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
+    }
+
     static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601

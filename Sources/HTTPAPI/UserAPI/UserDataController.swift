@@ -7,6 +7,7 @@ import Logging
 /// `/api/users/data`: an individual uploads samples and location fixes, and reads them back.
 struct UserDataController {
     let dataManager: DataManager
+    let ownData: OwnDataReader
     let body: JSONBody
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
@@ -23,6 +24,45 @@ struct UserDataController {
             let result = try await dataManager.ingest(items.map(\.raw), for: context.principal)
             return IngestResultBody(result)
         }
+        group.get("data") { request, context -> Page<SampleBody> in
+            var fields = FieldValidator()
+            let range = TimeRangeQuery(request, fields: &fields)
+            let types = Self.types(request, fields: &fields)
+            let after = fields.optional("cursor", range.cursor) { (raw: String) throws(InvalidValue) in
+                try OwnDataCursor.decodeSample(raw, order: range.order)
+            }
+            try fields.finish()
+            let page = try await ownData.samples(
+                of: context.principal, types: types, from: range.from, to: range.to, order: range.order, limit: range.limit, after: after
+            )
+            return Page(items: page.items.map(SampleBody.init), nextCursor: page.next.map { OwnDataCursor.encode($0, order: range.order) })
+        }
+        group.get("data/locations") { request, context -> Page<LocationFixBody> in
+            var fields = FieldValidator()
+            let range = TimeRangeQuery(request, fields: &fields)
+            let after = fields.optional("cursor", range.cursor) { (raw: String) throws(InvalidValue) in
+                try OwnDataCursor.decodeLocation(raw, order: range.order)
+            }
+            try fields.finish()
+            let page = try await ownData.locations(
+                of: context.principal, from: range.from, to: range.to, order: range.order, limit: range.limit, after: after
+            )
+            return Page(items: page.items.map(LocationFixBody.init), nextCursor: page.next.map { OwnDataCursor.encode($0, order: range.order) })
+        }
+    }
+
+    /// `type=heartRate,stepCount` or `type=heartRate&type=stepCount`; none means every type.
+    private static func types(_ request: Request, fields: inout FieldValidator) -> [SampleType] {
+        let names = request.uri.queryParameters.getAll("type").flatMap { $0.split(separator: ",").map(String.init) }
+        var types: [SampleType] = []
+        for name in names {
+            guard let type = SampleType(rawValue: name) else {
+                fields.fail("type", "must be one of \(SampleType.allCases.map(\.rawValue).joined(separator: ", "))")
+                return []
+            }
+            if !types.contains(type) { types.append(type) }
+        }
+        return types
     }
 }
 

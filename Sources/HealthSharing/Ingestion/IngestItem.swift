@@ -112,7 +112,7 @@ package struct IngestRules: Sendable {
         return date
     }
 
-    static func milliseconds(_ date: Date) -> Int64 {
+    package static func milliseconds(_ date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
     }
 }

@@ -1,0 +1,175 @@
+import Foundation
+import PostgresNIO
+
+/// One stored sample as read back.
+package struct SampleRow: Sendable, Equatable {
+    package var type: Int16
+    /// Start, in milliseconds since the epoch.
+    package var startMs: Int64
+    package var value: Float
+    package var durationMs: Int32?
+    package var key: Int64
+}
+
+/// One stored location fix as read back.
+package struct LocationRow: Sendable, Equatable {
+    /// Milliseconds since the epoch.
+    package var timeMs: Int64
+    package var key: Int64
+    package var latitude: Double
+    package var longitude: Double
+    package var accuracy: Float?
+    package var altitude: Float?
+}
+
+/// A position in the (start, type, key) order of an individual's samples: pages continue after it.
+package struct SamplePosition: Sendable, Equatable {
+    package var startMs: Int64
+    package var type: Int16
+    package var key: Int64
+
+    package init(startMs: Int64, type: Int16, key: Int64) {
+        self.startMs = startMs
+        self.type = type
+        self.key = key
+    }
+}
+
+/// Reads of the Data Manager's tables; every query is scoped to one individual.
+///
+/// Times cross into SQL as integer milliseconds since the epoch and are turned into timestamps
+/// there (`'epoch' + n ms`), exactly: a fractional `Date` bound directly would be truncated to the
+/// microsecond below, and a cursor could then land a hair before the row it names.
+package struct HealthDataReader: Sendable {
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    /// Up to `limit` samples with start in `[fromMs, toMs)`, strictly after `position` in
+    /// (start, type, key) order — or strictly before it when `descending`. Keyset pagination:
+    /// stable under concurrent inserts, no OFFSET over samples.
+    ///
+    /// Blocks are unnested only as far as needed. Every block that starts in a later minute than
+    /// the position (earlier, descending) holds only qualifying samples, at least one; so the
+    /// blocks up to the `limit`-th such block surely hold the page. Index: the primary key for
+    /// one type, sample_blocks_individual_time_idx for several.
+    package func samples(
+        individualId: Int64, types: [Int16], fromMs: Int64?, toMs: Int64?, descending: Bool, limit: Int, after position: SamplePosition?
+    ) async throws -> [SampleRow] {
+        var lowerMs = fromMs ?? Self.earliestMs, upperMs = toMs ?? Self.latestMs
+        if let position {
+            if descending { upperMs = min(upperMs, position.startMs + 1) } else { lowerMs = max(lowerMs, position.startMs) }
+        }
+        let lowerMinuteMs = Self.floorMinute(lowerMs), upperMinuteMs = Self.floorMinute(upperMs - 1)
+        let query: PostgresQuery
+        if descending {
+            let cursor = position ?? SamplePosition(startMs: Self.latestMs, type: .max, key: .max)
+            query = """
+                WITH bounds AS (
+                    SELECT 'epoch'::timestamptz + \(lowerMinuteMs) * interval '1 millisecond' AS low_minute,
+                           'epoch'::timestamptz + \(upperMinuteMs) * interval '1 millisecond' AS high_minute
+                ),
+                boundary AS (
+                    SELECT b.block_start FROM sample_blocks b, bounds
+                    WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
+                      AND b.block_start >= bounds.low_minute AND b.block_start < bounds.high_minute
+                    ORDER BY b.block_start DESC OFFSET \(limit) LIMIT 1
+                ),
+                candidates AS (
+                    SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
+                           u.val, u.duration_ms, u.key
+                    FROM sample_blocks b CROSS JOIN bounds
+                    CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys) AS u(offset_ms, val, duration_ms, key)
+                    WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
+                      AND b.block_start >= GREATEST(bounds.low_minute, COALESCE((SELECT block_start FROM boundary), '-infinity'))
+                      AND b.block_start <= bounds.high_minute
+                )
+                SELECT sample_type, start_ms, val, duration_ms, key FROM candidates
+                WHERE start_ms >= \(lowerMs) AND start_ms < \(upperMs)
+                  AND (start_ms, sample_type, key) < (\(cursor.startMs), \(cursor.type), \(cursor.key))
+                ORDER BY start_ms DESC, sample_type DESC, key DESC
+                LIMIT \(limit)
+                """
+        } else {
+            let cursor = position ?? SamplePosition(startMs: Self.earliestMs - 1, type: .min, key: .min)
+            query = """
+                WITH bounds AS (
+                    SELECT 'epoch'::timestamptz + \(lowerMinuteMs) * interval '1 millisecond' AS low_minute,
+                           'epoch'::timestamptz + \(upperMinuteMs) * interval '1 millisecond' AS high_minute
+                ),
+                boundary AS (
+                    SELECT b.block_start FROM sample_blocks b, bounds
+                    WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
+                      AND b.block_start > bounds.low_minute AND b.block_start <= bounds.high_minute
+                    ORDER BY b.block_start OFFSET \(limit) LIMIT 1
+                ),
+                candidates AS (
+                    SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
+                           u.val, u.duration_ms, u.key
+                    FROM sample_blocks b CROSS JOIN bounds
+                    CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys) AS u(offset_ms, val, duration_ms, key)
+                    WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
+                      AND b.block_start >= bounds.low_minute
+                      AND b.block_start <= LEAST(bounds.high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))
+                )
+                SELECT sample_type, start_ms, val, duration_ms, key FROM candidates
+                WHERE start_ms >= \(lowerMs) AND start_ms < \(upperMs)
+                  AND (start_ms, sample_type, key) > (\(cursor.startMs), \(cursor.type), \(cursor.key))
+                ORDER BY start_ms, sample_type, key
+                LIMIT \(limit)
+                """
+        }
+        let rows = try await database.query(query)
+        return try rows.map { row in
+            let (type, startMs, value, duration, key) = try row.decode((Int16, Int64, Float, Int32?, Int64).self)
+            return SampleRow(type: type, startMs: startMs, value: value, durationMs: duration, key: key)
+        }
+    }
+
+    /// Up to `limit` location fixes with time in `[fromMs, toMs)` after (or, descending, before)
+    /// a position (index: the primary key, individual_id, recorded_at, dedupe_key).
+    package func locations(
+        individualId: Int64, fromMs: Int64?, toMs: Int64?, descending: Bool, limit: Int, after position: (timeMs: Int64, key: Int64)?
+    ) async throws -> [LocationRow] {
+        let lowerMs = fromMs ?? Self.earliestMs, upperMs = toMs ?? Self.latestMs
+        let query: PostgresQuery
+        if descending {
+            let cursor = position ?? (Self.latestMs, .max)
+            query = """
+                SELECT (extract(epoch FROM recorded_at) * 1000)::int8, dedupe_key, latitude, longitude, accuracy, altitude
+                FROM location_fixes
+                WHERE individual_id = \(individualId)
+                  AND recorded_at >= 'epoch'::timestamptz + \(lowerMs) * interval '1 millisecond'
+                  AND recorded_at < 'epoch'::timestamptz + \(upperMs) * interval '1 millisecond'
+                  AND (recorded_at, dedupe_key) < ('epoch'::timestamptz + \(cursor.timeMs) * interval '1 millisecond', \(cursor.key))
+                ORDER BY recorded_at DESC, dedupe_key DESC LIMIT \(limit)
+                """
+        } else {
+            let cursor = position ?? (Self.earliestMs - 1, .min)
+            query = """
+                SELECT (extract(epoch FROM recorded_at) * 1000)::int8, dedupe_key, latitude, longitude, accuracy, altitude
+                FROM location_fixes
+                WHERE individual_id = \(individualId)
+                  AND recorded_at >= 'epoch'::timestamptz + \(lowerMs) * interval '1 millisecond'
+                  AND recorded_at < 'epoch'::timestamptz + \(upperMs) * interval '1 millisecond'
+                  AND (recorded_at, dedupe_key) > ('epoch'::timestamptz + \(cursor.timeMs) * interval '1 millisecond', \(cursor.key))
+                ORDER BY recorded_at, dedupe_key LIMIT \(limit)
+                """
+        }
+        let rows = try await database.query(query)
+        return try rows.map { row in
+            let (timeMs, key, latitude, longitude, accuracy, altitude) = try row.decode((Int64, Int64, Double, Double, Float?, Float?).self)
+            return LocationRow(timeMs: timeMs, key: key, latitude: latitude, longitude: longitude, accuracy: accuracy, altitude: altitude)
+        }
+    }
+
+    /// Bounds wide enough for any stored time (1970 to 2200), in epoch milliseconds.
+    static let earliestMs: Int64 = 0
+    static let latestMs: Int64 = 7_258_118_400_000
+
+    private static func floorMinute(_ milliseconds: Int64) -> Int64 {
+        milliseconds - ((milliseconds % 60_000) + 60_000) % 60_000
+    }
+}

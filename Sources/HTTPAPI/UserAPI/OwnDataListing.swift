@@ -1,0 +1,120 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import HealthSharing
+import Hummingbird
+
+/// The query string of a time-ordered listing: `from`, `to` (RFC 3339), `order` (`asc`|`desc`,
+/// default newest first), `limit` (1–1000, default 100) and `cursor`.
+struct TimeRangeQuery {
+    static let defaultLimit = 100
+    static let maximumLimit = 1000
+
+    let from: Date?
+    let to: Date?
+    let order: ListingOrder
+    let limit: Int
+    let cursor: String?
+
+    init(_ request: Request, fields: inout FieldValidator) {
+        let query = request.uri.queryParameters
+        from = fields.optional("from", query["from"].map(String.init), Self.instant)
+        to = fields.optional("to", query["to"].map(String.init), Self.instant)
+        order = fields.optional("order", query["order"].map(String.init)) { (raw: String) throws(InvalidValue) -> ListingOrder in
+            guard let order = ListingOrder(rawValue: raw) else { throw InvalidValue("must be asc or desc") }
+            return order
+        } ?? .descending
+        limit = fields.optional("limit", query["limit"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int in
+            guard let value = Int(raw), (1...Self.maximumLimit).contains(value) else {
+                throw InvalidValue("must be an integer from 1 to \(Self.maximumLimit)")
+            }
+            return value
+        } ?? Self.defaultLimit
+        cursor = query["cursor"].map(String.init)
+        if let from, let to, from >= to { fields.fail("to", "must be later than from") }
+    }
+
+    private static func instant(_ raw: String) throws(InvalidValue) -> Date {
+        guard let date = RFC3339Timestamp.parse(raw) else {
+            throw InvalidValue("must be an RFC 3339 time with an offset, such as 2026-11-21T08:30:00Z")
+        }
+        return date
+    }
+}
+
+/// A stored sample on the wire: value in the canonical unit (a stage name for sleep).
+struct SampleBody: Encodable, Sendable {
+    let type: String
+    let value: SampleValueBody
+    let unit: String?
+    let start: String
+    let end: String?
+
+    init(_ sample: StoredSample) {
+        type = sample.type.rawValue
+        if let stage = sample.sleepStage {
+            value = .word(stage.rawValue)
+            unit = nil
+        } else {
+            value = .number(sample.value)
+            if case .quantity(let canonical, _, _) = sample.type.definition { unit = canonical } else { unit = nil }
+        }
+        start = WireFormat.timestamp(sample.start)
+        end = sample.end.map(WireFormat.timestamp)
+    }
+}
+
+enum SampleValueBody: Encodable, Sendable {
+    case number(Double)
+    case word(String)
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        switch self {
+        case .number(let number): try container.encode(number)
+        case .word(let word): try container.encode(word)
+        }
+    }
+}
+
+/// A stored location fix on the wire.
+struct LocationFixBody: Encodable, Sendable {
+    let latitude: Double
+    let longitude: Double
+    let accuracy: Double?
+    let altitude: Double?
+    let time: String
+
+    init(_ fix: StoredLocationFix) {
+        latitude = fix.latitude
+        longitude = fix.longitude
+        accuracy = fix.accuracy
+        altitude = fix.altitude
+        time = WireFormat.timestamp(fix.time)
+    }
+}
+
+/// Cursors of the own-data listings: the order they were made for and the last item's position.
+enum OwnDataCursor {
+    static func encode(_ position: SamplePosition, order: ListingOrder) -> String {
+        CursorCodec.encode("s1", [order.rawValue, String(position.startMs), String(position.type), String(position.key)])
+    }
+
+    static func decodeSample(_ cursor: String, order: ListingOrder) throws(InvalidValue) -> SamplePosition {
+        guard let fields = CursorCodec.decode(cursor, tag: "s1", fieldCount: 4), fields[0] == order.rawValue,
+              let start = Int64(fields[1]), let type = Int16(fields[2]), let key = Int64(fields[3])
+        else { throw InvalidValue("is not a cursor of this listing (cursors keep the order they were made with)") }
+        return SamplePosition(startMs: start, type: type, key: key)
+    }
+
+    static func encode(_ position: (timeMs: Int64, key: Int64), order: ListingOrder) -> String {
+        CursorCodec.encode("l1", [order.rawValue, String(position.timeMs), String(position.key)])
+    }
+
+    static func decodeLocation(_ cursor: String, order: ListingOrder) throws(InvalidValue) -> (timeMs: Int64, key: Int64) {
+        guard let fields = CursorCodec.decode(cursor, tag: "l1", fieldCount: 3), fields[0] == order.rawValue,
+              let time = Int64(fields[1]), let key = Int64(fields[2])
+        else { throw InvalidValue("is not a cursor of this listing (cursors keep the order they were made with)") }
+        return (time, key)
+    }
+}
