@@ -50,9 +50,9 @@ package struct IndividualStore: Sendable {
         return try rows.first.map { try $0.decode(String.self) }
     }
 
-    /// Applies the non-nil changes and returns the updated account. A password change also ends
-    /// every login token of the account but `keptTokenId`, in the same transaction: either both
-    /// happen or neither does.
+    /// Applies the non-nil changes and returns the updated account, in one transaction with what
+    /// they entail: a new time zone rebuilds the daily rollups in it; a password change ends every
+    /// login token of the account but `keptTokenId`. Either all of it happens or none.
     package func update(id: Int64, _ changes: IndividualChanges, keptTokenId: Int64? = nil) async throws -> IndividualRecord? {
         try await database.withTransaction { connection in
             let rows = try await connection.query("""
@@ -69,6 +69,10 @@ package struct IndividualStore: Sendable {
                 RETURNING \(unescaped: Self.columns)
                 """, logger: database.logger).collect()
             guard let row = rows.first else { return nil }
+            if changes.timeZone != nil {
+                // Daily rollups are days in the individual's zone: recount them in the new one.
+                _ = try await connection.query("SELECT data4help_rebuild_rollups(\(id))", logger: database.logger)
+            }
             if changes.passwordHash != nil {
                 _ = try await connection.query("""
                     UPDATE access_tokens SET revoked_at = now()

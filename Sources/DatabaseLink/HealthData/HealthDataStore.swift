@@ -74,11 +74,12 @@ package struct HealthDataStore: Sendable {
     ///
     /// Duplicates — a key already in the sample's block, or repeated within the batch — are
     /// skipped. Each new sample is merged into its block (kept sorted by offset) and added to
-    /// the daily rollup of its day in the individual's time zone (types in `rolledUpTypes`).
+    /// the daily rollup of its day in the individual's time zone (types `sample_types` marks
+    /// `rolled_up`).
     /// Ingests of one individual are serialised by a transaction-scoped advisory lock, so the
     /// read-merge-write of a block never races; different individuals never wait for each other.
     package func ingest(
-        individualId: Int64, samples: SampleColumns, locations: LocationColumns, rolledUpTypes: [Int16]
+        individualId: Int64, samples: SampleColumns, locations: LocationColumns
     ) async throws -> IngestOutcome {
         try await partitions.ensure(.sampleBlocks, covering: Set(samples.blockStarts))
         try await partitions.ensure(.locationFixes, covering: locations.timesMs.map { Date(timeIntervalSince1970: Double($0) / 1000) })
@@ -90,7 +91,7 @@ package struct HealthDataStore: Sendable {
             var newSamples: [Int] = []
             if samples.count > 0 {
                 let rows = try await connection.query(
-                    Self.sampleStatement(individualId: individualId, samples: samples, rolledUpTypes: rolledUpTypes),
+                    Self.sampleStatement(individualId: individualId, samples: samples),
                     logger: database.logger
                 )
                 for try await ordinal in rows.decode(Int32.self) { newSamples.append(Int(ordinal)) }
@@ -104,7 +105,7 @@ package struct HealthDataStore: Sendable {
         }
     }
 
-    private static func sampleStatement(individualId: Int64, samples: SampleColumns, rolledUpTypes: [Int16]) -> PostgresQuery {
+    private static func sampleStatement(individualId: Int64, samples: SampleColumns) -> PostgresQuery {
         let ordinals = (0..<Int32(samples.count)).map { $0 }
         return """
             WITH incoming AS (
@@ -159,7 +160,7 @@ package struct HealthDataStore: Sendable {
                        ((f.block_start + f.offset_ms * interval '1 millisecond') AT TIME ZONE z.time_zone)::date,
                        count(*), sum(f.val), min(f.val), max(f.val)
                 FROM fresh f, (SELECT time_zone FROM individuals WHERE id = \(individualId)) z
-                WHERE f.sample_type = ANY (\(rolledUpTypes)::int2[])
+                WHERE f.sample_type IN (SELECT code FROM sample_types WHERE rolled_up)
                 GROUP BY 1, 2, 3
                 ON CONFLICT (individual_id, sample_type, day) DO UPDATE SET
                     sample_count = daily_rollups.sample_count + EXCLUDED.sample_count,

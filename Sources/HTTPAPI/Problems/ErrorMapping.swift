@@ -1,5 +1,6 @@
 import AccessManager
 import DatabaseLink
+import HealthSharing
 import Hummingbird
 import Logging
 import PostgresNIO
@@ -21,6 +22,11 @@ enum ErrorMapping {
         case let error as APIKeyError:
             switch error {
             case .notFound: return .notFound("API key")
+            }
+        case let error as SummaryError:
+            switch error {
+            case .notAQuantity(let type): return .invalidField("type", "must be a quantity type; \(type.rawValue) has no summary")
+            case .windowTooLong(let days): return .invalidField("from", "the window may cover at most \(days) days")
             }
         case let error as HTTPError:
             return problem(for: error.status, detail: error.body)

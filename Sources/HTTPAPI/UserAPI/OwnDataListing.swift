@@ -118,3 +118,35 @@ enum OwnDataCursor {
         return (time, key)
     }
 }
+
+/// A summary on the wire: bucket starts in the individual's time zone, with its offset.
+struct SummaryBody: ResponseEncodable {
+    struct Bucket: Encodable {
+        let start: String
+        let count: Int
+        let min: Double
+        let max: Double
+        let mean: Double
+        let sum: Double?
+    }
+
+    let type: String
+    let unit: String?
+    let bucket: String
+    let timeZone: String
+    let items: [Bucket]
+
+    init(_ summary: OwnDataSummary) {
+        type = summary.type.rawValue
+        if case .quantity(let canonical, _, _) = summary.type.definition { unit = canonical } else { unit = nil }
+        bucket = summary.bucket.rawValue
+        timeZone = summary.timeZone
+        let local = Date.ISO8601FormatStyle(timeZoneSeparator: .colon, timeZone: TimeZone(identifier: summary.timeZone) ?? .gmt)
+        items = summary.buckets.map { stats in
+            Bucket(
+                start: stats.start.formatted(local),
+                count: stats.count, min: stats.minimum, max: stats.maximum, mean: stats.mean, sum: stats.sum
+            )
+        }
+    }
+}

@@ -1,4 +1,5 @@
 import AccessManager
+import DatabaseLink
 import Foundation
 import HealthSharing
 import Hummingbird
@@ -37,6 +38,9 @@ struct UserDataController {
             )
             return Page(items: page.items.map(SampleBody.init), nextCursor: page.next.map { OwnDataCursor.encode($0, order: range.order) })
         }
+        group.get("data/summary") { request, context in
+            try await summary(request, context: context)
+        }
         group.get("data/locations") { request, context -> Page<LocationFixBody> in
             var fields = FieldValidator()
             let range = TimeRangeQuery(request, fields: &fields)
@@ -49,6 +53,36 @@ struct UserDataController {
             )
             return Page(items: page.items.map(LocationFixBody.init), nextCursor: page.next.map { OwnDataCursor.encode($0, order: range.order) })
         }
+    }
+
+    /// `GET data/summary?type=&from=&to=&bucket=hour|day|week`.
+    private func summary(_ request: Request, context: IndividualRequestContext) async throws -> SummaryBody {
+        var fields = FieldValidator()
+        let query = request.uri.queryParameters
+        let type = fields.required("type", query["type"].map(String.init)) { (raw: String) throws(InvalidValue) -> SampleType in
+            guard let type = SampleType(rawValue: raw) else { throw InvalidValue("must be a data type such as heartRate") }
+            guard type.hasDailyRollup else { throw InvalidValue("must be a quantity type; \(raw) has no summary") }
+            return type
+        }
+        let bucket = fields.optional("bucket", query["bucket"].map(String.init)) { (raw: String) throws(InvalidValue) -> SummaryBucket in
+            guard let bucket = SummaryBucket(rawValue: raw) else { throw InvalidValue("must be hour, day or week") }
+            return bucket
+        } ?? .day
+        let window = TimeRangeQuery(request, fields: &fields)
+        let to = window.to ?? Date()
+        let defaultDays: Double = switch bucket {
+        case .hour: 1
+        case .day: 30
+        case .week: 26 * 7
+        }
+        let from = window.from ?? to.addingTimeInterval(-defaultDays * 86_400)
+        let maximumDays = OwnDataReader.maximumWindowDays(bucket)
+        if from < to, to.timeIntervalSince(from) > Double(maximumDays) * 86_400 {
+            fields.fail("from", "the window may cover at most \(maximumDays) days with \(bucket.rawValue) buckets")
+        }
+        try fields.finish()
+        let summary = try await ownData.summary(of: context.principal, type: type!, bucket: bucket, from: from, to: to)
+        return SummaryBody(summary)
     }
 
     /// `type=heartRate,stepCount` or `type=heartRate&type=stepCount`; none means every type.

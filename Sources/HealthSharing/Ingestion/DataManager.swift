@@ -55,10 +55,7 @@ package struct DataManager: Sendable {
         for fix in fixes {
             locationColumns.append(timeMs: IngestRules.milliseconds(fix.time), key: fix.key, latitude: fix.latitude, longitude: fix.longitude, accuracy: fix.accuracy, altitude: fix.altitude)
         }
-        let outcome = try await store.ingest(
-            individualId: individualId, samples: sampleColumns, locations: locationColumns,
-            rolledUpTypes: SampleType.allCases.filter(\.hasDailyRollup).map(\.storageCode)
-        )
+        let outcome = try await store.ingest(individualId: individualId, samples: sampleColumns, locations: locationColumns)
         let stored = StoredDataBatch(
             individualId: individualId,
             samples: outcome.newSamples.map { samples[$0] },

@@ -48,9 +48,11 @@ package struct ListingPage<Item: Sendable, Position: Sendable>: Sendable {
 /// An individual's view of their own history (goals G2/G3 of the design document).
 package struct OwnDataReader: Sendable {
     let reader: HealthDataReader
+    let summaries: SummaryQueries
 
     package init(database: Database) {
         self.reader = HealthDataReader(database: database)
+        self.summaries = SummaryQueries(database: database)
     }
 
     /// The caller's samples of the given types (all when empty) in `[from, to)`.
@@ -102,5 +104,69 @@ package struct OwnDataReader: Sendable {
 
     private static func milliseconds(_ date: Date) -> Int64 {
         Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+    }
+}
+
+/// Statistics of one summary bucket, values in the type's canonical unit.
+package struct SummaryBucketStats: Sendable, Equatable {
+    package let start: Date
+    package let count: Int
+    package let minimum: Double
+    package let maximum: Double
+    package let mean: Double
+    /// The total, for interval types (steps, distance, energy), where a sum means something.
+    package let sum: Double?
+}
+
+/// An individual's summary of one type over a window.
+package struct OwnDataSummary: Sendable {
+    package let type: SampleType
+    package let bucket: SummaryBucket
+    package let timeZone: String
+    package let buckets: [SummaryBucketStats]
+}
+
+/// Why a summary cannot be made.
+package enum SummaryError: Error, Equatable {
+    /// Summaries are statistics of numbers; sleep stages are not.
+    case notAQuantity(SampleType)
+    /// More buckets than one answer holds.
+    case windowTooLong(maximumDays: Int)
+}
+
+extension OwnDataReader {
+    /// The longest window of each bucket width, in days.
+    package static func maximumWindowDays(_ bucket: SummaryBucket) -> Int {
+        switch bucket {
+        case .hour: 31
+        case .day: 3 * 366
+        case .week: 10 * 366
+        }
+    }
+
+    /// Count, minimum, maximum and mean (and the sum for interval types) per bucket of the
+    /// individual's time zone, for buckets starting in `[from, to)`; empty buckets are left out.
+    package func summary(
+        of principal: Principal, type: SampleType, bucket: SummaryBucket, from: Date, to: Date
+    ) async throws -> OwnDataSummary {
+        guard case .individual(let individualId) = principal.account else { throw AccountError.notFound }
+        guard type.hasDailyRollup else { throw SummaryError.notAQuantity(type) }
+        let maximumDays = Self.maximumWindowDays(bucket)
+        guard to.timeIntervalSince(from) <= Double(maximumDays) * 86_400 else { throw SummaryError.windowTooLong(maximumDays: maximumDays) }
+        let (timeZone, rows) = try await summaries.summary(
+            individualId: individualId, type: type.storageCode, bucket: bucket,
+            fromMs: Int64((from.timeIntervalSince1970 * 1000).rounded(.down)), toMs: Int64((to.timeIntervalSince1970 * 1000).rounded(.down))
+        )
+        let buckets = rows.map { row in
+            SummaryBucketStats(
+                start: Date(timeIntervalSince1970: Double(row.bucketStartMs) / 1000),
+                count: row.count,
+                minimum: Double(row.min.description) ?? Double(row.min),
+                maximum: Double(row.max.description) ?? Double(row.max),
+                mean: row.sum / Double(row.count),
+                sum: type.isInterval ? row.sum : nil
+            )
+        }
+        return OwnDataSummary(type: type, bucket: bucket, timeZone: timeZone, buckets: buckets)
     }
 }

@@ -1,0 +1,87 @@
+import Foundation
+import PostgresNIO
+
+/// The width of a summary bucket, in the individual's time zone.
+package enum SummaryBucket: String, Sendable, CaseIterable {
+    case hour, day, week
+}
+
+/// One bucket of a summary: statistics over the samples whose start falls in it.
+package struct SummaryRow: Sendable, Equatable {
+    /// The bucket's start (local midnight, or the local hour), as an instant in epoch milliseconds.
+    package var bucketStartMs: Int64
+    package var count: Int
+    package var sum: Double
+    package var min: Float
+    package var max: Float
+}
+
+/// Per-bucket statistics of an individual's samples of one type.
+package struct SummaryQueries: Sendable {
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    /// Buckets whose start lies in `[fromMs, toMs)`, oldest first, with the time zone they are in.
+    ///
+    /// Days and weeks (Monday first) come from `daily_rollups` — a year of daily summaries reads
+    /// 365 rows of the primary key; hours are computed from the sample blocks of the window.
+    package func summary(
+        individualId: Int64, type: Int16, bucket: SummaryBucket, fromMs: Int64, toMs: Int64
+    ) async throws -> (timeZone: String, rows: [SummaryRow]) {
+        let query: PostgresQuery
+        switch bucket {
+        case .hour:
+            query = """
+                WITH zone AS (SELECT time_zone FROM individuals WHERE id = \(individualId)),
+                samples AS (
+                    SELECT b.block_start + u.offset_ms * interval '1 millisecond' AS start, u.val
+                    FROM sample_blocks b
+                    CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals) AS u(offset_ms, val)
+                    WHERE b.individual_id = \(individualId) AND b.sample_type = \(type)
+                      AND b.block_start >= 'epoch'::timestamptz + \(fromMs - 60_000) * interval '1 millisecond'
+                      AND b.block_start < 'epoch'::timestamptz + \(toMs) * interval '1 millisecond'
+                )
+                SELECT zone.time_zone,
+                       (extract(epoch FROM date_trunc('hour', s.start AT TIME ZONE zone.time_zone) AT TIME ZONE zone.time_zone) * 1000)::int8,
+                       count(*)::int8, sum(s.val)::float8, min(s.val), max(s.val)
+                FROM samples s, zone
+                WHERE s.start >= 'epoch'::timestamptz + \(fromMs) * interval '1 millisecond'
+                  AND s.start < 'epoch'::timestamptz + \(toMs) * interval '1 millisecond'
+                GROUP BY 1, 2 ORDER BY 2
+                """
+        case .day, .week:
+            let unit = bucket == .day ? "day" : "week"
+            query = """
+                WITH zone AS (
+                    SELECT time_zone,
+                           ('epoch'::timestamptz + \(fromMs) * interval '1 millisecond') AT TIME ZONE time_zone AS local_from,
+                           ('epoch'::timestamptz + \(toMs) * interval '1 millisecond') AT TIME ZONE time_zone AS local_to
+                    FROM individuals WHERE id = \(individualId)
+                )
+                SELECT zone.time_zone,
+                       (extract(epoch FROM date_trunc(\(unit), r.day::timestamp) AT TIME ZONE zone.time_zone) * 1000)::int8,
+                       sum(r.sample_count)::int8, sum(r.value_sum)::float8, min(r.value_min), max(r.value_max)
+                FROM daily_rollups r, zone
+                WHERE r.individual_id = \(individualId) AND r.sample_type = \(type)
+                  AND r.day >= zone.local_from::date AND r.day <= zone.local_to::date
+                  AND r.day::timestamp >= zone.local_from AND r.day::timestamp < zone.local_to
+                GROUP BY 1, 2 ORDER BY 2
+                """
+        }
+        let rows = try await database.query(query)
+        var timeZone = "UTC"
+        let buckets = try rows.map { row in
+            let (zone, start, count, sum, min, max) = try row.decode((String, Int64, Int64, Double, Float, Float).self)
+            timeZone = zone
+            return SummaryRow(bucketStartMs: start, count: Int(count), sum: sum, min: min, max: max)
+        }
+        if rows.isEmpty {
+            let zone = try await database.query("SELECT time_zone FROM individuals WHERE id = \(individualId)")
+            timeZone = try zone.first?.decode(String.self) ?? "UTC"
+        }
+        return (timeZone, buckets)
+    }
+}
