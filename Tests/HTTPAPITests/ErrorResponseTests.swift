@@ -78,7 +78,7 @@ struct EdgeResponseTests {
         try await TestServer.run { api in
             let reply = try await api.send(.put, "/api/users/me")
             #expect(reply.status == .methodNotAllowed)
-            #expect(reply.headers[.allow] == "GET, PATCH, HEAD")
+            #expect(reply.headers[.allow] == "GET, DELETE, PATCH, HEAD")
             #expect(reply.headers[.contentType] == "application/problem+json")
             let withParameter = try await api.send(.post, "/api/thirdparties/keys/\(UUID().uuidString)")
             #expect(withParameter.headers[.allow] == "GET, DELETE, HEAD")
@@ -90,6 +90,15 @@ struct EdgeResponseTests {
             let reply = try await api.send(.head, "/healthz")
             #expect(reply.status == .ok)
             #expect(reply.data.isEmpty)
+        }
+    }
+
+    @Test func nulCharactersNeverReachTheDatabaseAsErrors() async throws {
+        try await TestServer.run { api in
+            let login = try await api.send(.post, "/api/thirdparties/login", raw: #"{"email": "a\u0000@b.org", "password": "x"}"#)
+            #expect(login.status == .unauthorized)
+            let registration = try await api.send(.post, "/api/users/registration", json: Fixtures.individual(["fullName": "Ada\u{0}Rossi"]))
+            #expect(registration.problemFields == ["fullName"])
         }
     }
 

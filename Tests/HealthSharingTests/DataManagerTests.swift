@@ -161,4 +161,20 @@ struct DataManagerTests {
             #expect(try partition[0].decode(Bool.self))
         }
     }
+
+    @Test func erasingTheAccountRemovesEveryRowOfItsData() async throws {
+        try await withHarness { h in
+            var fix = RawIngestItem()
+            fix.latitude = 45
+            fix.longitude = 9
+            fix.time = "2026-11-21T08:00:00Z"
+            _ = try await h.manager.ingest([Self.heartRate(70, at: "2026-11-21T08:00:00Z"), fix], for: h.principal)
+            #expect(try await IndividualStore(database: h.database).delete(id: h.individualId))
+            let left = try await h.database.query("""
+                SELECT (SELECT count(*) FROM sample_blocks) + (SELECT count(*) FROM location_fixes)
+                     + (SELECT count(*) FROM daily_rollups) + (SELECT count(*) FROM individuals)
+                """)
+            #expect(try left[0].decode(Int.self) == 0)
+        }
+    }
 }

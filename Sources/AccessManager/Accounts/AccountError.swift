@@ -7,6 +7,8 @@ package enum AccountError: Error, Equatable {
     case emailInUse
     /// A password change whose `currentPassword` was wrong.
     case wrongCurrentPassword
+    /// An erasure confirmed with the wrong password.
+    case wrongPassword
     /// The account no longer exists (erased while a token was still in flight).
     case notFound
 }

@@ -64,4 +64,14 @@ package struct IndividualAccounts: Sendable {
         guard let updated else { throw AccountError.notFound }
         return updated
     }
+
+    /// Erases the account and all its data for good (GDPR art. 17), after checking the password:
+    /// a stolen token alone must not be enough to destroy someone's history.
+    package func erase(_ principal: Principal, password: String) async throws {
+        guard case .individual(let id) = principal.account, let stored = try await store.passwordHash(id: id) else {
+            throw AccountError.notFound
+        }
+        guard await hasher.verify(password, against: stored) else { throw AccountError.wrongPassword }
+        guard try await store.delete(id: id) else { throw AccountError.notFound }
+    }
 }

@@ -29,9 +29,13 @@ package struct SessionService: Sendable {
     package func login(on surface: Surface, email: String, password: String) async throws -> IssuedToken {
         let address = EmailAddress.normalisedForLookup(email)
         let credentials: (id: Int64, passwordHash: String)?
-        switch surface {
-        case .individual: credentials = try await individuals.credentials(email: address)
-        case .thirdParty: credentials = try await thirdParties.credentials(email: address)
+        if address.contains("\0") {
+            credentials = nil  // PostgreSQL text cannot hold NUL, and no stored address does
+        } else {
+            switch surface {
+            case .individual: credentials = try await individuals.credentials(email: address)
+            case .thirdParty: credentials = try await thirdParties.credentials(email: address)
+            }
         }
         guard let credentials else {
             _ = await hasher.verifyDecoy(password)

@@ -16,10 +16,12 @@ extension String {
     /// The string trimmed of surrounding white space, when its length is within bounds and it
     /// holds no control character: the rule of every free-text name (people, organisations, keys).
     func trimmedName(length: ClosedRange<Int>) throws(InvalidValue) -> String {
+        // The upper bound holds for the text as sent (the documented maxLength), the lower one
+        // for what is left after trimming.
+        guard count <= length.upperBound else { throw InvalidValue("must be at most \(length.upperBound) characters") }
         let trimmed = trimmingCharacters(in: .whitespacesAndNewlines)
         guard !trimmed.isEmpty else { throw InvalidValue("must not be empty") }
         guard trimmed.count >= length.lowerBound else { throw InvalidValue("must be at least \(length.lowerBound) characters") }
-        guard trimmed.count <= length.upperBound else { throw InvalidValue("must be at most \(length.upperBound) characters") }
         guard !trimmed.containsControlCharacter else { throw InvalidValue("must not contain control characters") }
         return trimmed
     }

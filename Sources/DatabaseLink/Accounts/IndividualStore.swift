@@ -82,4 +82,11 @@ package struct IndividualStore: Sendable {
             return try Self.record(row.decode(Row.self))
         }
     }
+
+    /// Deletes the account and, through the foreign keys' cascades, everything that belongs to it:
+    /// tokens, samples, location fixes, rollups. One statement, so one transaction.
+    package func delete(id: Int64) async throws -> Bool {
+        let rows = try await database.query("DELETE FROM individuals WHERE id = \(id) RETURNING id")
+        return !rows.isEmpty
+    }
 }

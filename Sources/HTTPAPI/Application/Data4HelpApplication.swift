@@ -102,6 +102,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     userAccounts.addAuthenticated(to: authenticatedUsers)
     userSessions.addAuthenticated(to: authenticatedUsers)
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
+    UserExportController(accounts: components.individuals, ownData: components.ownData).addRoutes(to: authenticatedUsers)
 
     // /api/thirdparties — organisations (tenants).
     let thirdParties = router.group("api/thirdparties")

@@ -33,6 +33,14 @@ enum ErrorMapping {
         case let error as any HTTPResponseError:
             // Hummingbird's own errors, such as NIOTooManyBytesError for an oversized body.
             return problem(for: error.status, detail: nil)
+        case let error as PSQLError where error.serverInfo?[.sqlState]?.hasPrefix("22") == true:
+            // A data exception: a value PostgreSQL cannot take got past validation. The caller
+            // gets a 422 rather than a 500; the log line marks the validation gap to close.
+            logger.warning("database refused a value", metadata: ["error.sqlstate": "\(error.serverInfo?[.sqlState] ?? "")"])
+            return Problem(
+                .unprocessableContent, slug: "invalid-value", title: "Invalid value",
+                detail: "A value in the request cannot be stored (for example, text with a NUL character)."
+            )
         case let error as PSQLError where error.serverInfo == nil:
             // No server answer at all: the pool could not reach PostgreSQL.
             logger.error("database unavailable", metadata: ["error.code": "\(error.code)"])
@@ -115,6 +123,8 @@ enum ErrorMapping {
             )
         case .wrongCurrentPassword:
             .invalidField("currentPassword", "is not the account's current password")
+        case .wrongPassword:
+            .invalidField("password", "is not the account's password")
         case .notFound:
             .notFound("account")
         }

@@ -23,11 +23,22 @@ struct UserAccountController {
         group.get("me") { _, context in
             try await IndividualProfileBody(accounts.profile(of: context.principal))
         }
+        group.delete("me") { request, context in
+            let form = try await body.decode(ErasureBody.self, from: request, context: context)
+            guard let password = form.password else { throw Problem.invalidField("password", "is required to erase the account") }
+            try await accounts.erase(context.principal, password: password)
+            return Response(status: .noContent)
+        }
         group.patch("me") { request, context in
             let patch = try await body.decode(IndividualProfilePatch.self, from: request, context: context)
             return try await IndividualProfileBody(accounts.update(context.principal, with: patch.validated()))
         }
     }
+}
+
+/// `DELETE /api/users/me` asks for the password again: erasure cannot be undone.
+struct ErasureBody: Decodable {
+    var password: String?
 }
 
 struct IndividualRegistrationBody: Decodable {

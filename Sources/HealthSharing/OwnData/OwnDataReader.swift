@@ -170,3 +170,30 @@ extension OwnDataReader {
         return OwnDataSummary(type: type, bucket: bucket, timeZone: timeZone, buckets: buckets)
     }
 }
+
+extension OwnDataReader {
+    /// Walks all of the caller's samples, oldest first, one page at a time: memory stays bounded
+    /// by the page size whatever the size of the history (for exports).
+    package func forEachSamplePage(
+        of principal: Principal, pageSize: Int = 5_000, _ body: ([StoredSample]) async throws -> Void
+    ) async throws {
+        var after: SamplePosition?
+        repeat {
+            let page = try await samples(of: principal, types: [], from: nil, to: nil, order: .ascending, limit: pageSize, after: after)
+            if !page.items.isEmpty { try await body(page.items) }
+            after = page.next
+        } while after != nil
+    }
+
+    /// Walks all of the caller's location fixes, oldest first, one page at a time.
+    package func forEachLocationPage(
+        of principal: Principal, pageSize: Int = 5_000, _ body: ([StoredLocationFix]) async throws -> Void
+    ) async throws {
+        var after: (timeMs: Int64, key: Int64)?
+        repeat {
+            let page = try await locations(of: principal, from: nil, to: nil, order: .ascending, limit: pageSize, after: after)
+            if !page.items.isEmpty { try await body(page.items) }
+            after = page.next
+        } while after != nil
+    }
+}

@@ -1,0 +1,85 @@
+import AccessManager
+import Foundation
+import HealthSharing
+import Hummingbird
+import Logging
+import NIOCore
+
+/// `GET /api/users/export`: everything the platform holds about me, as NDJSON streamed page by
+/// page (GDPR art. 20). Memory stays bounded by one page whatever the size of the history.
+///
+/// Lines: one `profile`, then every `sample` and `location` oldest first, then `end` with the
+/// counts, so a client can tell a complete export from one cut short by a broken connection.
+struct UserExportController {
+    let accounts: IndividualAccounts
+    let ownData: OwnDataReader
+
+    func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
+        group.get("export") { _, context in
+            let principal = context.principal
+            let profile = try await accounts.profile(of: principal)
+            let logger = context.logger
+            let body = ResponseBody { writer in
+                let encoder = WireFormat.encoder()
+                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+                func line(_ value: some Encodable) throws -> ByteBuffer {
+                    var data = try encoder.encode(value)
+                    data.append(UInt8(ascii: "\n"))
+                    return ByteBuffer(bytes: data)
+                }
+                var samples = 0, locations = 0
+                do {
+                    try await writer.write(line(ExportLine(kind: "profile", record: IndividualProfileBody(profile))))
+                    try await ownData.forEachSamplePage(of: principal) { page in
+                        var buffer = ByteBuffer()
+                        for sample in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "sample", record: SampleBody(sample)))) }
+                        samples += page.count
+                        try await writer.write(buffer)
+                    }
+                    try await ownData.forEachLocationPage(of: principal) { page in
+                        var buffer = ByteBuffer()
+                        for fix in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "location", record: LocationFixBody(fix)))) }
+                        locations += page.count
+                        try await writer.write(buffer)
+                    }
+                    try await writer.write(line(ExportEnd(samples: samples, locations: locations)))
+                } catch {
+                    // Headers are gone already: end the stream without its `end` line.
+                    logger.error("export stopped before its end", metadata: ["error.type": "\(type(of: error))"])
+                }
+                try await writer.finish(nil)
+            }
+            return Response(
+                status: .ok,
+                headers: [
+                    .contentType: "application/x-ndjson",
+                    .contentDisposition: #"attachment; filename="data4help-export.ndjson""#,
+                    .cacheControl: "no-store",
+                ],
+                body: body
+            )
+        }
+    }
+}
+
+/// One NDJSON line: its kind and the record, flattened (`{"kind":"sample","type":…}`).
+struct ExportLine<Record: Encodable>: Encodable {
+    let kind: String
+    let record: Record
+
+    private enum CodingKeys: String, CodingKey { case kind }
+
+    func encode(to encoder: any Encoder) throws {
+        try record.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(kind, forKey: .kind)
+    }
+}
+
+/// The last line of a complete export.
+struct ExportEnd: Encodable {
+    let kind = "end"
+    let complete = true
+    let samples: Int
+    let locations: Int
+}
