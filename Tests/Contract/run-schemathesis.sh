@@ -55,7 +55,7 @@ party_token=$(curl -fsS -X POST "$base/api/thirdparties/login" -H 'Content-Type:
 # Every check schemathesis has. Logout is run last, on its own, so that it does not end the
 # session the other operations are tested with. One worker: with two, hypothesis's caches (not
 # thread-safe) sometimes fail inside schemathesis with a KeyError.
-common=(--url "$base" --checks all --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-60}" --seed 4242
+common=(--url "$base" --checks all --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-60}" --seed "${SCHEMATHESIS_SEED:-4242}"
         --workers 1 --suppress-health-check too_slow,filter_too_much --warnings off --no-color)
 status=0
 run() { "$venv/schemathesis" --config-file "$root/Tests/Contract/schemathesis.toml" run "$spec" "${common[@]}" "$@" || status=1; }
