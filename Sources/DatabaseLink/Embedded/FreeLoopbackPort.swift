@@ -5,7 +5,7 @@ import Darwin
 #endif
 
 /// Asks the kernel for a TCP port on 127.0.0.1 that nothing listens on right now.
-func freeLoopbackPort() throws(EmbeddedPostgresError) -> Int {
+package func freeLoopbackPort() throws(EmbeddedPostgresError) -> Int {
     #if canImport(Glibc)
     let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
     #else

@@ -105,6 +105,17 @@ package struct HealthDataStore: Sendable {
         }
     }
 
+    /// Bytes on disk of every sample_blocks partition (heap, TOAST and indexes) and the number of
+    /// samples they hold, after a VACUUM: the storage cost the benchmark reports.
+    package func storageFootprint() async throws -> (bytes: Int64, samples: Int64) {
+        try await database.query("VACUUM ANALYZE sample_blocks")
+        let rows = try await database.query("""
+            SELECT (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::int8 FROM pg_partition_tree('sample_blocks')),
+                   (SELECT coalesce(sum(cardinality(keys)), 0)::int8 FROM sample_blocks)
+            """)
+        return try rows[0].decode((Int64, Int64).self)
+    }
+
     private static func sampleStatement(individualId: Int64, samples: SampleColumns) -> PostgresQuery {
         let ordinals = (0..<Int32(samples.count)).map { $0 }
         return """

@@ -1,0 +1,261 @@
+import ArgumentParser
+import AsyncHTTPClient
+import DatabaseLink
+import Foundation
+import HTTPAPI
+import HealthSharing
+import Hummingbird
+import Logging
+import NIOCore
+import NIOHTTP1
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+
+/// `data4help bench ingest`: heart-rate uploads at 1 Hz from many individuals, over HTTP with a few
+/// concurrent clients, against the real server and a fresh embedded PostgreSQL; then the same
+/// rows written straight through the same SQL (no HTTP, no JSON) for the database's ceiling.
+struct IngestBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "ingest", abstract: "Ingestion throughput and latency.")
+
+    @Option(help: "Individuals uploading.") var individuals = 200
+    @Option(help: "Uploads in each phase.") var batches = 600
+    @Option(help: "Samples per upload.") var batchSize = 1_000
+    @Option(help: "Concurrent clients.") var clients = 8
+
+    func run() async throws {
+        var logger = Logger(label: "data4help.bench")
+        logger.logLevel = .warning
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("data4help-bench-\(getpid())")
+        try? FileManager.default.removeItem(at: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cluster = try await EmbeddedPostgres.start(.init(directory: directory.appendingPathComponent("pg")), logger: logger)
+        do {
+            let url = try await cluster.database(named: "bench", logger: logger)
+            try await measure(databaseURL: url, logger: logger)
+            try await cluster.stop()
+        } catch {
+            try? await cluster.stop()
+            throw error
+        }
+    }
+
+    private func measure(databaseURL: DatabaseURL, logger: Logger) async throws {
+        var configuration = AppConfiguration()
+        configuration.port = try freeLoopbackPort()
+        configuration.logLevel = .warning
+        let app = try buildApplication(configuration: configuration, databaseURL: databaseURL, metrics: PrometheusCollectorRegistry(), logger: logger)
+        let serviceGroup = ServiceGroup(configuration: .init(services: [.init(service: app)], logger: logger))
+        let base = "http://127.0.0.1:\(configuration.port)"
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await serviceGroup.run()
+                } catch is CancellationError {
+                    // The graceful shutdown below ends the server this way.
+                }
+            }
+            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(120))))
+            do {
+                try await waitUntilReady(client, base)
+                print("data4help bench ingest — \(batches) uploads × \(batchSize) heart-rate samples, \(individuals) individuals, \(clients) clients")
+                let tokens = try await register(client, base)
+                let http = try await httpPhase(client, base, tokens: tokens)
+                let raw = try await rawPhase(databaseURL, logger: logger)
+                let size = try await bytesPerSample(databaseURL, logger: logger)
+                report(http: http, raw: raw, bytesPerSample: size)
+                try await client.shutdown()
+            } catch {
+                try? await client.shutdown()
+                await serviceGroup.triggerGracefulShutdown()
+                throw error
+            }
+            await serviceGroup.triggerGracefulShutdown()
+            try await group.waitForAll()
+        }
+    }
+
+    struct PhaseResult {
+        let samples: Int
+        let elapsed: Double
+        let latencies: [Double]
+        var throughput: Double { Double(samples) / elapsed }
+    }
+
+    /// The first sample of every upload: individual i's k-th upload covers the k-th stretch of
+    /// `batchSize` seconds of a day a month ago, so uploads never overlap and all are accepted.
+    private func batchStart(_ batch: Int) -> Date {
+        let origin = (Date().timeIntervalSince1970 - 30 * 86_400).rounded(.down)
+        return Date(timeIntervalSince1970: origin + Double((batch / individuals) * batchSize))
+    }
+
+    private func httpPhase(_ client: HTTPClient, _ base: String, tokens: [String]) async throws -> PhaseResult {
+        let (batches, batchSize, individuals) = (self.batches, self.batchSize, self.individuals)
+        let formatter = ISO8601DateFormatter()
+        let bodies: [ByteBuffer] = (0..<batches).map { batch in
+            let start = batchStart(batch)
+            var json = #"{"items":["#
+            json.reserveCapacity(batchSize * 110)
+            for second in 0..<batchSize {
+                if second > 0 { json += "," }
+                json += #"{"id":"b\#(batch)-\#(second)","type":"heartRate","value":\#(55 + (batch * 7 + second) % 60),"unit":"bpm","start":"\#(formatter.string(from: start.addingTimeInterval(Double(second))))"}"#
+            }
+            json += "]}"
+            return ByteBuffer(string: json)
+        }
+        let next = WorkCounter()
+        let started = ContinuousClock.now
+        let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+            for _ in 0..<clients {
+                group.addTask {
+                    var mine: [Double] = []
+                    while true {
+                        let batch = next.take()
+                        guard batch < batches else { return mine }
+                        var request = HTTPClientRequest(url: "\(base)/api/users/data")
+                        request.method = .POST
+                        request.headers.add(name: "Authorization", value: "Bearer \(tokens[batch % individuals])")
+                        request.headers.add(name: "Content-Type", value: "application/json")
+                        request.body = .bytes(bodies[batch])
+                        let sent = ContinuousClock.now
+                        let response = try await client.execute(request, timeout: .seconds(120))
+                        let body = try await response.body.collect(upTo: 1 << 20)
+                        mine.append((ContinuousClock.now - sent).seconds * 1000)
+                        guard response.status == .ok, String(buffer: body).contains(#""accepted":\#(batchSize)"#) else {
+                            throw ValidationError("upload \(batch) answered \(response.status): \(String(buffer: body).prefix(300))")
+                        }
+                    }
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }
+        }
+        return PhaseResult(samples: batches * batchSize, elapsed: (ContinuousClock.now - started).seconds, latencies: latencies.sorted())
+    }
+
+    /// The same uploads written through `HealthDataStore` directly, for other individuals.
+    private func rawPhase(_ url: DatabaseURL, logger: Logger) async throws -> PhaseResult {
+        let (batches, batchSize, individuals, clients) = (self.batches, self.batchSize, self.individuals, self.clients)
+        let batchStarts = (0..<batches).map(batchStart)
+        let database = Database(configuration: url.clientConfiguration(maximumConnections: clients + 2), logger: logger)
+        return try await database.whileRunning {
+            let store = IndividualStore(database: database)
+            var ids: [Int64] = []
+            for index in 0..<individuals {
+                ids.append(try await store.insert(NewIndividual(
+                    email: "raw\(index)@bench.example", passwordHash: "-", fiscalCode: "RAW\(100_000 + index)",
+                    fullName: "Raw \(index)", birthDate: "1950-01-01", sex: "other", homeArea: "IT-MI"
+                )).id)
+            }
+            let writer = HealthDataStore(database: database, partitions: PartitionMaintainer(database: database))
+            let columns: [SampleColumns] = (0..<batches).map { batch in
+                var columns = SampleColumns()
+                let start = batchStarts[batch]
+                for second in 0..<batchSize {
+                    columns.append(
+                        type: SampleType.heartRate.storageCode, start: start.addingTimeInterval(Double(second)),
+                        value: Float(55 + (batch * 7 + second) % 60), durationMs: nil, key: DedupeKey.forClientId("b\(batch)-\(second)")
+                    )
+                }
+                return columns
+            }
+            let ids2 = ids
+            let next = WorkCounter()
+            let started = ContinuousClock.now
+            let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
+                for _ in 0..<clients {
+                    group.addTask {
+                        var mine: [Double] = []
+                        while true {
+                            let batch = next.take()
+                            guard batch < batches else { return mine }
+                            let sent = ContinuousClock.now
+                            let outcome = try await writer.ingest(individualId: ids2[batch % individuals], samples: columns[batch], locations: LocationColumns())
+                            mine.append((ContinuousClock.now - sent).seconds * 1000)
+                            guard outcome.newSamples.count == batchSize else { throw ValidationError("raw upload \(batch) stored \(outcome.newSamples.count)") }
+                        }
+                    }
+                }
+                return try await group.reduce(into: []) { $0 += $1 }
+            }
+            return PhaseResult(samples: batches * batchSize, elapsed: (ContinuousClock.now - started).seconds, latencies: latencies.sorted())
+        }
+    }
+
+    /// Heap, TOAST and index bytes of every sample_blocks partition, per stored sample.
+    private func bytesPerSample(_ url: DatabaseURL, logger: Logger) async throws -> (bytes: Double, samples: Int) {
+        let database = Database(configuration: url.clientConfiguration(maximumConnections: 1), logger: logger)
+        return try await database.whileRunning {
+            let footprint = try await HealthDataStore(database: database, partitions: PartitionMaintainer(database: database)).storageFootprint()
+            return (Double(footprint.bytes) / Double(footprint.samples), Int(footprint.samples))
+        }
+    }
+
+    private func report(http: PhaseResult, raw: PhaseResult, bytesPerSample: (bytes: Double, samples: Int)) {
+        func row(_ name: String, _ phase: PhaseResult) -> String {
+            let rate = String(format: "%10.0f", phase.throughput)
+            let p50 = String(format: "%8.1f", percentile(phase.latencies, 0.5))
+            let p99 = String(format: "%8.1f", percentile(phase.latencies, 0.99))
+            return "\(name.padding(toLength: 40, withPad: " ", startingAt: 0)) \(rate)  \(p50)  \(p99)"
+        }
+        print("")
+        print("phase                                     samples/s  p50 (ms)  p99 (ms)   per upload of \(batchSize)")
+        print(row("HTTP + JSON, end to end", http))
+        print(row("database ceiling (same SQL, no HTTP)", raw))
+        print(String(format: "end to end / ceiling: %.0f %%", 100 * http.throughput / raw.throughput))
+        print(String(format: "storage: %.1f bytes per stored sample, indexes and TOAST included (%d samples)", bytesPerSample.bytes, bytesPerSample.samples))
+    }
+
+    private func waitUntilReady(_ client: HTTPClient, _ base: String) async throws {
+        for _ in 0..<200 {
+            if let response = try? await client.execute(HTTPClientRequest(url: "\(base)/readyz"), timeout: .seconds(2)), response.status == .ok {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw ValidationError("the server did not become ready")
+    }
+
+    private func register(_ client: HTTPClient, _ base: String) async throws -> [String] {
+        try await withThrowingTaskGroup(of: (Int, String).self) { group in
+            for index in 0..<individuals {
+                group.addTask {
+                    let password = "bench password \(index)"
+                    var registration = HTTPClientRequest(url: "\(base)/api/users/registration")
+                    registration.method = .POST
+                    registration.headers.add(name: "Content-Type", value: "application/json")
+                    registration.body = .bytes(ByteBuffer(string: """
+                        {"email":"bench\(index)@bench.example","password":"\(password)","fiscalCode":"BENCH\(100_000 + index)",
+                         "fullName":"Bench \(index)","birthDate":"1950-01-01","sex":"other","homeArea":"IT-MI"}
+                        """))
+                    _ = try await client.execute(registration, timeout: .seconds(30))
+                    var login = HTTPClientRequest(url: "\(base)/api/users/login")
+                    login.method = .POST
+                    login.headers.add(name: "Content-Type", value: "application/json")
+                    login.body = .bytes(ByteBuffer(string: #"{"email":"bench\#(index)@bench.example","password":"\#(password)"}"#))
+                    let response = try await client.execute(login, timeout: .seconds(30))
+                    let body = try await response.body.collect(upTo: 1 << 16)
+                    let object = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+                    guard let token = object?["token"] as? String else { throw ValidationError("login \(index) failed") }
+                    return (index, token)
+                }
+            }
+            var tokens = [String](repeating: "", count: individuals)
+            for try await (index, token) in group { tokens[index] = token }
+            return tokens
+        }
+    }
+}
+
+/// Hands out work item numbers to concurrent clients.
+final class WorkCounter: Sendable {
+    private let next = Mutex(0)
+
+    func take() -> Int {
+        next.withLock { value in
+            defer { value += 1 }
+            return value
+        }
+    }
+}
