@@ -12,11 +12,12 @@ VENV := .build/venv
 PYTHON_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: help run test build deps python-tools contract-test unit-test clean-data
+.PHONY: help run test bench build deps python-tools contract-test unit-test clean-data
 
 help:
 	@echo "make run    build and serve Data4Help on http://localhost:8080 (embedded PostgreSQL under .data/)"
 	@echo "make test   run the test suite and the OpenAPI contract test against real PostgreSQL"
+	@echo "make bench  build for release and print the benchmarks' figures"
 
 ## Debian packages the build and the embedded database need; installed only when missing.
 deps:
@@ -49,6 +50,11 @@ unit-test: deps
 
 ## The contract test first, so that the test suite's own summary closes the output.
 test: contract-test unit-test
+
+## Benchmarks print figures; they assert nothing. Release build, throwaway database.
+bench: deps
+	swift build -c release --product data4help
+	.build/release/data4help bench ingest
 
 clean-data:
 	rm -rf .data

@@ -1,5 +1,6 @@
 import Foundation
 import Hummingbird
+import NIOCore
 import Logging
 
 /// Reads and decodes a JSON request body, turning each way it can be wrong into the right problem:
@@ -17,6 +18,12 @@ struct JSONBody {
 
     /// Like `decode`, but nil when the request has no body at all.
     func decodeIfPresent<Value: Decodable>(_ type: Value.Type, from request: Request, context: some RequestContext) async throws -> Value? {
+        guard let buffer = try await bytes(of: request) else { return nil }
+        return try decode(type, bytes: buffer)
+    }
+
+    /// The body's bytes, after checking it is JSON and within the limit; nil when it is empty.
+    func bytes(of request: Request) async throws -> ByteBuffer? {
         if let contentType = request.headers[.contentType], !Self.isJSON(contentType) {
             throw Problem(
                 .unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
@@ -25,7 +32,11 @@ struct JSONBody {
         }
         var request = request
         let buffer = try await request.collectBody(upTo: limit)
-        guard buffer.readableBytes > 0 else { return nil }
+        return buffer.readableBytes > 0 ? buffer : nil
+    }
+
+    /// Decodes bytes already read, with the same problems as `decode`.
+    func decode<Value: Decodable>(_ type: Value.Type, bytes buffer: ByteBuffer) throws -> Value {
         do {
             return try WireFormat.decoder().decode(Value.self, from: Data(buffer.readableBytesView))
         } catch let error as DecodingError {

@@ -4,6 +4,7 @@ import Foundation
 import HealthSharing
 import Hummingbird
 import Logging
+import NIOCore
 
 /// `/api/users/data`: an individual uploads samples and location fixes, and reads them back.
 struct UserDataController {
@@ -13,8 +14,8 @@ struct UserDataController {
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.post("data") { request, context -> IngestResultBody in
-            let upload = try await body.decode(IngestUploadBody.self, from: request, context: context)
-            guard let items = upload.items else { throw Problem.invalidField("items", "is required") }
+            guard let bytes = try await body.bytes(of: request) else { throw Problem.malformedBody("The request needs a JSON body.") }
+            guard let items = try IngestUploadBody.items(in: bytes) else { throw Problem.invalidField("items", "is required") }
             guard !items.isEmpty else { throw Problem.invalidField("items", "must hold at least one item") }
             guard items.count <= DataManager.maximumBatchSize else {
                 throw Problem(
@@ -22,7 +23,7 @@ struct UserDataController {
                     detail: "An upload holds at most \(DataManager.maximumBatchSize) items; send the rest in another request."
                 )
             }
-            let result = try await dataManager.ingest(items.map(\.raw), for: context.principal)
+            let result = try await dataManager.ingest(items, for: context.principal)
             return IngestResultBody(result)
         }
         group.get("data") { request, context -> Page<SampleBody> in
@@ -100,20 +101,31 @@ struct UserDataController {
     }
 }
 
-struct IngestUploadBody: Decodable {
-    var items: [IngestItemBody]?
+package struct IngestUploadBody: Decodable {
+    package var items: [IngestItemBody]?
+
+    /// The items of an upload, nil when it has no `items`. The byte scanner reads the usual upload
+    /// in one pass; anything unusual goes to Foundation's decoder, whose errors become problems.
+    package static func items(in bytes: ByteBuffer) throws -> [RawIngestItem]? {
+        if let items = UploadScanner.scan(bytes) { return items }
+        do {
+            return try WireFormat.decoder().decode(IngestUploadBody.self, from: Data(bytes.readableBytesView)).items?.map(\.raw)
+        } catch let error as DecodingError {
+            throw JSONBody.problem(for: error)
+        }
+    }
 }
 
 /// One uploaded item. Decoded leniently, field by field, so that one malformed item is
 /// refused on its own instead of failing the whole upload.
-struct IngestItemBody: Decodable {
-    var raw = RawIngestItem()
+package struct IngestItemBody: Decodable {
+    package var raw = RawIngestItem()
 
     private enum Field: String, CodingKey {
         case id, type, value, unit, start, end, source, latitude, longitude, accuracy, altitude, time
     }
 
-    init(from decoder: any Decoder) throws {
+    package init(from decoder: any Decoder) throws {
         guard let container = try? decoder.container(keyedBy: Field.self) else {
             raw.fieldError = "item must be a JSON object"
             return

@@ -2,7 +2,7 @@ import Foundation
 
 /// One item of an upload as the client sent it, field by field, before any rule is applied.
 /// The HTTP layer fills it from JSON; `fieldError` is set when a field had the wrong JSON type.
-package struct RawIngestItem: Sendable {
+package struct RawIngestItem: Sendable, Equatable {
     package var id: String?
     package var type: String?
     package var value: RawSampleValue?

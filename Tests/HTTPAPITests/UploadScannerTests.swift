@@ -1,0 +1,84 @@
+import Foundation
+import HealthSharing
+import NIOCore
+import Testing
+
+@testable import HTTPAPI
+
+/// A reproducible random source (SplitMix64), so a failing case can be replayed from its seed.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+@Suite("The upload byte scanner agrees with Foundation's decoder")
+struct UploadScannerTests {
+    static let fields = ["id", "type", "value", "unit", "start", "end", "source", "latitude", "longitude", "accuracy", "altitude", "time", "extra"]
+
+    static func randomValue(_ random: inout SeededGenerator, depth: Int = 0) -> String {
+        switch Int.random(in: 0..<16, using: &random) {
+        case 0: return #""plain text""#
+        case 1: return #""heartRate""#
+        case 2: return #""2026-11-21T08:30:00.250+01:00""#
+        case 3: return #""caf\u00e9""#  // an escape: the scanner leaves it to Foundation
+        case 4: return "\"caffè ☕\""
+        case 5: return String(Int.random(in: -500...500, using: &random))
+        case 6: return String(Double.random(in: -200...200, using: &random))
+        case 7: return ["1e3", "-0", "2.5E-2", "0.0", "1e400", "-1e400", "01", "1.", "-"].randomElement(using: &random)!
+        case 8: return ["true", "false", "null", "nul"].randomElement(using: &random)!
+        case 9 where depth < 3:
+            return "[" + (0..<Int.random(in: 0...3, using: &random)).map { _ in randomValue(&random, depth: depth + 1) }.joined(separator: ",") + "]"
+        case 10 where depth < 3:
+            return "{" + (0..<Int.random(in: 0...2, using: &random)).map { _ in "\"k\": " + randomValue(&random, depth: depth + 1) }.joined(separator: ",") + "}"
+        case 11: return #""""#
+        default: return String(Int.random(in: 20...220, using: &random))
+        }
+    }
+
+    static func randomItem(_ random: inout SeededGenerator) -> String {
+        if Int.random(in: 0..<12, using: &random) == 0 { return randomValue(&random) }
+        var keys = fields.shuffled(using: &random).prefix(Int.random(in: 0...8, using: &random)).map { $0 }
+        if Int.random(in: 0..<15, using: &random) == 0, let first = keys.first { keys.append(first) }  // a duplicate key
+        let spaces = [" ", "", "\n  ", "\t"]
+        return "{" + keys.map { key in
+            spaces.randomElement(using: &random)! + "\"\(key)\"" + spaces.randomElement(using: &random)! + ":" + randomValue(&random)
+        }.joined(separator: ",") + "}"
+    }
+
+    @Test func agreesOnRandomUploads() throws {
+        var random = SeededGenerator(state: 20_261_121)
+        var fastPathTaken = 0
+        let cases = 3000
+        for _ in 0..<cases {
+            let items = (0..<Int.random(in: 0...5, using: &random)).map { _ in Self.randomItem(&random) }
+            let body = #"{"items": ["# + items.joined(separator: ", ") + "]" + (Int.random(in: 0..<4, using: &random) == 0 ? #", "note": {"a": [1, 2]}"# : "") + "}"
+            let bytes = ByteBuffer(string: body)
+            let slow = try? WireFormat.decoder().decode(IngestUploadBody.self, from: Data(body.utf8)).items?.map(\.raw)
+            guard let fast = UploadScanner.scan(bytes) else { continue }
+            fastPathTaken += 1
+            #expect(slow == fast, "\(body)")
+        }
+        #expect(fastPathTaken > cases / 10)
+    }
+
+    @Test func readsTheUsualUploadAndDeclinesTheRest() throws {
+        let usual = ByteBuffer(string: #"{"items":[{"id":"a","type":"heartRate","value":72,"unit":"bpm","start":"2026-11-21T08:30:00Z"},{"latitude":45.5,"longitude":9.2,"time":"2026-11-21T08:30:00Z"},{"type":"sleep","value":"deep","start":"2026-11-21T01:00:00Z","end":"2026-11-21T02:00:00Z"},{"value":true},7]}"#)
+        let items = try #require(UploadScanner.scan(usual))
+        #expect(items.count == 5)
+        #expect(items[0].id == "a" && items[0].value == .number(72) && items[0].unit == "bpm")
+        #expect(items[1].latitude == 45.5 && items[1].time == "2026-11-21T08:30:00Z")
+        #expect(items[2].value == .word("deep"))
+        #expect(items[3].fieldError == "value must be a number (or a word for sleep)")
+        #expect(items[4].fieldError == "item must be a JSON object")
+        for unusual in [#"[]"#, #"{"items": [{"type": "a\"b"}]}"#, #"{"items": [1,]}"#, #"{"items": []} x"#, #"{"items": [{"type": "x", "type": "y"}]}"#, #"{"other": 1}"#] {
+            #expect(UploadScanner.scan(ByteBuffer(string: unusual)) == nil, "\(unusual)")
+        }
+    }
+}
