@@ -134,4 +134,23 @@ struct OwnDataListingTests {
             #expect(rest.json["nextCursor"] is NSNull)
         }
     }
+
+    @Test func sourcesAreKeptAndShown() async throws {
+        try await TestServer.run { api in
+            let (token, _) = try await api.individualSession()
+            let items: [any Sendable] = [
+                ["type": "heartRate", "value": 60, "start": "2026-11-20T10:00:00Z", "source": "Apple Watch"] as JSONObject,
+                ["type": "heartRate", "value": 61, "start": "2026-11-20T10:00:01Z"] as JSONObject,
+                ["type": "heartRate", "value": 62, "start": "2026-11-20T10:00:02Z", "source": "Pixel 8"] as JSONObject,
+                ["type": "heartRate", "value": 63, "start": "2026-11-20T10:00:03Z", "source": "bad\u{7}name"] as JSONObject,
+            ]
+            let first = try await api.send(.post, "/api/users/data", token: token, json: ["items": items])
+            #expect(first.json["accepted"] as? Int == 3)
+            // A later upload into the same minute keeps the earlier samples' sources.
+            let more: [any Sendable] = [["type": "heartRate", "value": 64, "start": "2026-11-20T10:00:04Z", "source": "Apple Watch"] as JSONObject]
+            _ = try await api.send(.post, "/api/users/data", token: token, json: ["items": more])
+            let page = try await api.send(.get, "/api/users/data?order=asc", token: token)
+            #expect(page.items.map { $0["source"] as? String } == ["Apple Watch", nil, "Pixel 8", "Apple Watch"])
+        }
+    }
 }

@@ -9,6 +9,8 @@ package struct SampleRow: Sendable, Equatable {
     package var value: Float
     package var durationMs: Int32?
     package var key: Int64
+    /// The device that produced it, when the upload named one.
+    package var source: String?
 }
 
 /// One stored location fix as read back.
@@ -79,17 +81,19 @@ package struct HealthDataReader: Sendable {
                 ),
                 candidates AS (
                     SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
-                           u.val, u.duration_ms, u.key
+                           u.val, u.duration_ms, u.key, u.source_id
                     FROM sample_blocks b CROSS JOIN bounds
-                    CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys) AS u(offset_ms, val, duration_ms, key)
+                    CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids)
+                        AS u(offset_ms, val, duration_ms, key, source_id)
                     WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
                       AND b.block_start >= GREATEST(bounds.low_minute, COALESCE((SELECT block_start FROM boundary), '-infinity'))
                       AND b.block_start <= bounds.high_minute
                 )
-                SELECT sample_type, start_ms, val, duration_ms, key FROM candidates
-                WHERE start_ms >= \(lowerMs) AND start_ms < \(upperMs)
-                  AND (start_ms, sample_type, key) < (\(cursor.startMs), \(cursor.type), \(cursor.key))
-                ORDER BY start_ms DESC, sample_type DESC, key DESC
+                SELECT c.sample_type, c.start_ms, c.val, c.duration_ms, c.key, s.name FROM candidates c
+                LEFT JOIN sample_sources s ON s.individual_id = \(individualId) AND s.source_id = c.source_id
+                WHERE c.start_ms >= \(lowerMs) AND c.start_ms < \(upperMs)
+                  AND (c.start_ms, c.sample_type, c.key) < (\(cursor.startMs), \(cursor.type), \(cursor.key))
+                ORDER BY c.start_ms DESC, c.sample_type DESC, c.key DESC
                 LIMIT \(limit)
                 """
         } else {
@@ -107,24 +111,26 @@ package struct HealthDataReader: Sendable {
                 ),
                 candidates AS (
                     SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
-                           u.val, u.duration_ms, u.key
+                           u.val, u.duration_ms, u.key, u.source_id
                     FROM sample_blocks b CROSS JOIN bounds
-                    CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys) AS u(offset_ms, val, duration_ms, key)
+                    CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids)
+                        AS u(offset_ms, val, duration_ms, key, source_id)
                     WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
                       AND b.block_start >= bounds.low_minute
                       AND b.block_start <= LEAST(bounds.high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))
                 )
-                SELECT sample_type, start_ms, val, duration_ms, key FROM candidates
-                WHERE start_ms >= \(lowerMs) AND start_ms < \(upperMs)
-                  AND (start_ms, sample_type, key) > (\(cursor.startMs), \(cursor.type), \(cursor.key))
-                ORDER BY start_ms, sample_type, key
+                SELECT c.sample_type, c.start_ms, c.val, c.duration_ms, c.key, s.name FROM candidates c
+                LEFT JOIN sample_sources s ON s.individual_id = \(individualId) AND s.source_id = c.source_id
+                WHERE c.start_ms >= \(lowerMs) AND c.start_ms < \(upperMs)
+                  AND (c.start_ms, c.sample_type, c.key) > (\(cursor.startMs), \(cursor.type), \(cursor.key))
+                ORDER BY c.start_ms, c.sample_type, c.key
                 LIMIT \(limit)
                 """
         }
         let rows = try await database.query(query)
         return try rows.map { row in
-            let (type, startMs, value, duration, key) = try row.decode((Int16, Int64, Float, Int32?, Int64).self)
-            return SampleRow(type: type, startMs: startMs, value: value, durationMs: duration, key: key)
+            let (type, startMs, value, duration, key, source) = try row.decode((Int16, Int64, Float, Int32?, Int64, String?).self)
+            return SampleRow(type: type, startMs: startMs, value: value, durationMs: duration, key: key, source: source)
         }
     }
 

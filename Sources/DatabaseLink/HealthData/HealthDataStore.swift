@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 /// Samples of one ingest, column by column (the shape `unnest` binds: one array per column).
@@ -12,12 +13,29 @@ package struct SampleColumns: Sendable {
     /// Milliseconds from start to end; -1 for instant samples.
     package var durations: [Int32] = []
     package var keys: [Int64] = []
+    /// The distinct source (device) names of the batch.
+    package var sourceNames: [String] = []
+    /// Per sample: 0 for none, else 1 + the position of its name in `sourceNames`.
+    package var sourceIndexes: [Int16] = []
+    private var sourcePositions: [String: Int16] = [:]
 
     package init() {}
 
     package var count: Int { types.count }
 
-    package mutating func append(type: Int16, start: Date, value: Float, durationMs: Int32?, key: Int64) {
+    package mutating func append(type: Int16, start: Date, value: Float, durationMs: Int32?, key: Int64, source: String? = nil) {
+        if let source {
+            if let position = sourcePositions[source] {
+                sourceIndexes.append(position)
+            } else {
+                sourceNames.append(source)
+                let position = Int16(clamping: sourceNames.count)
+                sourcePositions[source] = position
+                sourceIndexes.append(position)
+            }
+        } else {
+            sourceIndexes.append(0)
+        }
         let milliseconds = (start.timeIntervalSince1970 * 1000).rounded(.down)
         let minute = (milliseconds / 60_000).rounded(.down) * 60_000
         types.append(type)
@@ -90,8 +108,9 @@ package struct HealthDataStore: Sendable {
             )
             var newSamples: [Int] = []
             if samples.count > 0 {
+                let sourceIds = try await Self.sourceIds(for: samples, individualId: individualId, on: connection, logger: database.logger)
                 let rows = try await connection.query(
-                    Self.sampleStatement(individualId: individualId, samples: samples),
+                    Self.sampleStatement(individualId: individualId, samples: samples, sourceIds: sourceIds),
                     logger: database.logger
                 )
                 for try await ordinal in rows.decode(Int32.self) { newSamples.append(Int(ordinal)) }
@@ -116,22 +135,53 @@ package struct HealthDataStore: Sendable {
         return try rows[0].decode((Int64, Int64).self)
     }
 
-    private static func sampleStatement(individualId: Int64, samples: SampleColumns) -> PostgresQuery {
+    /// Each sample's `source_id`: names already known to the individual keep their number, new
+    /// ones get the next free numbers (safe: the caller holds the individual's ingest lock).
+    private static func sourceIds(
+        for samples: SampleColumns, individualId: Int64, on connection: PostgresConnection, logger: Logger
+    ) async throws -> [Int16] {
+        guard !samples.sourceNames.isEmpty else { return samples.sourceIndexes }
+        let rows = try await connection.query("""
+            WITH wanted AS (
+                SELECT name, position FROM unnest(\(samples.sourceNames)::text[]) WITH ORDINALITY AS w(name, position)
+            ),
+            known AS (
+                SELECT s.name, s.source_id FROM sample_sources s JOIN wanted w ON w.name = s.name
+                WHERE s.individual_id = \(individualId)
+            ),
+            top AS (SELECT COALESCE(max(source_id), 0) AS id FROM sample_sources WHERE individual_id = \(individualId)),
+            added AS (
+                INSERT INTO sample_sources (individual_id, source_id, name)
+                SELECT \(individualId), top.id + row_number() OVER (ORDER BY w.position), w.name
+                FROM wanted w, top
+                WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.name = w.name)
+                RETURNING name, source_id
+            )
+            SELECT w.position::int4, COALESCE(k.source_id, a.source_id)
+            FROM wanted w LEFT JOIN known k ON k.name = w.name LEFT JOIN added a ON a.name = w.name
+            """, logger: logger)
+        var idByPosition: [Int16: Int16] = [:]
+        for try await (position, id) in rows.decode((Int32, Int16).self) { idByPosition[Int16(position)] = id }
+        return samples.sourceIndexes.map { $0 == 0 ? 0 : idByPosition[$0] ?? 0 }
+    }
+
+    private static func sampleStatement(individualId: Int64, samples: SampleColumns, sourceIds: [Int16]) -> PostgresQuery {
         let ordinals = (0..<Int32(samples.count)).map { $0 }
         return """
             WITH incoming AS (
                 SELECT * FROM unnest(\(samples.types)::int2[], \(samples.blockStarts)::timestamptz[], \(samples.offsets)::int4[],
-                                     \(samples.values)::float4[], \(samples.durations)::int4[], \(samples.keys)::int8[], \(ordinals)::int4[])
-                    AS t(sample_type, block_start, offset_ms, val, duration_ms, key, ordinal)
+                                     \(samples.values)::float4[], \(samples.durations)::int4[], \(samples.keys)::int8[],
+                                     \(sourceIds)::int2[], \(ordinals)::int4[])
+                    AS t(sample_type, block_start, offset_ms, val, duration_ms, key, source_id, ordinal)
             ),
             unique_incoming AS (
                 SELECT DISTINCT ON (sample_type, block_start, key)
-                       sample_type, block_start, offset_ms, val, NULLIF(duration_ms, -1) AS duration_ms, key, ordinal
+                       sample_type, block_start, offset_ms, val, NULLIF(duration_ms, -1) AS duration_ms, key, source_id, ordinal
                 FROM incoming
                 ORDER BY sample_type, block_start, key, ordinal
             ),
             touched AS (   -- the existing blocks this batch writes into (primary-key lookups)
-                SELECT b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys
+                SELECT b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids
                 FROM sample_blocks b
                 WHERE b.individual_id = \(individualId)
                   AND (b.sample_type, b.block_start) IN (SELECT DISTINCT sample_type, block_start FROM unique_incoming)
@@ -144,26 +194,29 @@ package struct HealthDataStore: Sendable {
                 )
             ),
             merged AS (
-                SELECT sample_type, block_start, offset_ms, val, duration_ms, key FROM fresh
+                SELECT sample_type, block_start, offset_ms, val, duration_ms, key, source_id FROM fresh
                 UNION ALL
-                SELECT t.sample_type, t.block_start, e.offset_ms, e.val, e.duration_ms, e.key
+                SELECT t.sample_type, t.block_start, e.offset_ms, e.val, e.duration_ms, e.key, COALESCE(e.source_id, 0)
                 FROM touched t
-                CROSS JOIN LATERAL unnest(t.offsets_ms, t.vals, t.durations_ms, t.keys) AS e(offset_ms, val, duration_ms, key)
+                CROSS JOIN LATERAL unnest(t.offsets_ms, t.vals, t.durations_ms, t.keys, t.source_ids)
+                    AS e(offset_ms, val, duration_ms, key, source_id)
                 WHERE (t.sample_type, t.block_start) IN (SELECT sample_type, block_start FROM fresh)
             ),
             written AS (
-                INSERT INTO sample_blocks (individual_id, sample_type, block_start, offsets_ms, vals, durations_ms, keys)
+                INSERT INTO sample_blocks (individual_id, sample_type, block_start, offsets_ms, vals, durations_ms, keys, source_ids)
                 SELECT \(individualId), sample_type, block_start,
                        array_agg(offset_ms ORDER BY offset_ms, key),
                        array_agg(val ORDER BY offset_ms, key),
                        CASE WHEN bool_and(duration_ms IS NULL) THEN NULL
                             ELSE array_agg(duration_ms ORDER BY offset_ms, key) END,
-                       array_agg(key ORDER BY offset_ms, key)
+                       array_agg(key ORDER BY offset_ms, key),
+                       CASE WHEN bool_and(source_id = 0) THEN NULL
+                            ELSE array_agg(source_id ORDER BY offset_ms, key) END
                 FROM merged
                 GROUP BY sample_type, block_start
                 ON CONFLICT (individual_id, sample_type, block_start) DO UPDATE SET
                     offsets_ms = EXCLUDED.offsets_ms, vals = EXCLUDED.vals,
-                    durations_ms = EXCLUDED.durations_ms, keys = EXCLUDED.keys
+                    durations_ms = EXCLUDED.durations_ms, keys = EXCLUDED.keys, source_ids = EXCLUDED.source_ids
             ),
             rolled AS (
                 INSERT INTO daily_rollups (individual_id, sample_type, day, sample_count, value_sum, value_min, value_max)

@@ -49,6 +49,7 @@ struct SampleBody: Encodable, Sendable {
     let unit: String?
     let start: String
     let end: String?
+    let source: String?
 
     init(_ sample: StoredSample) {
         type = sample.type.rawValue
@@ -61,6 +62,7 @@ struct SampleBody: Encodable, Sendable {
         }
         start = WireFormat.timestamp(sample.start)
         end = sample.end.map(WireFormat.timestamp)
+        source = sample.source
     }
 }
 

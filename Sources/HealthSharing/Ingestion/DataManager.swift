@@ -49,7 +49,9 @@ package struct DataManager: Sendable {
         var sampleColumns = SampleColumns()
         for sample in samples {
             let duration = sample.end.map { Int32(($0.timeIntervalSince(sample.start) * 1000).rounded()) }
-            sampleColumns.append(type: sample.type.storageCode, start: sample.start, value: sample.value, durationMs: duration, key: sample.key)
+            sampleColumns.append(
+                type: sample.type.storageCode, start: sample.start, value: sample.value, durationMs: duration, key: sample.key, source: sample.source
+            )
         }
         var locationColumns = LocationColumns()
         for fix in fixes {

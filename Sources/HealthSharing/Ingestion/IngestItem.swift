@@ -27,6 +27,8 @@ package struct NewSample: Sendable, Equatable {
     package let end: Date?
     package let value: Float
     package let key: Int64
+    /// The device that produced it (`Apple Watch`), when the upload said.
+    package let source: String?
 }
 
 /// A location fix that passed every rule.
@@ -82,10 +84,15 @@ package struct IngestRules: Sendable {
             guard parsed.timeIntervalSince(start) <= longestInterval else { throw SampleRejection("an interval may cover at most 24 hours") }
             end = type.isInterval ? parsed : nil
         }
-        if let source = raw.source, source.utf8.count > 200 { throw SampleRejection("source must be at most 200 characters") }
+        if let source = raw.source {
+            guard !source.isEmpty, source.count <= 200 else { throw SampleRejection("source must be 1 to 200 characters") }
+            guard !source.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw SampleRejection("source must not contain control characters")
+            }
+        }
         let stored = Float(canonical)
         let key = raw.id.map(DedupeKey.forClientId) ?? DedupeKey.forSample(startMilliseconds: Self.milliseconds(start), value: stored)
-        return NewSample(type: type, start: start, end: end, value: stored, key: key)
+        return NewSample(type: type, start: start, end: end, value: stored, key: key, source: raw.source)
     }
 
     private func fix(_ raw: RawIngestItem, now: Date) throws(SampleRejection) -> NewLocationFix {

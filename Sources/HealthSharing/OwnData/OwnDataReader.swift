@@ -14,6 +14,7 @@ package struct StoredSample: Sendable, Equatable {
     package let start: Date
     package let end: Date?
     package let value: Double
+    package let source: String?
     /// Where it stands in the listing order, for cursors.
     package let position: SamplePosition
 
@@ -73,6 +74,7 @@ package struct OwnDataReader: Sendable {
                 end: row.durationMs.map { start.addingTimeInterval(Double($0) / 1000) },
                 // Values are stored as float4: show the shortest decimal that is that float (99.088, not 99.08799743…).
                 value: Double(row.value.description) ?? Double(row.value),
+                source: row.source,
                 position: SamplePosition(startMs: row.startMs, type: row.type, key: row.key)
             )
         }
