@@ -33,6 +33,10 @@ enum ErrorMapping {
         case let error as any HTTPResponseError:
             // Hummingbird's own errors, such as NIOTooManyBytesError for an oversized body.
             return problem(for: error.status, detail: nil)
+        case is CancellationError:
+            // The client went away (or the server is shutting down): nobody reads this answer.
+            logger.debug("request cancelled")
+            return Problem(.serviceUnavailable, slug: "cancelled", title: "Cancelled", detail: "The request was cancelled before it finished.")
         case let error as PSQLError where error.serverInfo?[.sqlState]?.hasPrefix("22") == true:
             // A data exception: a value PostgreSQL cannot take got past validation. The caller
             // gets a 422 rather than a 500; the log line marks the validation gap to close.

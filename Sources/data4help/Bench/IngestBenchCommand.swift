@@ -237,34 +237,48 @@ struct IngestBenchCommand: AsyncParsableCommand {
         throw ValidationError("the server did not become ready")
     }
 
+    /// Registers and logs in every individual, `clients` at a time (Argon2 makes each take a while).
     private func register(_ client: HTTPClient, _ base: String) async throws -> [String] {
-        try await withThrowingTaskGroup(of: (Int, String).self) { group in
-            for index in 0..<individuals {
+        let next = WorkCounter()
+        let individuals = self.individuals
+        return try await withThrowingTaskGroup(of: [(Int, String)].self) { group in
+            for _ in 0..<clients {
                 group.addTask {
-                    let password = "bench password \(index)"
-                    var registration = HTTPClientRequest(url: "\(base)/api/users/registration")
-                    registration.method = .POST
-                    registration.headers.add(name: "Content-Type", value: "application/json")
-                    registration.body = .bytes(ByteBuffer(string: """
-                        {"email":"bench\(index)@bench.example","password":"\(password)","fiscalCode":"BENCH\(100_000 + index)",
-                         "fullName":"Bench \(index)","birthDate":"1950-01-01","sex":"other","homeArea":"IT-MI"}
-                        """))
-                    _ = try await client.execute(registration, timeout: .seconds(30))
-                    var login = HTTPClientRequest(url: "\(base)/api/users/login")
-                    login.method = .POST
-                    login.headers.add(name: "Content-Type", value: "application/json")
-                    login.body = .bytes(ByteBuffer(string: #"{"email":"bench\#(index)@bench.example","password":"\#(password)"}"#))
-                    let response = try await client.execute(login, timeout: .seconds(30))
-                    let body = try await response.body.collect(upTo: 1 << 16)
-                    let object = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
-                    guard let token = object?["token"] as? String else { throw ValidationError("login \(index) failed") }
-                    return (index, token)
+                    var mine: [(Int, String)] = []
+                    while case let index = next.take(), index < individuals {
+                        mine.append((index, try await Self.session(client, base, index: index)))
+                    }
+                    return mine
                 }
             }
             var tokens = [String](repeating: "", count: individuals)
-            for try await (index, token) in group { tokens[index] = token }
+            for try await pairs in group {
+                for (index, token) in pairs { tokens[index] = token }
+            }
             return tokens
         }
+    }
+
+    /// Registers bench individual `index` and returns a login token.
+    private static func session(_ client: HTTPClient, _ base: String, index: Int) async throws -> String {
+        let password = "bench password \(index)"
+        var registration = HTTPClientRequest(url: "\(base)/api/users/registration")
+        registration.method = .POST
+        registration.headers.add(name: "Content-Type", value: "application/json")
+        registration.body = .bytes(ByteBuffer(string: """
+            {"email":"bench\(index)@bench.example","password":"\(password)","fiscalCode":"BENCH\(100_000 + index)",
+             "fullName":"Bench \(index)","birthDate":"1950-01-01","sex":"other","homeArea":"IT-MI"}
+            """))
+        _ = try await client.execute(registration, timeout: .seconds(60))
+        var login = HTTPClientRequest(url: "\(base)/api/users/login")
+        login.method = .POST
+        login.headers.add(name: "Content-Type", value: "application/json")
+        login.body = .bytes(ByteBuffer(string: #"{"email":"bench\#(index)@bench.example","password":"\#(password)"}"#))
+        let response = try await client.execute(login, timeout: .seconds(60))
+        let body = try await response.body.collect(upTo: 1 << 16)
+        let object = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
+        guard let token = object?["token"] as? String else { throw ValidationError("login \(index) failed") }
+        return token
     }
 }
 
