@@ -65,9 +65,14 @@ struct IngestBenchCommand: AsyncParsableCommand {
                 let bodies = makeBodies()
                 let decoding = try decodePhase(bodies)
                 let http = try await httpPhase(client, base, tokens: tokens, bodies: bodies)
+                let summaries = try await summaryPhase(client, base, token: tokens[0])
                 let raw = try await rawPhase(databaseURL, logger: logger)
                 let size = try await bytesPerSample(databaseURL, logger: logger)
                 report(http: http, raw: raw, decoding: decoding, bytesPerSample: size)
+                print(String(
+                    format: "a year of daily summaries (365 buckets), %d requests: p50 %.1f ms, p99 %.1f ms",
+                    summaries.count, percentile(summaries, 0.5), percentile(summaries, 0.99)
+                ))
                 try await client.shutdown()
             } catch {
                 try? await client.shutdown()
@@ -107,6 +112,36 @@ struct IngestBenchCommand: AsyncParsableCommand {
             json += "]}"
             return ByteBuffer(string: json)
         }
+    }
+
+    /// One individual gets a heart-rate sample on each of the last 365 days (late data, one
+    /// upload); then the latency of asking for a year of daily summaries, 50 times.
+    private func summaryPhase(_ client: HTTPClient, _ base: String, token: String) async throws -> [Double] {
+        let formatter = ISO8601DateFormatter()
+        let now = Date()
+        let items = (1...365).map { day in
+            #"{"type":"heartRate","value":\#(60 + day % 30),"start":"\#(formatter.string(from: now.addingTimeInterval(-Double(day) * 86_400)))"}"#
+        }
+        var upload = HTTPClientRequest(url: "\(base)/api/users/data")
+        upload.method = .POST
+        upload.headers.add(name: "Authorization", value: "Bearer \(token)")
+        upload.headers.add(name: "Content-Type", value: "application/json")
+        upload.body = .bytes(ByteBuffer(string: #"{"items":["# + items.joined(separator: ",") + "]}"))
+        _ = try await client.execute(upload, timeout: .seconds(60)).body.collect(upTo: 1 << 20)
+        let from = formatter.string(from: now.addingTimeInterval(-366 * 86_400))
+        var latencies: [Double] = []
+        for _ in 0..<50 {
+            var request = HTTPClientRequest(url: "\(base)/api/users/data/summary?type=heartRate&bucket=day&from=\(from)")
+            request.headers.add(name: "Authorization", value: "Bearer \(token)")
+            let sent = ContinuousClock.now
+            let response = try await client.execute(request, timeout: .seconds(30))
+            let body = try await response.body.collect(upTo: 1 << 20)
+            latencies.append((ContinuousClock.now - sent).seconds * 1000)
+            guard response.status == .ok, String(buffer: body).components(separatedBy: #""count""#).count > 365 else {
+                throw ValidationError("summary answered \(response.status): \(String(buffer: body).prefix(200))")
+            }
+        }
+        return latencies.sorted()
     }
 
     /// The server's decoding and validation of the same uploads alone, on one thread.
