@@ -65,68 +65,43 @@ package struct HealthDataReader: Sendable {
             if descending { upperMs = min(upperMs, position.startMs + 1) } else { lowerMs = max(lowerMs, position.startMs) }
         }
         let lowerMinuteMs = Self.floorMinute(lowerMs), upperMinuteMs = Self.floorMinute(upperMs - 1)
-        let query: PostgresQuery
-        if descending {
-            let cursor = position ?? SamplePosition(startMs: Self.latestMs, type: .max, key: .max)
-            query = """
-                WITH bounds AS (
-                    SELECT 'epoch'::timestamptz + \(lowerMinuteMs) * interval '1 millisecond' AS low_minute,
-                           'epoch'::timestamptz + \(upperMinuteMs) * interval '1 millisecond' AS high_minute
-                ),
-                boundary AS (
-                    SELECT b.block_start FROM sample_blocks b, bounds
-                    WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
-                      AND b.block_start >= bounds.low_minute AND b.block_start < bounds.high_minute
-                    ORDER BY b.block_start DESC OFFSET \(limit) LIMIT 1
-                ),
-                candidates AS (
-                    SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
-                           u.val, u.duration_ms, u.key, u.source_id
-                    FROM sample_blocks b CROSS JOIN bounds
-                    CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids)
-                        AS u(offset_ms, val, duration_ms, key, source_id)
-                    WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
-                      AND b.block_start >= GREATEST(bounds.low_minute, COALESCE((SELECT block_start FROM boundary), '-infinity'))
-                      AND b.block_start <= bounds.high_minute
-                )
-                SELECT c.sample_type, c.start_ms, c.val, c.duration_ms, c.key, s.name FROM candidates c
-                LEFT JOIN sample_sources s ON s.individual_id = \(individualId) AND s.source_id = c.source_id
-                WHERE c.start_ms >= \(lowerMs) AND c.start_ms < \(upperMs)
-                  AND (c.start_ms, c.sample_type, c.key) < (\(cursor.startMs), \(cursor.type), \(cursor.key))
-                ORDER BY c.start_ms DESC, c.sample_type DESC, c.key DESC
-                LIMIT \(limit)
-                """
-        } else {
-            let cursor = position ?? SamplePosition(startMs: Self.earliestMs - 1, type: .min, key: .min)
-            query = """
-                WITH bounds AS (
-                    SELECT 'epoch'::timestamptz + \(lowerMinuteMs) * interval '1 millisecond' AS low_minute,
-                           'epoch'::timestamptz + \(upperMinuteMs) * interval '1 millisecond' AS high_minute
-                ),
-                boundary AS (
-                    SELECT b.block_start FROM sample_blocks b, bounds
-                    WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
-                      AND b.block_start > bounds.low_minute AND b.block_start <= bounds.high_minute
-                    ORDER BY b.block_start OFFSET \(limit) LIMIT 1
-                ),
-                candidates AS (
-                    SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
-                           u.val, u.duration_ms, u.key, u.source_id
-                    FROM sample_blocks b CROSS JOIN bounds
-                    CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids)
-                        AS u(offset_ms, val, duration_ms, key, source_id)
-                    WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
-                      AND b.block_start >= bounds.low_minute
-                      AND b.block_start <= LEAST(bounds.high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))
-                )
-                SELECT c.sample_type, c.start_ms, c.val, c.duration_ms, c.key, s.name FROM candidates c
-                LEFT JOIN sample_sources s ON s.individual_id = \(individualId) AND s.source_id = c.source_id
-                WHERE c.start_ms >= \(lowerMs) AND c.start_ms < \(upperMs)
-                  AND (c.start_ms, c.sample_type, c.key) > (\(cursor.startMs), \(cursor.type), \(cursor.key))
-                ORDER BY c.start_ms, c.sample_type, c.key
-                LIMIT \(limit)
-                """
-        }
+        let cursor = position ?? (descending
+            ? SamplePosition(startMs: Self.latestMs, type: .max, key: .max)
+            : SamplePosition(startMs: Self.earliestMs - 1, type: .min, key: .min))
+        // The two orders differ only in these constant fragments (never in bound values).
+        let order = descending
+            ? (boundary: "b.block_start >= bounds.low_minute AND b.block_start < bounds.high_minute ORDER BY b.block_start DESC",
+               window: "b.block_start >= GREATEST(bounds.low_minute, COALESCE((SELECT block_start FROM boundary), '-infinity')) AND b.block_start <= bounds.high_minute",
+               after: "<", direction: "DESC")
+            : (boundary: "b.block_start > bounds.low_minute AND b.block_start <= bounds.high_minute ORDER BY b.block_start",
+               window: "b.block_start >= bounds.low_minute AND b.block_start <= LEAST(bounds.high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))",
+               after: ">", direction: "ASC")
+        let query: PostgresQuery = """
+            WITH bounds AS (
+                SELECT 'epoch'::timestamptz + \(lowerMinuteMs) * interval '1 millisecond' AS low_minute,
+                       'epoch'::timestamptz + \(upperMinuteMs) * interval '1 millisecond' AS high_minute
+            ),
+            boundary AS (
+                SELECT b.block_start FROM sample_blocks b, bounds
+                WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
+                  AND \(unescaped: order.boundary) OFFSET \(limit) LIMIT 1
+            ),
+            candidates AS (
+                SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
+                       u.val, u.duration_ms, u.key, u.source_id
+                FROM sample_blocks b CROSS JOIN bounds
+                CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids)
+                    AS u(offset_ms, val, duration_ms, key, source_id)
+                WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
+                  AND \(unescaped: order.window)
+            )
+            SELECT c.sample_type, c.start_ms, c.val, c.duration_ms, c.key, s.name FROM candidates c
+            LEFT JOIN sample_sources s ON s.individual_id = \(individualId) AND s.source_id = c.source_id
+            WHERE c.start_ms >= \(lowerMs) AND c.start_ms < \(upperMs)
+              AND (c.start_ms, c.sample_type, c.key) \(unescaped: order.after) (\(cursor.startMs), \(cursor.type), \(cursor.key))
+            ORDER BY c.start_ms \(unescaped: order.direction), c.sample_type \(unescaped: order.direction), c.key \(unescaped: order.direction)
+            LIMIT \(limit)
+            """
         let rows = try await database.query(query)
         return try rows.map { row in
             let (type, startMs, value, duration, key, source) = try row.decode((Int16, Int64, Float, Int32?, Int64, String?).self)
@@ -140,30 +115,17 @@ package struct HealthDataReader: Sendable {
         individualId: Int64, fromMs: Int64?, toMs: Int64?, descending: Bool, limit: Int, after position: (timeMs: Int64, key: Int64)?
     ) async throws -> [LocationRow] {
         let lowerMs = fromMs ?? Self.earliestMs, upperMs = toMs ?? Self.latestMs
-        let query: PostgresQuery
-        if descending {
-            let cursor = position ?? (Self.latestMs, .max)
-            query = """
-                SELECT (extract(epoch FROM recorded_at) * 1000)::int8, dedupe_key, latitude, longitude, accuracy, altitude
-                FROM location_fixes
-                WHERE individual_id = \(individualId)
-                  AND recorded_at >= 'epoch'::timestamptz + \(lowerMs) * interval '1 millisecond'
-                  AND recorded_at < 'epoch'::timestamptz + \(upperMs) * interval '1 millisecond'
-                  AND (recorded_at, dedupe_key) < ('epoch'::timestamptz + \(cursor.timeMs) * interval '1 millisecond', \(cursor.key))
-                ORDER BY recorded_at DESC, dedupe_key DESC LIMIT \(limit)
-                """
-        } else {
-            let cursor = position ?? (Self.earliestMs - 1, .min)
-            query = """
-                SELECT (extract(epoch FROM recorded_at) * 1000)::int8, dedupe_key, latitude, longitude, accuracy, altitude
-                FROM location_fixes
-                WHERE individual_id = \(individualId)
-                  AND recorded_at >= 'epoch'::timestamptz + \(lowerMs) * interval '1 millisecond'
-                  AND recorded_at < 'epoch'::timestamptz + \(upperMs) * interval '1 millisecond'
-                  AND (recorded_at, dedupe_key) > ('epoch'::timestamptz + \(cursor.timeMs) * interval '1 millisecond', \(cursor.key))
-                ORDER BY recorded_at, dedupe_key LIMIT \(limit)
-                """
-        }
+        let cursor = position ?? (descending ? (Self.latestMs, .max) : (Self.earliestMs - 1, .min))
+        let (after, direction) = descending ? ("<", "DESC") : (">", "ASC")
+        let query: PostgresQuery = """
+            SELECT (extract(epoch FROM recorded_at) * 1000)::int8, dedupe_key, latitude, longitude, accuracy, altitude
+            FROM location_fixes
+            WHERE individual_id = \(individualId)
+              AND recorded_at >= 'epoch'::timestamptz + \(lowerMs) * interval '1 millisecond'
+              AND recorded_at < 'epoch'::timestamptz + \(upperMs) * interval '1 millisecond'
+              AND (recorded_at, dedupe_key) \(unescaped: after) ('epoch'::timestamptz + \(cursor.timeMs) * interval '1 millisecond', \(cursor.key))
+            ORDER BY recorded_at \(unescaped: direction), dedupe_key \(unescaped: direction) LIMIT \(limit)
+            """
         let rows = try await database.query(query)
         return try rows.map { row in
             let (timeMs, key, latitude, longitude, accuracy, altitude) = try row.decode((Int64, Int64, Double, Double, Float?, Float?).self)

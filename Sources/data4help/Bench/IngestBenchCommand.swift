@@ -158,29 +158,36 @@ struct IngestBenchCommand: AsyncParsableCommand {
     }
 
     private func httpPhase(_ client: HTTPClient, _ base: String, tokens: [String], bodies: [ByteBuffer]) async throws -> PhaseResult {
-        let (batches, batchSize, individuals) = (self.batches, self.batchSize, self.individuals)
+        let (batchSize, individuals) = (self.batchSize, self.individuals)
+        return try await runConcurrently { batch in
+            var request = HTTPClientRequest(url: "\(base)/api/users/data")
+            request.method = .POST
+            request.headers.add(name: "Authorization", value: "Bearer \(tokens[batch % individuals])")
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(bodies[batch])
+            let response = try await client.execute(request, timeout: .seconds(120))
+            let body = try await response.body.collect(upTo: 1 << 20)
+            guard response.status == .ok, String(buffer: body).contains(#""accepted":\#(batchSize)"#) else {
+                throw ValidationError("upload \(batch) answered \(response.status): \(String(buffer: body).prefix(300))")
+            }
+        }
+    }
+
+    /// Runs every upload once, `clients` at a time, and times each.
+    private func runConcurrently(_ upload: @escaping @Sendable (Int) async throws -> Void) async throws -> PhaseResult {
+        let (batches, batchSize) = (self.batches, self.batchSize)
         let next = WorkCounter()
         let started = ContinuousClock.now
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for _ in 0..<clients {
                 group.addTask {
                     var mine: [Double] = []
-                    while true {
-                        let batch = next.take()
-                        guard batch < batches else { return mine }
-                        var request = HTTPClientRequest(url: "\(base)/api/users/data")
-                        request.method = .POST
-                        request.headers.add(name: "Authorization", value: "Bearer \(tokens[batch % individuals])")
-                        request.headers.add(name: "Content-Type", value: "application/json")
-                        request.body = .bytes(bodies[batch])
+                    while case let batch = next.take(), batch < batches {
                         let sent = ContinuousClock.now
-                        let response = try await client.execute(request, timeout: .seconds(120))
-                        let body = try await response.body.collect(upTo: 1 << 20)
+                        try await upload(batch)
                         mine.append((ContinuousClock.now - sent).seconds * 1000)
-                        guard response.status == .ok, String(buffer: body).contains(#""accepted":\#(batchSize)"#) else {
-                            throw ValidationError("upload \(batch) answered \(response.status): \(String(buffer: body).prefix(300))")
-                        }
                     }
+                    return mine
                 }
             }
             return try await group.reduce(into: []) { $0 += $1 }
@@ -190,7 +197,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
 
     /// The same uploads written through `HealthDataStore` directly, for other individuals.
     private func rawPhase(_ url: DatabaseURL, logger: Logger) async throws -> PhaseResult {
-        let (batches, batchSize, individuals, clients) = (self.batches, self.batchSize, self.individuals, self.clients)
+        let (batches, batchSize, individuals) = (self.batches, self.batchSize, self.individuals)
         let batchStarts = (0..<batches).map(batchStart)
         let database = Database(configuration: url.clientConfiguration(maximumConnections: clients + 2), logger: logger)
         return try await database.whileRunning {
@@ -214,26 +221,11 @@ struct IngestBenchCommand: AsyncParsableCommand {
                 }
                 return columns
             }
-            let ids2 = ids
-            let next = WorkCounter()
-            let started = ContinuousClock.now
-            let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
-                for _ in 0..<clients {
-                    group.addTask {
-                        var mine: [Double] = []
-                        while true {
-                            let batch = next.take()
-                            guard batch < batches else { return mine }
-                            let sent = ContinuousClock.now
-                            let outcome = try await writer.ingest(individualId: ids2[batch % individuals], samples: columns[batch], locations: LocationColumns())
-                            mine.append((ContinuousClock.now - sent).seconds * 1000)
-                            guard outcome.newSamples.count == batchSize else { throw ValidationError("raw upload \(batch) stored \(outcome.newSamples.count)") }
-                        }
-                    }
-                }
-                return try await group.reduce(into: []) { $0 += $1 }
+            let identifiers = ids
+            return try await runConcurrently { batch in
+                let outcome = try await writer.ingest(individualId: identifiers[batch % individuals], samples: columns[batch], locations: LocationColumns())
+                guard outcome.newSamples.count == batchSize else { throw ValidationError("raw upload \(batch) stored \(outcome.newSamples.count)") }
             }
-            return PhaseResult(samples: batches * batchSize, elapsed: (ContinuousClock.now - started).seconds, latencies: latencies.sorted())
         }
     }
 
