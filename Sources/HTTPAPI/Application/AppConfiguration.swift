@@ -20,6 +20,8 @@ package struct AppConfiguration: Sendable {
     package var logLevel = Logger.Level.info
     /// `TOKEN_TTL_SECONDS`: lifetime of a login token.
     package var tokenLifetime = Duration.seconds(24 * 3600)
+    /// `REQUEST_TTL_SECONDS`: how long an access request may stay unanswered.
+    package var requestLifetime = Duration.seconds(30 * 24 * 3600)
     /// `MAX_BODY_BYTES`: largest request body accepted (larger: 413).
     package var maxBodyBytes = 4 * 1024 * 1024
     /// `MIGRATIONS_DIR`: the plain-SQL migrations.
@@ -51,6 +53,8 @@ package struct AppConfiguration: Sendable {
         }
         let ttl = try Self.integer(reader, "token.ttl.seconds", env: "TOKEN_TTL_SECONDS", default: 24 * 3600, range: 1...(365 * 24 * 3600))
         tokenLifetime = .seconds(ttl)
+        let requestTTL = try Self.integer(reader, "request.ttl.seconds", env: "REQUEST_TTL_SECONDS", default: 30 * 24 * 3600, range: 60...(366 * 24 * 3600))
+        requestLifetime = .seconds(requestTTL)
         maxBodyBytes = try Self.integer(reader, "max.body.bytes", env: "MAX_BODY_BYTES", default: maxBodyBytes, range: 1024...(256 * 1024 * 1024))
         if let value = reader.string(forKey: "migrations.dir") { migrationsDirectory = value }
         if let value = reader.string(forKey: "openapi.path") { openAPIPath = value }

@@ -61,6 +61,7 @@ struct Components {
     let storedData: StoredDataEvents
     let dataManager: DataManager
     let ownData: OwnDataReader
+    let accessRequests: AccessRequestService
 
     init(database: Database, configuration: AppConfiguration) {
         let hasher = PasswordHasher()
@@ -73,6 +74,7 @@ struct Components {
         storedData = StoredDataEvents()
         dataManager = DataManager(database: database, partitions: partitions, events: storedData)
         ownData = OwnDataReader(database: database)
+        accessRequests = AccessRequestService(database: database, pendingLifetime: configuration.requestLifetime)
     }
 }
 
@@ -103,6 +105,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     userSessions.addAuthenticated(to: authenticatedUsers)
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
     UserExportController(accounts: components.individuals, ownData: components.ownData).addRoutes(to: authenticatedUsers)
+    UserRequestController(requests: components.accessRequests, body: body).addRoutes(to: authenticatedUsers)
 
     // /api/thirdparties — organisations (tenants).
     let thirdParties = router.group("api/thirdparties")
@@ -116,6 +119,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     partyAccounts.addAuthenticated(to: authenticatedParties)
     partySessions.addAuthenticated(to: authenticatedParties)
     APIKeyController(keys: components.apiKeys, body: body).addRoutes(to: authenticatedParties)
+    AccessRequestController(requests: components.accessRequests, body: body).addRoutes(to: authenticatedParties)
 
     return router.router
 }

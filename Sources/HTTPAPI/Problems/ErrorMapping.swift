@@ -23,6 +23,20 @@ enum ErrorMapping {
             switch error {
             case .notFound: return .notFound("API key")
             }
+        case let error as AccessRequestError:
+            switch error {
+            case .notFound: return .notFound("request")
+            case .duplicatePending:
+                return Problem(.conflict, slug: "duplicate-request", title: "Request already pending",
+                               detail: "You already have a pending request for this person.")
+            case .wrongState(let current):
+                return Problem(.conflict, slug: "request-state", title: "Request not in that state",
+                               detail: "The request is \(current); this change needs another state.")
+            case .invalid(let field, let reason), .widens(let field, let reason):
+                return .invalidField(field, reason)
+            case .unknownOrganisation:
+                return .invalidField("organisationId", "is not an organisation")
+            }
         case let error as SummaryError:
             switch error {
             case .notAQuantity(let type): return .invalidField("type", "must be a quantity type; \(type.rawValue) has no summary")

@@ -1,0 +1,255 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// `access_requests`, `access_request_history` and `blocked_parties`.
+///
+/// A party reads only its own requests (scoped by `third_party_id`); an individual reads only
+/// those naming their fiscal code. Every state change writes a history row in the same
+/// transaction.
+package struct AccessRequestStore: Sendable {
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    private static let columns = """
+        r.id, r.public_id, r.third_party_id, p.public_id, p.name, r.fiscal_code, r.purpose, r.subscribe,
+        CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired'
+             WHEN r.status = 'granted' AND r.granted_until <= now() THEN 'expired'
+             ELSE r.status END AS effective_status,
+        r.types, r.data_from, r.data_to, r.access_until,
+        r.granted_types, r.granted_from, r.granted_to, r.granted_until,
+        r.individual_id, r.created_at, r.expires_at, r.decided_at
+        """
+
+    private typealias Row = (
+        Int64, UUID, Int64, UUID, String, String, String, Bool, String,
+        [String], Date?, Date?, Date?, [String]?, Date?, Date?, Date?, Int64?, Date, Date, Date?
+    )
+
+    private static func record(_ row: PostgresRow) throws -> AccessRequestRecord {
+        let r = try row.decode(Row.self)
+        return AccessRequestRecord(
+            id: r.0, publicId: r.1, thirdPartyId: r.2, organisationPublicId: r.3, organisationName: r.4,
+            fiscalCode: r.5, purpose: r.6, subscribe: r.7, status: r.8,
+            asked: AccessScopeRecord(types: r.9, dataFrom: r.10, dataTo: r.11, until: r.12),
+            granted: r.13.map { AccessScopeRecord(types: $0, dataFrom: r.14, dataTo: r.15, until: r.16) },
+            individualId: r.17, createdAt: r.18, expiresAt: r.19, decidedAt: r.20
+        )
+    }
+
+    /// Stores a request: `pending`, or `denied` at once when the person has blocked the party.
+    /// A second pending request of the party for the same fiscal code throws a unique violation.
+    package func create(_ request: NewAccessRequest) async throws -> AccessRequestRecord {
+        let logger = database.logger
+        return try await database.withTransaction { connection in
+            // A pending request that has lapsed no longer stands in the way of a new one.
+            _ = try await connection.query("""
+                WITH lapsed AS (
+                    UPDATE access_requests SET status = 'expired'
+                    WHERE third_party_id = \(request.thirdPartyId) AND fiscal_code = \(request.fiscalCode)
+                      AND status = 'pending' AND expires_at <= now()
+                    RETURNING id
+                )
+                INSERT INTO access_request_history (request_id, status, actor) SELECT id, 'expired', 'system' FROM lapsed
+                """, logger: logger)
+            let rows = try await connection.query("""
+                WITH blocked AS (
+                    SELECT EXISTS (
+                        SELECT 1 FROM blocked_parties b JOIN individuals i ON i.id = b.individual_id
+                        WHERE i.fiscal_code = \(request.fiscalCode) AND b.third_party_id = \(request.thirdPartyId)
+                    ) AS yes
+                ),
+                inserted AS (
+                    INSERT INTO access_requests (third_party_id, fiscal_code, purpose, subscribe, types, data_from, data_to,
+                                                 access_until, expires_at, status, decided_at)
+                    SELECT \(request.thirdPartyId), \(request.fiscalCode), \(request.purpose), \(request.subscribe),
+                           \(request.scope.types)::text[], \(request.scope.dataFrom), \(request.scope.dataTo), \(request.scope.until),
+                           \(request.expiresAt), CASE WHEN blocked.yes THEN 'denied' ELSE 'pending' END,
+                           CASE WHEN blocked.yes THEN now() END
+                    FROM blocked
+                    RETURNING id, status
+                ),
+                history AS (
+                    INSERT INTO access_request_history (request_id, status, actor)
+                    SELECT id, 'pending', 'third_party' FROM inserted
+                    UNION ALL
+                    SELECT id, 'denied', 'system' FROM inserted WHERE status = 'denied'
+                )
+                SELECT id FROM inserted
+                """, logger: logger).collect()
+            let id = try rows[0].decode(Int64.self)
+            return try await Self.load(id: id, on: connection, logger: logger)!
+        }
+    }
+
+    /// The party's requests, newest first, optionally of one effective status.
+    package func listForParty(thirdPartyId: Int64, status: String?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
+        let rows = try await database.query("""
+            SELECT * FROM (
+                SELECT \(unescaped: Self.columns) FROM access_requests r JOIN third_parties p ON p.id = r.third_party_id
+                WHERE r.third_party_id = \(thirdPartyId) AND r.id < \(beforeId ?? Int64.max)
+            ) listed
+            WHERE \(status)::text IS NULL OR listed.effective_status = \(status)
+            ORDER BY listed.id DESC LIMIT \(limit)
+            """)
+        return try rows.map(Self.record)
+    }
+
+    /// One of the party's requests, with its history.
+    package func findForParty(thirdPartyId: Int64, publicId: UUID) async throws -> AccessRequestRecord? {
+        try await database.withConnection { connection in
+            let rows = try await connection.query("""
+                SELECT id FROM access_requests WHERE third_party_id = \(thirdPartyId) AND public_id = \(publicId)
+                """, logger: database.logger).collect()
+            guard let id = try rows.first?.decode(Int64.self) else { return nil }
+            return try await Self.load(id: id, on: connection, logger: database.logger)
+        }
+    }
+
+    /// The requests naming the individual's fiscal code, newest first (index: access_requests_fiscal_code_idx).
+    package func listForIndividual(individualId: Int64, status: String?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
+        let rows = try await database.query("""
+            SELECT * FROM (
+                SELECT \(unescaped: Self.columns) FROM access_requests r JOIN third_parties p ON p.id = r.third_party_id
+                WHERE r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = \(individualId))
+                  AND r.id < \(beforeId ?? Int64.max)
+            ) listed
+            WHERE \(status)::text IS NULL OR listed.effective_status = \(status)
+            ORDER BY listed.id DESC LIMIT \(limit)
+            """)
+        return try rows.map(Self.record)
+    }
+
+    /// One request naming the individual, with its history.
+    package func findForIndividual(individualId: Int64, publicId: UUID) async throws -> AccessRequestRecord? {
+        try await database.withConnection { connection in
+            guard let id = try await Self.idForIndividual(individualId, publicId, lock: false, on: connection, logger: database.logger) else { return nil }
+            return try await Self.load(id: id, on: connection, logger: database.logger)
+        }
+    }
+
+    /// Accepts (with the given grant) or denies a pending request naming the individual.
+    /// `decide` sees the request and returns the grant, nil to deny; it may throw to refuse.
+    package func decide(
+        individualId: Int64, publicId: UUID, _ decide: (AccessRequestRecord) throws -> AccessScopeRecord?
+    ) async throws -> AccessRequestStoreOutcome {
+        let logger = database.logger
+        return try await database.withTransaction { connection in
+            guard let id = try await Self.idForIndividual(individualId, publicId, lock: true, on: connection, logger: logger),
+                  let current = try await Self.load(id: id, on: connection, logger: logger)
+            else { return .notFound }
+            guard current.status == "pending" else { return .wrongState(current.status) }
+            let grant = try decide(current)
+            let status = grant == nil ? "denied" : "granted"
+            _ = try await connection.query("""
+                WITH changed AS (
+                    UPDATE access_requests SET status = \(status), decided_at = now(), individual_id = \(grant == nil ? nil : individualId),
+                           granted_types = \(grant?.types)::text[], granted_from = \(grant?.dataFrom), granted_to = \(grant?.dataTo),
+                           granted_until = \(grant?.until)
+                    WHERE id = \(id)
+                    RETURNING id, status, granted_types, granted_from, granted_to, granted_until
+                )
+                INSERT INTO access_request_history (request_id, status, actor, granted_types, granted_from, granted_to, granted_until)
+                SELECT id, status, 'individual', granted_types, granted_from, granted_to, granted_until FROM changed
+                """, logger: logger)
+            return .changed(try await Self.load(id: id, on: connection, logger: logger)!)
+        }
+    }
+
+    /// Ends an active grant naming the individual.
+    package func revoke(individualId: Int64, publicId: UUID) async throws -> AccessRequestStoreOutcome {
+        let logger = database.logger
+        return try await database.withTransaction { connection in
+            guard let id = try await Self.idForIndividual(individualId, publicId, lock: true, on: connection, logger: logger),
+                  let current = try await Self.load(id: id, on: connection, logger: logger)
+            else { return .notFound }
+            guard current.status == "granted" else { return .wrongState(current.status) }
+            try await Self.setStatus(ids: [id], status: "revoked", actor: "individual", on: connection, logger: logger)
+            return .changed(try await Self.load(id: id, on: connection, logger: logger)!)
+        }
+    }
+
+    /// Blocks an organisation (by its public id): its pending requests are denied and its active
+    /// grants revoked, now; later requests are denied on arrival. False when there is no such party.
+    package func block(individualId: Int64, organisation: UUID) async throws -> Bool {
+        let logger = database.logger
+        return try await database.withTransaction { connection in
+            let party = try await connection.query("SELECT id FROM third_parties WHERE public_id = \(organisation)", logger: logger).collect()
+            guard let partyId = try party.first?.decode(Int64.self) else { return false }
+            _ = try await connection.query("""
+                INSERT INTO blocked_parties (individual_id, third_party_id) VALUES (\(individualId), \(partyId))
+                ON CONFLICT DO NOTHING
+                """, logger: logger)
+            let affected = try await connection.query("""
+                SELECT r.id, r.status FROM access_requests r
+                WHERE r.third_party_id = \(partyId)
+                  AND r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = \(individualId))
+                  AND r.status IN ('pending', 'granted')
+                FOR UPDATE
+                """, logger: logger).collect()
+            let rows = try affected.map { try $0.decode((Int64, String).self) }
+            try await Self.setStatus(ids: rows.filter { $0.1 == "pending" }.map(\.0), status: "denied", actor: "individual", on: connection, logger: logger)
+            try await Self.setStatus(ids: rows.filter { $0.1 == "granted" }.map(\.0), status: "revoked", actor: "individual", on: connection, logger: logger)
+            return true
+        }
+    }
+
+    /// Unblocks an organisation; false when it was not blocked.
+    package func unblock(individualId: Int64, organisation: UUID) async throws -> Bool {
+        let rows = try await database.query("""
+            DELETE FROM blocked_parties b USING third_parties p
+            WHERE b.third_party_id = p.id AND p.public_id = \(organisation) AND b.individual_id = \(individualId)
+            RETURNING b.third_party_id
+            """)
+        return !rows.isEmpty
+    }
+
+    /// The organisations the individual has blocked, most recent first.
+    package func blocked(individualId: Int64) async throws -> [(organisation: UUID, name: String, since: Date)] {
+        let rows = try await database.query("""
+            SELECT p.public_id, p.name, b.blocked_at FROM blocked_parties b JOIN third_parties p ON p.id = b.third_party_id
+            WHERE b.individual_id = \(individualId) ORDER BY b.blocked_at DESC
+            """)
+        return try rows.map { try $0.decode((UUID, String, Date).self) }.map { ($0.0, $0.1, $0.2) }
+    }
+
+    // MARK: - Helpers
+
+    private static func idForIndividual(
+        _ individualId: Int64, _ publicId: UUID, lock: Bool, on connection: PostgresConnection, logger: Logger
+    ) async throws -> Int64? {
+        let rows = try await connection.query("""
+            SELECT r.id FROM access_requests r
+            WHERE r.public_id = \(publicId) AND r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = \(individualId))
+            \(unescaped: lock ? "FOR UPDATE" : "")
+            """, logger: logger).collect()
+        return try rows.first?.decode(Int64.self)
+    }
+
+    private static func load(id: Int64, on connection: PostgresConnection, logger: Logger) async throws -> AccessRequestRecord? {
+        let rows = try await connection.query("""
+            SELECT \(unescaped: columns) FROM access_requests r JOIN third_parties p ON p.id = r.third_party_id WHERE r.id = \(id)
+            """, logger: logger).collect()
+        guard var record = try rows.first.map(Self.record) else { return nil }
+        let history = try await connection.query("""
+            SELECT at, status, actor FROM access_request_history WHERE request_id = \(id) ORDER BY id
+            """, logger: logger).collect()
+        record.history = try history.map { try $0.decode((Date, String, String).self) }.map { AccessRequestChange(at: $0.0, status: $0.1, actor: $0.2) }
+        return record
+    }
+
+    private static func setStatus(ids: [Int64], status: String, actor: String, on connection: PostgresConnection, logger: Logger) async throws {
+        guard !ids.isEmpty else { return }
+        _ = try await connection.query("""
+            WITH changed AS (
+                UPDATE access_requests SET status = \(status), decided_at = COALESCE(decided_at, now())
+                WHERE id = ANY (\(ids)::int8[])
+                RETURNING id, status
+            )
+            INSERT INTO access_request_history (request_id, status, actor) SELECT id, status, \(actor) FROM changed
+            """, logger: logger)
+    }
+}

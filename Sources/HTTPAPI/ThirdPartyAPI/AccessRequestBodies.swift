@@ -1,0 +1,133 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import HealthSharing
+import Hummingbird
+
+/// A request on the wire. A party sees the fiscal code it asked for; the individual sees the
+/// organisation that asks. Neither sees anything of the other's account.
+struct AccessRequestBody: ResponseEncodable, Sendable {
+    struct Scope: Encodable, Sendable {
+        let types: [String]
+        let dataFrom: Date?
+        let dataTo: Date?
+        let accessUntil: Date?
+
+        init(_ scope: AccessScope) {
+            types = scope.kinds.map(\.wireName)
+            dataFrom = scope.dataFrom
+            dataTo = scope.dataTo
+            accessUntil = scope.accessUntil
+        }
+    }
+
+    struct Organisation: Encodable, Sendable {
+        let id: String
+        let name: String
+    }
+
+    struct Change: Encodable, Sendable {
+        let status: String
+        let at: Date
+        let actor: String
+    }
+
+    let id: String
+    let status: String
+    let fiscalCode: String?
+    let organisation: Organisation?
+    let purpose: String
+    let subscribe: Bool
+    let types: [String]
+    let dataFrom: Date?
+    let dataTo: Date?
+    let accessUntil: Date?
+    let createdAt: Date
+    let expiresAt: Date
+    let decidedAt: Date?
+    let grant: Scope?
+    /// In the answer about one request; left out of listings.
+    let history: [Change]?
+
+    enum Viewer { case thirdParty, individual }
+
+    init(_ request: AccessRequest, for viewer: Viewer) {
+        let record = request.record
+        id = record.publicId.wireString
+        status = record.status
+        fiscalCode = viewer == .thirdParty ? record.fiscalCode : nil
+        organisation = viewer == .individual ? Organisation(id: record.organisationPublicId.wireString, name: record.organisationName) : nil
+        purpose = record.purpose
+        subscribe = record.subscribe
+        let asked = request.asked
+        types = asked.kinds.map(\.wireName)
+        dataFrom = asked.dataFrom
+        dataTo = asked.dataTo
+        accessUntil = asked.accessUntil
+        createdAt = record.createdAt
+        expiresAt = record.expiresAt
+        decidedAt = record.decidedAt
+        grant = request.granted.map(Scope.init)
+        history = record.history?.map { Change(status: $0.status, at: $0.at, actor: $0.actor) }
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, status, fiscalCode, organisation, purpose, subscribe, types, dataFrom, dataTo, accessUntil
+        case createdAt, expiresAt, decidedAt, grant, history
+    }
+
+    /// `grant` is always present (null until granted); the other optional fields only when set.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(status, forKey: .status)
+        try container.encodeIfPresent(fiscalCode, forKey: .fiscalCode)
+        try container.encodeIfPresent(organisation, forKey: .organisation)
+        try container.encode(purpose, forKey: .purpose)
+        try container.encode(subscribe, forKey: .subscribe)
+        try container.encode(types, forKey: .types)
+        try container.encodeIfPresent(dataFrom, forKey: .dataFrom)
+        try container.encodeIfPresent(dataTo, forKey: .dataTo)
+        try container.encodeIfPresent(accessUntil, forKey: .accessUntil)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(expiresAt, forKey: .expiresAt)
+        try container.encodeIfPresent(decidedAt, forKey: .decidedAt)
+        try container.encode(grant, forKey: .grant)
+        try container.encodeIfPresent(history, forKey: .history)
+    }
+}
+
+/// Shared parsing of scope fields (`types`, `dataFrom`, `dataTo`, `accessUntil`).
+enum AccessScopeFields {
+    static func kinds(_ raw: [String]) throws(InvalidValue) -> [DataKind] {
+        try raw.map { (name: String) throws(InvalidValue) -> DataKind in
+            guard let kind = DataKind(wireName: name) else {
+                throw InvalidValue("must list data types among \(DataKind.allWireNames.joined(separator: ", "))")
+            }
+            return kind
+        }
+    }
+
+    static func instant(_ raw: String) throws(InvalidValue) -> Date {
+        guard let date = RFC3339Timestamp.parse(raw) else {
+            throw InvalidValue("must be an RFC 3339 time with an offset, such as 2026-11-21T08:30:00Z")
+        }
+        return date
+    }
+
+    /// `?status=` of a listing.
+    static func status(_ request: Request, fields: inout FieldValidator) -> AccessStatus? {
+        fields.optional("status", request.uri.queryParameters["status"].map(String.init)) { (raw: String) throws(InvalidValue) in
+            guard let status = AccessStatus(rawValue: raw) else {
+                throw InvalidValue("must be one of \(AccessStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+            }
+            return status
+        }
+    }
+
+    /// A request id from the path: a malformed one names no request.
+    static func requestId(_ parameters: Parameters) throws -> UUID {
+        guard let id = parameters.get("requestId", as: UUID.self) else { throw AccessRequestError.notFound }
+        return id
+    }
+}

@@ -1,0 +1,56 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import HealthSharing
+import Hummingbird
+
+/// `/api/thirdparties/requests`: a party asks for one individual's data and follows its requests.
+struct AccessRequestController {
+    let requests: AccessRequestService
+    let body: JSONBody
+
+    func addRoutes(to group: some RouterMethods<ThirdPartyRequestContext>) {
+        group.post("requests") { request, context -> EditedResponse<AccessRequestBody> in
+            let form = try await body.decode(AccessRequestForm.self, from: request, context: context)
+            var fields = FieldValidator()
+            let fiscalCode = fields.required("fiscalCode", form.fiscalCode, FiscalCode.init(parsing:))
+            let kinds = fields.required("types", form.types, AccessScopeFields.kinds)
+            let dataFrom = fields.optional("dataFrom", form.dataFrom, AccessScopeFields.instant)
+            let dataTo = fields.optional("dataTo", form.dataTo, AccessScopeFields.instant)
+            let accessUntil = fields.optional("accessUntil", form.accessUntil, AccessScopeFields.instant)
+            let purpose = fields.required("purpose", form.purpose, AccessPurpose.init(parsing:))
+            try fields.finish()
+            let scope = try AccessScope(kinds: kinds!, dataFrom: dataFrom, dataTo: dataTo, accessUntil: accessUntil)
+            let filed = try await requests.request(
+                by: context.principal, fiscalCode: fiscalCode!, scope: scope, purpose: purpose!, subscribe: form.subscribe ?? false
+            )
+            // 202: the individual decides later; an unknown fiscal code gets exactly this answer too.
+            return EditedResponse(
+                status: .accepted,
+                headers: [.location: "/api/thirdparties/requests/\(filed.record.publicId.wireString)"],
+                response: AccessRequestBody(filed, for: .thirdParty)
+            )
+        }
+        group.get("requests") { request, context -> Page<AccessRequestBody> in
+            var fields = FieldValidator()
+            let status = AccessScopeFields.status(request, fields: &fields)
+            try fields.finish()
+            let pagination = try KeysetPagination(request)
+            let rows = try await requests.requests(of: context.principal, status: status, beforeId: pagination.beforeId, limit: pagination.limit + 1)
+            return pagination.page(rows, id: \.record.id) { AccessRequestBody($0, for: .thirdParty) }
+        }
+        group.get("requests/{requestId}") { _, context in
+            try await AccessRequestBody(requests.request(of: context.principal, id: AccessScopeFields.requestId(context.parameters)), for: .thirdParty)
+        }
+    }
+}
+
+struct AccessRequestForm: Decodable {
+    var fiscalCode: String?
+    var types: [String]?
+    var dataFrom: String?
+    var dataTo: String?
+    var accessUntil: String?
+    var purpose: String?
+    var subscribe: Bool?
+}

@@ -1,0 +1,87 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import HealthSharing
+import Hummingbird
+
+/// `/api/users/requests` and `/api/users/blocked-parties`: the individual decides who may see
+/// their data. Only the person a request names can see or answer it; anyone else gets 404.
+struct UserRequestController {
+    let requests: AccessRequestService
+    let body: JSONBody
+
+    func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
+        group.get("requests") { request, context -> Page<AccessRequestBody> in
+            var fields = FieldValidator()
+            let status = AccessScopeFields.status(request, fields: &fields)
+            try fields.finish()
+            let pagination = try KeysetPagination(request)
+            let rows = try await requests.requests(for: context.principal, status: status, beforeId: pagination.beforeId, limit: pagination.limit + 1)
+            return pagination.page(rows, id: \.record.id) { AccessRequestBody($0, for: .individual) }
+        }
+        group.get("requests/{requestId}") { _, context in
+            try await AccessRequestBody(requests.request(for: context.principal, id: AccessScopeFields.requestId(context.parameters)), for: .individual)
+        }
+        group.put("requests/{requestId}") { request, context in
+            let id = try AccessScopeFields.requestId(context.parameters)
+            let form = try await body.decode(DecisionForm.self, from: request, context: context)
+            var fields = FieldValidator()
+            let accept = fields.required("decision", form.decision) { (raw: String) throws(InvalidValue) -> Bool in
+                switch raw {
+                case "accept": return true
+                case "deny": return false
+                default: throw InvalidValue("must be accept or deny")
+                }
+            }
+            var narrowing = AccessScopeNarrowing()
+            narrowing.kinds = fields.optional("types", form.types, AccessScopeFields.kinds)
+            narrowing.dataFrom = fields.optional("dataFrom", form.dataFrom, AccessScopeFields.instant)
+            narrowing.dataTo = fields.optional("dataTo", form.dataTo, AccessScopeFields.instant)
+            narrowing.accessUntil = fields.optional("accessUntil", form.accessUntil, AccessScopeFields.instant)
+            try fields.finish()
+            let decided = try await requests.decide(context.principal, id: id, accept: accept!, narrowing: narrowing)
+            return AccessRequestBody(decided, for: .individual)
+        }
+        group.post("requests/{requestId}/revoke") { _, context in
+            try await AccessRequestBody(requests.revoke(context.principal, id: AccessScopeFields.requestId(context.parameters)), for: .individual)
+        }
+        group.get("blocked-parties") { _, context -> Page<BlockedPartyBody> in
+            let blocked = try await requests.blocked(by: context.principal)
+            return Page(items: blocked.map { BlockedPartyBody(organisationId: $0.organisation.wireString, name: $0.name, blockedAt: $0.since) }, nextCursor: nil)
+        }
+        group.post("blocked-parties") { request, context in
+            let form = try await body.decode(BlockForm.self, from: request, context: context)
+            var fields = FieldValidator()
+            let organisation = fields.required("organisationId", form.organisationId) { (raw: String) throws(InvalidValue) -> UUID in
+                guard let id = UUID(uuidString: raw) else { throw InvalidValue("must be an organisation id") }
+                return id
+            }
+            try fields.finish()
+            try await requests.block(context.principal, organisation: organisation!)
+            return Response(status: .noContent)
+        }
+        group.delete("blocked-parties/{organisationId}") { _, context in
+            guard let organisation = context.parameters.get("organisationId", as: UUID.self) else { throw AccessRequestError.notFound }
+            try await requests.unblock(context.principal, organisation: organisation)
+            return Response(status: .noContent)
+        }
+    }
+}
+
+struct DecisionForm: Decodable {
+    var decision: String?
+    var types: [String]?
+    var dataFrom: String?
+    var dataTo: String?
+    var accessUntil: String?
+}
+
+struct BlockForm: Decodable {
+    var organisationId: String?
+}
+
+struct BlockedPartyBody: Encodable, Sendable {
+    let organisationId: String
+    let name: String
+    let blockedAt: Date
+}

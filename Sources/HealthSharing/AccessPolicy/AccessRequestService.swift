@@ -1,0 +1,155 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+
+/// A request and the policy it became, as its two parties see it.
+package struct AccessRequest: Sendable, Equatable {
+    package let record: AccessRequestRecord
+    package var asked: AccessScope { AccessScope(record: record.asked) }
+    package var granted: AccessScope? { record.granted.map(AccessScope.init(record:)) }
+}
+
+/// The Access Policy Manager: third parties ask for one individual's data by fiscal code, the
+/// individual accepts (possibly narrowing), denies, revokes or blocks. Consent is stored as
+/// data with its full history.
+package struct AccessRequestService: Sendable {
+    let store: AccessRequestStore
+    /// How long a request may stay unanswered.
+    package let pendingLifetime: Duration
+
+    package init(database: Database, pendingLifetime: Duration = .seconds(30 * 86_400)) {
+        self.store = AccessRequestStore(database: database)
+        self.pendingLifetime = pendingLifetime
+    }
+
+    /// Files a request. The answer is the same whether or not anyone has that fiscal code.
+    package func request(
+        by principal: Principal, fiscalCode: FiscalCode, scope: AccessScope, purpose: AccessPurpose, subscribe: Bool, now: Date = Date()
+    ) async throws -> AccessRequest {
+        let party = try Self.party(principal)
+        do {
+            let record = try await store.create(NewAccessRequest(
+                thirdPartyId: party, fiscalCode: fiscalCode.value, purpose: purpose.value, subscribe: subscribe,
+                scope: scope.record, expiresAt: now.addingTimeInterval(Double(pendingLifetime.components.seconds))
+            ))
+            return AccessRequest(record: record)
+        } catch let error where DatabaseFailure(error)?.isUniqueViolation == true {
+            throw AccessRequestError.duplicatePending
+        }
+    }
+
+    /// The party's requests, newest first.
+    package func requests(of principal: Principal, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequest] {
+        try await store.listForParty(thirdPartyId: Self.party(principal), status: status?.rawValue, beforeId: beforeId, limit: limit)
+            .map(AccessRequest.init(record:))
+    }
+
+    /// One of the party's requests.
+    package func request(of principal: Principal, id: UUID) async throws -> AccessRequest {
+        guard let record = try await store.findForParty(thirdPartyId: Self.party(principal), publicId: id) else { throw AccessRequestError.notFound }
+        return AccessRequest(record: record)
+    }
+
+    /// The requests naming the individual, newest first.
+    package func requests(for principal: Principal, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequest] {
+        try await store.listForIndividual(individualId: Self.individual(principal), status: status?.rawValue, beforeId: beforeId, limit: limit)
+            .map(AccessRequest.init(record:))
+    }
+
+    /// One request naming the individual.
+    package func request(for principal: Principal, id: UUID) async throws -> AccessRequest {
+        guard let record = try await store.findForIndividual(individualId: Self.individual(principal), publicId: id) else {
+            throw AccessRequestError.notFound
+        }
+        return AccessRequest(record: record)
+    }
+
+    /// Accepts a pending request — as asked, or narrowed by `narrowing`, never wider — or denies it.
+    package func decide(_ principal: Principal, id: UUID, accept: Bool, narrowing: AccessScopeNarrowing) async throws -> AccessRequest {
+        let outcome = try await store.decide(individualId: Self.individual(principal), publicId: id) { record in
+            guard accept else { return nil }
+            let asked = AccessScope(record: record.asked)
+            let grant = try AccessScope(
+                kinds: narrowing.kinds ?? asked.kinds,
+                dataFrom: narrowing.dataFrom ?? asked.dataFrom,
+                dataTo: narrowing.dataTo ?? asked.dataTo,
+                accessUntil: narrowing.accessUntil ?? asked.accessUntil
+            )
+            try grant.check(within: asked)
+            return grant.record
+        }
+        return try Self.result(outcome)
+    }
+
+    /// Ends an active grant at once.
+    package func revoke(_ principal: Principal, id: UUID) async throws -> AccessRequest {
+        try Self.result(await store.revoke(individualId: Self.individual(principal), publicId: id))
+    }
+
+    /// Blocks an organisation: its pending requests are denied, its grants revoked, its future requests denied.
+    package func block(_ principal: Principal, organisation: UUID) async throws {
+        guard try await store.block(individualId: Self.individual(principal), organisation: organisation) else {
+            throw AccessRequestError.unknownOrganisation
+        }
+    }
+
+    /// Unblocks an organisation.
+    package func unblock(_ principal: Principal, organisation: UUID) async throws {
+        guard try await store.unblock(individualId: Self.individual(principal), organisation: organisation) else {
+            throw AccessRequestError.notFound
+        }
+    }
+
+    /// The organisations the individual has blocked.
+    package func blocked(by principal: Principal) async throws -> [(organisation: UUID, name: String, since: Date)] {
+        try await store.blocked(individualId: Self.individual(principal))
+    }
+
+    private static func result(_ outcome: AccessRequestStoreOutcome) throws -> AccessRequest {
+        switch outcome {
+        case .changed(let record): return AccessRequest(record: record)
+        case .notFound: throw AccessRequestError.notFound
+        case .wrongState(let current): throw AccessRequestError.wrongState(current: current)
+        }
+    }
+
+    private static func party(_ principal: Principal) throws -> Int64 {
+        guard case .thirdParty(let id) = principal.account else { throw AccessRequestError.notFound }
+        return id
+    }
+
+    private static func individual(_ principal: Principal) throws -> Int64 {
+        guard case .individual(let id) = principal.account else { throw AccessRequestError.notFound }
+        return id
+    }
+}
+
+/// The life-cycle states of a request.
+package enum AccessStatus: String, Sendable, CaseIterable {
+    case pending, granted, denied, revoked, expired
+}
+
+/// What the individual may change when accepting: each field, when given, replaces the asked one.
+package struct AccessScopeNarrowing: Sendable {
+    package var kinds: [DataKind]?
+    package var dataFrom: Date?
+    package var dataTo: Date?
+    package var accessUntil: Date?
+
+    package init() {}
+}
+
+/// The purpose a party states, shown to the individual: 1–2000 characters, lines allowed.
+package struct AccessPurpose: Sendable, Equatable {
+    package let value: String
+
+    package init(parsing raw: String) throws(InvalidValue) {
+        let trimmed = raw.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard !trimmed.isEmpty else { throw InvalidValue("must say why the data is wanted") }
+        guard raw.count <= 2000 else { throw InvalidValue("must be at most 2000 characters") }
+        guard !trimmed.unicodeScalars.contains(where: { $0.properties.generalCategory == .control && $0 != "\n" }) else {
+            throw InvalidValue("must not contain control characters")
+        }
+        value = trimmed
+    }
+}

@@ -1,0 +1,96 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+
+/// A kind of data a third party can ask for: a health data type, or location fixes.
+package enum DataKind: Sendable, Hashable {
+    case sample(SampleType)
+    case location
+
+    package static let locationName = "location"
+
+    package init?(wireName: String) {
+        if wireName == Self.locationName {
+            self = .location
+        } else if let type = SampleType(rawValue: wireName) {
+            self = .sample(type)
+        } else {
+            return nil
+        }
+    }
+
+    package var wireName: String {
+        switch self {
+        case .sample(let type): type.rawValue
+        case .location: Self.locationName
+        }
+    }
+
+    package static var allWireNames: [String] { SampleType.allCases.map(\.rawValue) + [locationName] }
+}
+
+/// What a request asks for, or what a grant allows: kinds of data, a window of the history
+/// (open ends allowed) and an end to the access (none: until revoked).
+package struct AccessScope: Sendable, Equatable {
+    package let kinds: [DataKind]
+    package let dataFrom: Date?
+    package let dataTo: Date?
+    package let accessUntil: Date?
+
+    /// Field by field: `types` must name at least one known kind, once each; the window must
+    /// not be empty; the access must end in the future.
+    package init(kinds: [DataKind], dataFrom: Date?, dataTo: Date?, accessUntil: Date?, now: Date = Date()) throws(AccessRequestError) {
+        guard !kinds.isEmpty else { throw .invalid(field: "types", reason: "must name at least one data type") }
+        guard Set(kinds).count == kinds.count else { throw .invalid(field: "types", reason: "must not name a type twice") }
+        if let dataFrom, let dataTo, dataFrom >= dataTo { throw .invalid(field: "dataTo", reason: "must be later than dataFrom") }
+        if let accessUntil, accessUntil <= now { throw .invalid(field: "accessUntil", reason: "must be in the future") }
+        self.kinds = kinds
+        self.dataFrom = dataFrom
+        self.dataTo = dataTo
+        self.accessUntil = accessUntil
+    }
+
+    init(record: AccessScopeRecord) {
+        kinds = record.types.compactMap(DataKind.init(wireName:))
+        dataFrom = record.dataFrom
+        dataTo = record.dataTo
+        accessUntil = record.until
+    }
+
+    var record: AccessScopeRecord {
+        AccessScopeRecord(types: kinds.map(\.wireName), dataFrom: dataFrom, dataTo: dataTo, until: accessUntil)
+    }
+
+    /// Whether this scope stays within `asked`: no other kinds, no wider window, no later end.
+    /// Throws naming the first field that would widen it.
+    package func check(within asked: AccessScope) throws(AccessRequestError) {
+        if let extra = kinds.first(where: { !asked.kinds.contains($0) }) {
+            throw .widens(field: "types", reason: "\(extra.wireName) was not asked for")
+        }
+        if let limit = asked.dataFrom, dataFrom.map({ $0 < limit }) ?? true {
+            throw .widens(field: "dataFrom", reason: "must not be earlier than the requested dataFrom")
+        }
+        if let limit = asked.dataTo, dataTo.map({ $0 > limit }) ?? true {
+            throw .widens(field: "dataTo", reason: "must not be later than the requested dataTo")
+        }
+        if let limit = asked.accessUntil, accessUntil.map({ $0 > limit }) ?? true {
+            throw .widens(field: "accessUntil", reason: "must not be later than the requested accessUntil")
+        }
+    }
+}
+
+/// Why an access-request operation was refused.
+package enum AccessRequestError: Error, Equatable {
+    /// No such request for this caller (another party's or another person's is "no such" too).
+    case notFound
+    /// The party already has a pending request for this person.
+    case duplicatePending
+    /// The request is no longer in a state that allows the change.
+    case wrongState(current: String)
+    /// A field of the request or decision is invalid.
+    case invalid(field: String, reason: String)
+    /// A narrowed grant would be wider than what was asked.
+    case widens(field: String, reason: String)
+    /// No organisation with that id.
+    case unknownOrganisation
+}
