@@ -62,6 +62,8 @@ struct Components {
     let dataManager: DataManager
     let ownData: OwnDataReader
     let accessRequests: AccessRequestService
+    let grantedData: GrantedDataReader
+    let accessLog: AccessLog
 
     init(database: Database, configuration: AppConfiguration) {
         let hasher = PasswordHasher()
@@ -75,6 +77,8 @@ struct Components {
         dataManager = DataManager(database: database, partitions: partitions, events: storedData)
         ownData = OwnDataReader(database: database)
         accessRequests = AccessRequestService(database: database, pendingLifetime: configuration.requestLifetime)
+        grantedData = GrantedDataReader(database: database)
+        accessLog = AccessLog(database: database)
     }
 }
 
@@ -105,7 +109,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     userSessions.addAuthenticated(to: authenticatedUsers)
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
     UserExportController(accounts: components.individuals, ownData: components.ownData).addRoutes(to: authenticatedUsers)
-    UserRequestController(requests: components.accessRequests, body: body).addRoutes(to: authenticatedUsers)
+    UserRequestController(requests: components.accessRequests, accessLog: components.accessLog, body: body).addRoutes(to: authenticatedUsers)
 
     // /api/thirdparties — organisations (tenants).
     let thirdParties = router.group("api/thirdparties")
@@ -120,6 +124,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     partySessions.addAuthenticated(to: authenticatedParties)
     APIKeyController(keys: components.apiKeys, body: body).addRoutes(to: authenticatedParties)
     AccessRequestController(requests: components.accessRequests, body: body).addRoutes(to: authenticatedParties)
+    GrantedDataController(granted: components.grantedData).addRoutes(to: authenticatedParties)
 
     return router.router
 }

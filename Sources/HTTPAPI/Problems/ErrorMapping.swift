@@ -36,6 +36,9 @@ enum ErrorMapping {
                 return .invalidField(field, reason)
             case .unknownOrganisation:
                 return .invalidField("organisationId", "is not an organisation")
+            case .notGranted(let status):
+                return Problem(.forbidden, slug: "grant-not-active", title: "No active grant",
+                               detail: "The request is \(status); no data can be read under it.")
             }
         case let error as SummaryError:
             switch error {

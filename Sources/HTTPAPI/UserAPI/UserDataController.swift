@@ -87,7 +87,7 @@ struct UserDataController {
     }
 
     /// `type=heartRate,stepCount` or `type=heartRate&type=stepCount`; none means every type.
-    private static func types(_ request: Request, fields: inout FieldValidator) -> [SampleType] {
+    static func types(_ request: Request, fields: inout FieldValidator) -> [SampleType] {
         let names = request.uri.queryParameters.getAll("type").flatMap { $0.split(separator: ",").map(String.init) }
         var types: [SampleType] = []
         for name in names {

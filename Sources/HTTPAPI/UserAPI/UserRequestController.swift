@@ -8,6 +8,7 @@ import Hummingbird
 /// their data. Only the person a request names can see or answer it; anyone else gets 404.
 struct UserRequestController {
     let requests: AccessRequestService
+    let accessLog: AccessLog
     let body: JSONBody
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
@@ -44,6 +45,11 @@ struct UserRequestController {
         }
         group.post("requests/{requestId}/revoke") { _, context in
             try await AccessRequestBody(requests.revoke(context.principal, id: AccessScopeFields.requestId(context.parameters)), for: .individual)
+        }
+        group.get("access-log") { request, context -> Page<DisclosureBody> in
+            let pagination = try KeysetPagination(request)
+            let rows = try await accessLog.entries(for: context.principal, beforeId: pagination.beforeId, limit: pagination.limit + 1)
+            return pagination.page(rows, id: \.id, item: DisclosureBody.init)
         }
         group.get("blocked-parties") { _, context -> Page<BlockedPartyBody> in
             let blocked = try await requests.blocked(by: context.principal)

@@ -93,4 +93,6 @@ package enum AccessRequestError: Error, Equatable {
     case widens(field: String, reason: String)
     /// No organisation with that id.
     case unknownOrganisation
+    /// The request is not an active grant (pending, denied, revoked, expired) or does not cover this.
+    case notGranted(status: String)
 }

@@ -60,7 +60,13 @@ package struct OwnDataReader: Sendable {
     package func samples(
         of principal: Principal, types: [SampleType], from: Date?, to: Date?, order: ListingOrder, limit: Int, after: SamplePosition?
     ) async throws -> ListingPage<StoredSample, SamplePosition> {
-        let individualId = try Self.individual(principal)
+        try await samples(ofIndividual: Self.individual(principal), types: types, from: from, to: to, order: order, limit: limit, after: after)
+    }
+
+    /// An individual's samples, for a caller whose right to them is already established.
+    func samples(
+        ofIndividual individualId: Int64, types: [SampleType], from: Date?, to: Date?, order: ListingOrder, limit: Int, after: SamplePosition?
+    ) async throws -> ListingPage<StoredSample, SamplePosition> {
         let rows = try await reader.samples(
             individualId: individualId, types: (types.isEmpty ? SampleType.allCases : types).map(\.storageCode),
             fromMs: from.map(Self.milliseconds), toMs: to.map(Self.milliseconds),
@@ -85,7 +91,13 @@ package struct OwnDataReader: Sendable {
     package func locations(
         of principal: Principal, from: Date?, to: Date?, order: ListingOrder, limit: Int, after: (timeMs: Int64, key: Int64)?
     ) async throws -> ListingPage<StoredLocationFix, (timeMs: Int64, key: Int64)> {
-        let individualId = try Self.individual(principal)
+        try await locations(ofIndividual: Self.individual(principal), from: from, to: to, order: order, limit: limit, after: after)
+    }
+
+    /// An individual's location fixes, for a caller whose right to them is already established.
+    func locations(
+        ofIndividual individualId: Int64, from: Date?, to: Date?, order: ListingOrder, limit: Int, after: (timeMs: Int64, key: Int64)?
+    ) async throws -> ListingPage<StoredLocationFix, (timeMs: Int64, key: Int64)> {
         let rows = try await reader.locations(
             individualId: individualId, fromMs: from.map(Self.milliseconds), toMs: to.map(Self.milliseconds),
             descending: order == .descending, limit: limit + 1, after: after

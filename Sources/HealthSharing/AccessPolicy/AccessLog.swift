@@ -1,0 +1,17 @@
+import AccessManager
+import DatabaseLink
+
+/// The individual's view of every disclosure of their data (transparency).
+package struct AccessLog: Sendable {
+    let store: DisclosureStore
+
+    package init(database: Database) {
+        self.store = DisclosureStore(database: database)
+    }
+
+    /// The caller's disclosures, newest first.
+    package func entries(for principal: Principal, beforeId: Int64?, limit: Int) async throws -> [DisclosureRecord] {
+        guard case .individual(let id) = principal.account else { throw AccessRequestError.notFound }
+        return try await store.list(individualId: id, beforeId: beforeId, limit: limit)
+    }
+}

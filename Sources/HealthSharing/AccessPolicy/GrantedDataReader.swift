@@ -1,0 +1,77 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+
+/// A third party's reads of one individual's data under a grant: only the granted kinds, only
+/// within the granted window, only while the grant is active. Every read that returns data is
+/// written to the individual's access log.
+package struct GrantedDataReader: Sendable {
+    let requests: AccessRequestStore
+    let disclosures: DisclosureStore
+    let ownData: OwnDataReader
+
+    package init(database: Database) {
+        self.requests = AccessRequestStore(database: database)
+        self.disclosures = DisclosureStore(database: database)
+        self.ownData = OwnDataReader(database: database)
+    }
+
+    /// Samples of the granted types (narrowed further by `types` when given) in the granted window
+    /// ∩ `[from, to)`.
+    package func samples(
+        for principal: Principal, request id: UUID, types: [SampleType], from: Date?, to: Date?,
+        order: ListingOrder, limit: Int, after: SamplePosition?
+    ) async throws -> ListingPage<StoredSample, SamplePosition> {
+        let (record, individualId, grant) = try await activeGrant(principal, id)
+        let granted = grant.kinds.compactMap { kind -> SampleType? in
+            if case .sample(let type) = kind { return type }
+            return nil
+        }
+        let wanted = types.isEmpty ? granted : types.filter(granted.contains)
+        guard !wanted.isEmpty else { throw AccessRequestError.invalid(field: "types", reason: "none of these types is granted") }
+        let window = Self.window(grant, from: from, to: to)
+        let page = try await ownData.samples(
+            ofIndividual: individualId, types: wanted, from: window.from, to: window.to, order: order, limit: limit, after: after
+        )
+        if !page.items.isEmpty {
+            try await disclosures.record(
+                individualId: individualId, thirdPartyId: record.thirdPartyId, requestId: record.id, channel: "pull",
+                types: Array(Set(page.items.map(\.type.rawValue))).sorted(), itemCount: page.items.count
+            )
+        }
+        return page
+    }
+
+    /// Location fixes in the granted window ∩ `[from, to)`, when locations are granted.
+    package func locations(
+        for principal: Principal, request id: UUID, from: Date?, to: Date?, order: ListingOrder, limit: Int, after: (timeMs: Int64, key: Int64)?
+    ) async throws -> ListingPage<StoredLocationFix, (timeMs: Int64, key: Int64)> {
+        let (record, individualId, grant) = try await activeGrant(principal, id)
+        guard grant.kinds.contains(.location) else { throw AccessRequestError.notGranted(status: "granted without location") }
+        let window = Self.window(grant, from: from, to: to)
+        let page = try await ownData.locations(ofIndividual: individualId, from: window.from, to: window.to, order: order, limit: limit, after: after)
+        if !page.items.isEmpty {
+            try await disclosures.record(
+                individualId: individualId, thirdPartyId: record.thirdPartyId, requestId: record.id, channel: "pull",
+                types: [DataKind.locationName], itemCount: page.items.count
+            )
+        }
+        return page
+    }
+
+    private func activeGrant(_ principal: Principal, _ id: UUID) async throws -> (AccessRequestRecord, Int64, AccessScope) {
+        guard case .thirdParty(let party) = principal.account,
+              let record = try await requests.findForParty(thirdPartyId: party, publicId: id)
+        else { throw AccessRequestError.notFound }
+        guard record.status == "granted", let individualId = record.individualId, let granted = record.granted else {
+            throw AccessRequestError.notGranted(status: record.status)
+        }
+        return (record, individualId, AccessScope(record: granted))
+    }
+
+    private static func window(_ grant: AccessScope, from: Date?, to: Date?) -> (from: Date?, to: Date?) {
+        let lower = [from, grant.dataFrom].compactMap { $0 }.max()
+        let upper = [to, grant.dataTo].compactMap { $0 }.min()
+        return (lower, upper)
+    }
+}
