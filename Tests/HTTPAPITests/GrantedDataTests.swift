@@ -10,6 +10,13 @@ struct GrantedDataTests {
     static func grant(_ api: APIClient, decision: JSONObject = ["decision": "accept"], ask: JSONObject = [:])
         async throws -> (person: String, party: String, request: String)
     {
+        try await grant(api, decision: { decision }, ask: ask)
+    }
+
+    /// The decision is made when the request is answered (for decisions that depend on the time).
+    static func grant(_ api: APIClient, decision: () -> JSONObject, ask: JSONObject = [:])
+        async throws -> (person: String, party: String, request: String)
+    {
         let (person, account) = try await api.individualSession()
         let (party, _) = try await api.thirdPartySession()
         let items: [any Sendable] = [
@@ -23,7 +30,7 @@ struct GrantedDataTests {
         var body: JSONObject = ["fiscalCode": account["fiscalCode"]!, "types": ["heartRate", "location"], "purpose": "Study"]
         body.merge(ask) { $1 }
         let request = try await api.send(.post, "/api/thirdparties/requests", token: party, json: body).string("id")!
-        _ = try await api.send(.put, "/api/users/requests/\(request)", token: person, json: decision)
+        _ = try await api.send(.put, "/api/users/requests/\(request)", token: person, json: decision())
         return (person, party, request)
     }
 
@@ -66,10 +73,14 @@ struct GrantedDataTests {
 
     @Test func grantsEndWhenTheirTimeIsUp() async throws {
         try await TestServer.run { api in
-            let until = ISO8601DateFormatter().string(from: Date().addingTimeInterval(2))
-            let (_, party, request) = try await Self.grant(api, decision: ["decision": "accept", "accessUntil": until])
+            var until = Date()
+            let (_, party, request) = try await Self.grant(api, decision: {
+                until = Date().addingTimeInterval(5).rounded()
+                return ["decision": "accept", "accessUntil": ISO8601DateFormatter().string(from: until)]
+            })
+            #expect(try await api.send(.get, "/api/thirdparties/requests/\(request)", token: party).string("status") == "granted")
             #expect(try await api.send(.get, "/api/thirdparties/requests/\(request)/data", token: party).status == .ok)
-            try await Task.sleep(for: .milliseconds(2500))
+            try await Task.sleep(for: .seconds(until.timeIntervalSinceNow + 0.5))
             let expired = try await api.send(.get, "/api/thirdparties/requests/\(request)/data", token: party)
             #expect(expired.status == .forbidden)
             #expect(try await api.send(.get, "/api/thirdparties/requests/\(request)", token: party).string("status") == "expired")
@@ -87,4 +98,9 @@ struct GrantedDataTests {
             #expect(try await api.send(.get, "/api/users/access-log", token: person).items.isEmpty)
         }
     }
+}
+
+extension Date {
+    /// Whole seconds up: RFC 3339 without fractions must not end before the intended instant.
+    func rounded() -> Date { Date(timeIntervalSince1970: timeIntervalSince1970.rounded(.up)) }
 }

@@ -40,10 +40,10 @@ struct SessionTests {
     }
 
     @Test func tokensExpire() async throws {
-        try await TestServer.run(configure: { $0.tokenLifetime = .seconds(1) }) { api in
+        try await TestServer.run(configure: { $0.tokenLifetime = .seconds(4) }) { api in
             let (token, _) = try await api.individualSession()
             #expect(try await api.send(.get, "/api/users/me", token: token).status == .ok)
-            try await Task.sleep(for: .milliseconds(1500))
+            try await Task.sleep(for: .milliseconds(4500))
             let expired = try await api.send(.get, "/api/users/me", token: token)
             #expect(expired.status == .unauthorized)
         }
