@@ -98,6 +98,20 @@ struct GrantedDataTests {
             #expect(try await api.send(.get, "/api/users/access-log", token: person).items.isEmpty)
         }
     }
+
+    @Test func theExportCarriesConsentsAndDisclosures() async throws {
+        try await TestServer.run { api in
+            let (person, party, request) = try await Self.grant(api)
+            _ = try await api.send(.get, "/api/thirdparties/requests/\(request)/data", token: party)
+            let export = try await api.send(.get, "/api/users/export", token: person)
+            let kinds = String(decoding: export.data, as: UTF8.self).split(separator: "\n").compactMap {
+                ((try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any])?["kind"] as? String
+            }
+            #expect(kinds.filter { $0 == "request" }.count == 1)
+            #expect(kinds.filter { $0 == "disclosure" }.count == 1)
+            #expect(kinds.last == "end")
+        }
+    }
 }
 
 extension Date {

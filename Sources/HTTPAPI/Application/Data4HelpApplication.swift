@@ -108,7 +108,9 @@ func buildRouter(components: Components, operations: OperationsController, confi
     userAccounts.addAuthenticated(to: authenticatedUsers)
     userSessions.addAuthenticated(to: authenticatedUsers)
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
-    UserExportController(accounts: components.individuals, ownData: components.ownData).addRoutes(to: authenticatedUsers)
+    UserExportController(
+        accounts: components.individuals, ownData: components.ownData, requests: components.accessRequests, accessLog: components.accessLog
+    ).addRoutes(to: authenticatedUsers)
     UserRequestController(requests: components.accessRequests, accessLog: components.accessLog, body: body).addRoutes(to: authenticatedUsers)
 
     // /api/thirdparties — organisations (tenants).

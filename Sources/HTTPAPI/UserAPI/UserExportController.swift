@@ -1,4 +1,5 @@
 import AccessManager
+import DatabaseLink
 import Foundation
 import HealthSharing
 import Hummingbird
@@ -8,11 +9,14 @@ import NIOCore
 /// `GET /api/users/export`: everything the platform holds about me, as NDJSON streamed page by
 /// page (GDPR art. 20). Memory stays bounded by one page whatever the size of the history.
 ///
-/// Lines: one `profile`, then every `sample` and `location` oldest first, then `end` with the
+/// Lines: one `profile`, then every `sample` and `location` oldest first, every `request` naming
+/// me (the consents I gave or refused), every `disclosure` of my data, then `end` with the
 /// counts, so a client can tell a complete export from one cut short by a broken connection.
 struct UserExportController {
     let accounts: IndividualAccounts
     let ownData: OwnDataReader
+    let requests: AccessRequestService
+    let accessLog: AccessLog
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("export") { _, context in
@@ -42,6 +46,21 @@ struct UserExportController {
                         locations += page.count
                         try await writer.write(buffer)
                     }
+                    var before: Int64?
+                    repeat {
+                        let page = try await requests.requests(for: principal, status: nil, beforeId: before, limit: 500)
+                        var buffer = ByteBuffer()
+                        for request in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "request", record: AccessRequestBody(request, for: .individual)))) }
+                        try await writer.write(buffer)
+                        before = page.count == 500 ? page.last?.record.id : nil
+                    } while before != nil
+                    repeat {
+                        let page = try await accessLog.entries(for: principal, beforeId: before, limit: 500)
+                        var buffer = ByteBuffer()
+                        for entry in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "disclosure", record: DisclosureBody(entry)))) }
+                        try await writer.write(buffer)
+                        before = page.count == 500 ? page.last?.id : nil
+                    } while before != nil
                     try await writer.write(line(ExportEnd(samples: samples, locations: locations)))
                 } catch {
                     // Headers are gone already: end the stream without its `end` line.
