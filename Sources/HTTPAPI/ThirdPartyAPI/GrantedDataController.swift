@@ -13,31 +13,19 @@ struct GrantedDataController {
     func addRoutes(to group: some RouterMethods<ThirdPartyRequestContext>) {
         group.get("requests/{requestId}/data") { request, context -> Page<SampleBody> in
             let id = try AccessScopeFields.requestId(context.parameters)
-            var fields = FieldValidator()
-            let range = TimeRangeQuery(request, fields: &fields)
-            let types = UserDataController.types(request, fields: &fields)
-            let after = fields.optional("cursor", range.cursor) { (raw: String) throws(InvalidValue) in
-                try OwnDataCursor.decodeSample(raw, order: range.order)
-            }
-            try fields.finish()
-            let page = try await granted.samples(
-                for: context.principal, request: id, types: types, from: range.from, to: range.to,
-                order: range.order, limit: range.limit, after: after
-            )
-            return Page(items: page.items.map(SampleBody.init), nextCursor: page.next.map { OwnDataCursor.encode($0, order: range.order) })
+            let query = try SampleListingQuery(request)
+            return try await query.page(granted.samples(
+                for: context.principal, request: id, types: query.types, from: query.range.from, to: query.range.to,
+                order: query.range.order, limit: query.range.limit, after: query.after
+            ))
         }
         group.get("requests/{requestId}/data/locations") { request, context -> Page<LocationFixBody> in
             let id = try AccessScopeFields.requestId(context.parameters)
-            var fields = FieldValidator()
-            let range = TimeRangeQuery(request, fields: &fields)
-            let after = fields.optional("cursor", range.cursor) { (raw: String) throws(InvalidValue) in
-                try OwnDataCursor.decodeLocation(raw, order: range.order)
-            }
-            try fields.finish()
-            let page = try await granted.locations(
-                for: context.principal, request: id, from: range.from, to: range.to, order: range.order, limit: range.limit, after: after
-            )
-            return Page(items: page.items.map(LocationFixBody.init), nextCursor: page.next.map { OwnDataCursor.encode($0, order: range.order) })
+            let query = try LocationListingQuery(request)
+            return try await query.page(granted.locations(
+                for: context.principal, request: id, from: query.range.from, to: query.range.to,
+                order: query.range.order, limit: query.range.limit, after: query.after
+            ))
         }
     }
 }

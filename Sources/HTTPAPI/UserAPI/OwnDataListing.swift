@@ -152,3 +152,46 @@ struct SummaryBody: ResponseEncodable {
         }
     }
 }
+
+/// The query of a sample listing — window, order, limit, `type`, cursor — and the page it makes.
+/// Shared by the individual's own listing and a party's reads of a grant.
+struct SampleListingQuery {
+    let range: TimeRangeQuery
+    let types: [SampleType]
+    let after: SamplePosition?
+
+    init(_ request: Request) throws {
+        var fields = FieldValidator()
+        let range = TimeRangeQuery(request, fields: &fields)
+        types = UserDataController.types(request, fields: &fields)
+        after = fields.optional("cursor", range.cursor) { (raw: String) throws(InvalidValue) in
+            try OwnDataCursor.decodeSample(raw, order: range.order)
+        }
+        self.range = range
+        try fields.finish()
+    }
+
+    func page(_ page: ListingPage<StoredSample, SamplePosition>) -> Page<SampleBody> {
+        Page(items: page.items.map(SampleBody.init), nextCursor: page.next.map { OwnDataCursor.encode($0, order: range.order) })
+    }
+}
+
+/// The query of a location listing and the page it makes.
+struct LocationListingQuery {
+    let range: TimeRangeQuery
+    let after: (timeMs: Int64, key: Int64)?
+
+    init(_ request: Request) throws {
+        var fields = FieldValidator()
+        let range = TimeRangeQuery(request, fields: &fields)
+        after = fields.optional("cursor", range.cursor) { (raw: String) throws(InvalidValue) in
+            try OwnDataCursor.decodeLocation(raw, order: range.order)
+        }
+        self.range = range
+        try fields.finish()
+    }
+
+    func page(_ page: ListingPage<StoredLocationFix, (timeMs: Int64, key: Int64)>) -> Page<LocationFixBody> {
+        Page(items: page.items.map(LocationFixBody.init), nextCursor: page.next.map { OwnDataCursor.encode($0, order: range.order) })
+    }
+}

@@ -27,32 +27,20 @@ struct UserDataController {
             return IngestResultBody(result)
         }
         group.get("data") { request, context -> Page<SampleBody> in
-            var fields = FieldValidator()
-            let range = TimeRangeQuery(request, fields: &fields)
-            let types = Self.types(request, fields: &fields)
-            let after = fields.optional("cursor", range.cursor) { (raw: String) throws(InvalidValue) in
-                try OwnDataCursor.decodeSample(raw, order: range.order)
-            }
-            try fields.finish()
-            let page = try await ownData.samples(
-                of: context.principal, types: types, from: range.from, to: range.to, order: range.order, limit: range.limit, after: after
-            )
-            return Page(items: page.items.map(SampleBody.init), nextCursor: page.next.map { OwnDataCursor.encode($0, order: range.order) })
+            let query = try SampleListingQuery(request)
+            return try await query.page(ownData.samples(
+                of: context.principal, types: query.types, from: query.range.from, to: query.range.to,
+                order: query.range.order, limit: query.range.limit, after: query.after
+            ))
         }
         group.get("data/summary") { request, context in
             try await summary(request, context: context)
         }
         group.get("data/locations") { request, context -> Page<LocationFixBody> in
-            var fields = FieldValidator()
-            let range = TimeRangeQuery(request, fields: &fields)
-            let after = fields.optional("cursor", range.cursor) { (raw: String) throws(InvalidValue) in
-                try OwnDataCursor.decodeLocation(raw, order: range.order)
-            }
-            try fields.finish()
-            let page = try await ownData.locations(
-                of: context.principal, from: range.from, to: range.to, order: range.order, limit: range.limit, after: after
-            )
-            return Page(items: page.items.map(LocationFixBody.init), nextCursor: page.next.map { OwnDataCursor.encode($0, order: range.order) })
+            let query = try LocationListingQuery(request)
+            return try await query.page(ownData.locations(
+                of: context.principal, from: query.range.from, to: query.range.to, order: query.range.order, limit: query.range.limit, after: query.after
+            ))
         }
     }
 
