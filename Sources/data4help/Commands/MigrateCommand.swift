@@ -12,13 +12,15 @@ struct MigrateCommand: AsyncParsableCommand {
         let configuration = try ServerEnvironment.configuration(host: nil, port: nil)
         let logger = ServerEnvironment.bootstrapLogging(level: configuration.logLevel)
         let migrations = try MigrationSet(directory: URL(fileURLWithPath: configuration.migrationsDirectory))
-        try await ServerEnvironment.withDatabase(configuration, logger: logger) { url in
-            let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: logger)
-            try await database.whileRunning {
-                let report = try await Migrator(database: database, migrations: migrations).migrate()
-                logger.info("migrations done", metadata: [
-                    "applied": "\(report.applied.joined(separator: ","))", "previously": "\(report.alreadyApplied)",
-                ])
+        try await StartupFailure.reporting {
+            try await ServerEnvironment.withDatabase(configuration, logger: logger) { url in
+                let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: logger)
+                try await database.whileRunning {
+                    let report = try await Migrator(database: database, migrations: migrations).migrate()
+                    logger.info("migrations done", metadata: [
+                        "applied": "\(report.applied.joined(separator: ","))", "previously": "\(report.alreadyApplied)",
+                    ])
+                }
             }
         }
     }

@@ -17,9 +17,11 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = try ServerEnvironment.configuration(host: host, port: port)
         let logger = ServerEnvironment.bootstrapLogging(level: configuration.logLevel)
         let metrics = ServerEnvironment.bootstrapMetrics()
-        try await ServerEnvironment.withDatabase(configuration, logger: logger) { databaseURL in
-            let app = try buildApplication(configuration: configuration, databaseURL: databaseURL, metrics: metrics, logger: logger)
-            try await app.runService()
+        try await StartupFailure.reporting {
+            try await ServerEnvironment.withDatabase(configuration, logger: logger) { databaseURL in
+                let app = try buildApplication(configuration: configuration, databaseURL: databaseURL, metrics: metrics, logger: logger)
+                try await app.runService()
+            }
         }
     }
 }
