@@ -93,7 +93,7 @@ package struct HealthDataStore: Sendable {
     /// Duplicates — a key already in the sample's block, or repeated within the batch — are
     /// skipped. Each new sample is merged into its block (kept sorted by offset) and added to
     /// the daily rollup of its day in the individual's time zone (types `sample_types` marks
-    /// `rolled_up`).
+    /// `rolled_up`); every active subscribed grant it falls under gets a `data_events` row.
     /// Ingests of one individual are serialised by a transaction-scoped advisory lock, so the
     /// read-merge-write of a block never races; different individuals never wait for each other.
     package func ingest(
@@ -231,6 +231,23 @@ package struct HealthDataStore: Sendable {
                     value_sum    = daily_rollups.value_sum + EXCLUDED.value_sum,
                     value_min    = LEAST(daily_rollups.value_min, EXCLUDED.value_min),
                     value_max    = GREATEST(daily_rollups.value_max, EXCLUDED.value_max)
+            ),
+            subscriptions AS (   -- index: access_requests_subscriptions_idx
+                SELECT r.id, r.third_party_id, r.granted_types, r.granted_from, r.granted_to
+                FROM access_requests r
+                WHERE r.individual_id = \(individualId) AND r.status = 'granted' AND r.subscribe
+                  AND (r.granted_until IS NULL OR r.granted_until > now())
+            ),
+            events AS (    -- the outbox: one event per subscribed grant that this upload gave new data
+                INSERT INTO data_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
+                SELECT s.third_party_id, s.id, \(individualId), min(f.start_ms), max(f.start_ms), array_agg(DISTINCT t.name), array_agg(f.key)
+                FROM subscriptions s
+                JOIN (SELECT *, (extract(epoch FROM block_start) * 1000)::int8 + offset_ms AS start_ms FROM fresh) f ON true
+                JOIN sample_types t ON t.code = f.sample_type
+                WHERE t.name = ANY (s.granted_types)
+                  AND (s.granted_from IS NULL OR f.start_ms >= (extract(epoch FROM s.granted_from) * 1000)::int8)
+                  AND (s.granted_to IS NULL OR f.start_ms < (extract(epoch FROM s.granted_to) * 1000)::int8)
+                GROUP BY s.id, s.third_party_id
             )
             SELECT ordinal FROM fresh
             """
@@ -252,10 +269,24 @@ package struct HealthDataStore: Sendable {
                 FROM incoming
                 ON CONFLICT DO NOTHING
                 RETURNING recorded_at, dedupe_key
+            ),
+            fresh AS (
+                SELECT min(i.ordinal) AS ordinal, i.time_ms, i.key FROM incoming i
+                JOIN inserted n ON n.recorded_at = 'epoch'::timestamptz + i.time_ms * interval '1 millisecond' AND n.dedupe_key = i.key
+                GROUP BY i.time_ms, i.key
+            ),
+            events AS (    -- the outbox, as for samples: grants that include 'location'
+                INSERT INTO data_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
+                SELECT r.third_party_id, r.id, \(individualId), min(f.time_ms), max(f.time_ms), ARRAY['location'], array_agg(f.key)
+                FROM access_requests r JOIN fresh f ON true
+                WHERE r.individual_id = \(individualId) AND r.status = 'granted' AND r.subscribe
+                  AND (r.granted_until IS NULL OR r.granted_until > now())
+                  AND 'location' = ANY (r.granted_types)
+                  AND (r.granted_from IS NULL OR f.time_ms >= (extract(epoch FROM r.granted_from) * 1000)::int8)
+                  AND (r.granted_to IS NULL OR f.time_ms < (extract(epoch FROM r.granted_to) * 1000)::int8)
+                GROUP BY r.id, r.third_party_id
             )
-            SELECT min(i.ordinal) FROM incoming i
-            JOIN inserted n ON n.recorded_at = 'epoch'::timestamptz + i.time_ms * interval '1 millisecond' AND n.dedupe_key = i.key
-            GROUP BY i.time_ms, i.key
+            SELECT ordinal FROM fresh
             """
     }
 }

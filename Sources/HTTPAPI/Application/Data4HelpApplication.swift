@@ -64,6 +64,7 @@ struct Components {
     let accessRequests: AccessRequestService
     let grantedData: GrantedDataReader
     let accessLog: AccessLog
+    let subscriptionFeed: SubscriptionFeed
 
     init(database: Database, configuration: AppConfiguration) {
         let hasher = PasswordHasher()
@@ -79,6 +80,7 @@ struct Components {
         accessRequests = AccessRequestService(database: database, pendingLifetime: configuration.requestLifetime)
         grantedData = GrantedDataReader(database: database)
         accessLog = AccessLog(database: database)
+        subscriptionFeed = SubscriptionFeed(database: database)
     }
 }
 
@@ -127,6 +129,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     APIKeyController(keys: components.apiKeys, body: body).addRoutes(to: authenticatedParties)
     AccessRequestController(requests: components.accessRequests, body: body).addRoutes(to: authenticatedParties)
     GrantedDataController(granted: components.grantedData).addRoutes(to: authenticatedParties)
+    SubscriptionFeedController(feed: components.subscriptionFeed).addRoutes(to: authenticatedParties)
 
     return router.router
 }

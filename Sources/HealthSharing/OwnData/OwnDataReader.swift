@@ -18,6 +18,19 @@ package struct StoredSample: Sendable, Equatable {
     /// Where it stands in the listing order, for cursors.
     package let position: SamplePosition
 
+    /// A stored row as its reader sees it; nil for a type code this build does not know.
+    init?(row: SampleRow) {
+        guard let type = SampleType(storageCode: row.type) else { return nil }
+        let start = Date(timeIntervalSince1970: Double(row.startMs) / 1000)
+        self.type = type
+        self.start = start
+        end = row.durationMs.map { start.addingTimeInterval(Double($0) / 1000) }
+        // Values are stored as float4: show the shortest decimal that is that float (99.088, not 99.08799743…).
+        value = Double(row.value.description) ?? Double(row.value)
+        source = row.source
+        position = SamplePosition(startMs: row.startMs, type: row.type, key: row.key)
+    }
+
     /// The sleep stage of a `sleep` sample.
     package var sleepStage: SleepStage? {
         guard type == .sleep else { return nil }
@@ -33,6 +46,15 @@ package struct StoredLocationFix: Sendable, Equatable {
     package let accuracy: Double?
     package let altitude: Double?
     package let position: (timeMs: Int64, key: Int64)
+
+    init(row: LocationRow) {
+        time = Date(timeIntervalSince1970: Double(row.timeMs) / 1000)
+        latitude = row.latitude
+        longitude = row.longitude
+        accuracy = row.accuracy.map(Double.init)
+        altitude = row.altitude.map(Double.init)
+        position = (row.timeMs, row.key)
+    }
 
     package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.time == rhs.time && lhs.latitude == rhs.latitude && lhs.longitude == rhs.longitude
@@ -72,18 +94,7 @@ package struct OwnDataReader: Sendable {
             fromMs: from.map(Self.milliseconds), toMs: to.map(Self.milliseconds),
             descending: order == .descending, limit: limit + 1, after: after
         )
-        let items: [StoredSample] = rows.prefix(limit).compactMap { row in
-            guard let type = SampleType(storageCode: row.type) else { return nil }
-            let start = Date(timeIntervalSince1970: Double(row.startMs) / 1000)
-            return StoredSample(
-                type: type, start: start,
-                end: row.durationMs.map { start.addingTimeInterval(Double($0) / 1000) },
-                // Values are stored as float4: show the shortest decimal that is that float (99.088, not 99.08799743…).
-                value: Double(row.value.description) ?? Double(row.value),
-                source: row.source,
-                position: SamplePosition(startMs: row.startMs, type: row.type, key: row.key)
-            )
-        }
+        let items = rows.prefix(limit).compactMap(StoredSample.init(row:))
         return ListingPage(items: items, next: rows.count > limit ? items.last?.position : nil)
     }
 
@@ -102,12 +113,7 @@ package struct OwnDataReader: Sendable {
             individualId: individualId, fromMs: from.map(Self.milliseconds), toMs: to.map(Self.milliseconds),
             descending: order == .descending, limit: limit + 1, after: after
         )
-        let items = rows.prefix(limit).map { row in
-            StoredLocationFix(
-                time: Date(timeIntervalSince1970: Double(row.timeMs) / 1000), latitude: row.latitude, longitude: row.longitude,
-                accuracy: row.accuracy.map(Double.init), altitude: row.altitude.map(Double.init), position: (row.timeMs, row.key)
-            )
-        }
+        let items = rows.prefix(limit).map(StoredLocationFix.init(row:))
         return ListingPage(items: Array(items), next: rows.count > limit ? items.last?.position : nil)
     }
 
