@@ -87,15 +87,7 @@ package struct AccessRequestStore: Sendable {
 
     /// The party's requests, newest first, optionally of one effective status.
     package func listForParty(thirdPartyId: Int64, status: String?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
-        let rows = try await database.query("""
-            SELECT * FROM (
-                SELECT \(unescaped: Self.columns) FROM access_requests r JOIN third_parties p ON p.id = r.third_party_id
-                WHERE r.third_party_id = \(thirdPartyId) AND r.id < \(beforeId ?? Int64.max)
-            ) listed
-            WHERE \(status)::text IS NULL OR listed.effective_status = \(status)
-            ORDER BY listed.id DESC LIMIT \(limit)
-            """)
-        return try rows.map(Self.record)
+        try await list(owner: .thirdParty(thirdPartyId), status: status, beforeId: beforeId, limit: limit)
     }
 
     /// One of the party's requests, with its history.
@@ -111,16 +103,7 @@ package struct AccessRequestStore: Sendable {
 
     /// The requests naming the individual's fiscal code, newest first (index: access_requests_fiscal_code_idx).
     package func listForIndividual(individualId: Int64, status: String?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
-        let rows = try await database.query("""
-            SELECT * FROM (
-                SELECT \(unescaped: Self.columns) FROM access_requests r JOIN third_parties p ON p.id = r.third_party_id
-                WHERE r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = \(individualId))
-                  AND r.id < \(beforeId ?? Int64.max)
-            ) listed
-            WHERE \(status)::text IS NULL OR listed.effective_status = \(status)
-            ORDER BY listed.id DESC LIMIT \(limit)
-            """)
-        return try rows.map(Self.record)
+        try await list(owner: .individual(individualId), status: status, beforeId: beforeId, limit: limit)
     }
 
     /// One request naming the individual, with its history.
@@ -217,6 +200,25 @@ package struct AccessRequestStore: Sendable {
     }
 
     // MARK: - Helpers
+
+    /// Newest first, of one effective status when given. A party's requests are those it filed
+    /// (index: access_requests_third_party_idx); an individual's, those naming their fiscal code
+    /// (index: access_requests_fiscal_code_idx). The filter is a constant; the id is bound.
+    private func list(owner: AccountReference, status: String?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
+        let (before, after) = switch owner {
+        case .thirdParty: ("r.third_party_id = ", "")
+        case .individual: ("r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = ", ")")
+        }
+        let rows = try await database.query("""
+            SELECT * FROM (
+                SELECT \(unescaped: Self.columns) FROM access_requests r JOIN third_parties p ON p.id = r.third_party_id
+                WHERE \(unescaped: before)\(owner.accountId)\(unescaped: after) AND r.id < \(beforeId ?? Int64.max)
+            ) listed
+            WHERE \(status)::text IS NULL OR listed.effective_status = \(status)
+            ORDER BY listed.id DESC LIMIT \(limit)
+            """)
+        return try rows.map(Self.record)
+    }
 
     private static func idForIndividual(
         _ individualId: Int64, _ publicId: UUID, lock: Bool, on connection: PostgresConnection, logger: Logger

@@ -55,7 +55,7 @@ package struct DataManager: Sendable {
         }
         var locationColumns = LocationColumns()
         for fix in fixes {
-            locationColumns.append(timeMs: IngestRules.milliseconds(fix.time), key: fix.key, latitude: fix.latitude, longitude: fix.longitude, accuracy: fix.accuracy, altitude: fix.altitude)
+            locationColumns.append(timeMs: fix.time.epochMilliseconds, key: fix.key, latitude: fix.latitude, longitude: fix.longitude, accuracy: fix.accuracy, altitude: fix.altitude)
         }
         let outcome = try await store.ingest(individualId: individualId, samples: sampleColumns, locations: locationColumns)
         let stored = StoredDataBatch(

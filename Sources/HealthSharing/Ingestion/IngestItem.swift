@@ -91,7 +91,7 @@ package struct IngestRules: Sendable {
             }
         }
         let stored = Float(canonical)
-        let key = raw.id.map(DedupeKey.forClientId) ?? DedupeKey.forSample(startMilliseconds: Self.milliseconds(start), value: stored)
+        let key = raw.id.map(DedupeKey.forClientId) ?? DedupeKey.forSample(startMilliseconds: start.epochMilliseconds, value: stored)
         return NewSample(type: type, start: start, end: end, value: stored, key: key, source: raw.source)
     }
 
@@ -102,7 +102,7 @@ package struct IngestRules: Sendable {
         if let altitude = raw.altitude, !(-1_000...20_000).contains(altitude) { throw SampleRejection("altitude must be between -1000 and 20000 m") }
         let time = try instant(raw.time, field: "time", now: now)
         let key = raw.id.map(DedupeKey.forClientId)
-            ?? DedupeKey.forFix(timeMilliseconds: Self.milliseconds(time), latitude: latitude, longitude: longitude)
+            ?? DedupeKey.forFix(timeMilliseconds: time.epochMilliseconds, latitude: latitude, longitude: longitude)
         return NewLocationFix(
             time: time, latitude: latitude, longitude: longitude,
             accuracy: raw.accuracy.map(Float.init), altitude: raw.altitude.map(Float.init), key: key
@@ -118,8 +118,11 @@ package struct IngestRules: Sendable {
         guard date.timeIntervalSince(now) <= futureTolerance else { throw SampleRejection("\(field) is in the future") }
         return date
     }
+}
 
-    package static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
+extension Date {
+    /// Whole milliseconds since the epoch (rounded down): how times cross into SQL exactly.
+    package var epochMilliseconds: Int64 {
+        Int64((timeIntervalSince1970 * 1000).rounded(.down))
     }
 }

@@ -91,7 +91,7 @@ package struct OwnDataReader: Sendable {
     ) async throws -> ListingPage<StoredSample, SamplePosition> {
         let rows = try await reader.samples(
             individualId: individualId, types: (types.isEmpty ? SampleType.allCases : types).map(\.storageCode),
-            fromMs: from.map(Self.milliseconds), toMs: to.map(Self.milliseconds),
+            fromMs: from.map(\.epochMilliseconds), toMs: to.map(\.epochMilliseconds),
             descending: order == .descending, limit: limit + 1, after: after
         )
         let items = rows.prefix(limit).compactMap(StoredSample.init(row:))
@@ -110,7 +110,7 @@ package struct OwnDataReader: Sendable {
         ofIndividual individualId: Int64, from: Date?, to: Date?, order: ListingOrder, limit: Int, after: (timeMs: Int64, key: Int64)?
     ) async throws -> ListingPage<StoredLocationFix, (timeMs: Int64, key: Int64)> {
         let rows = try await reader.locations(
-            individualId: individualId, fromMs: from.map(Self.milliseconds), toMs: to.map(Self.milliseconds),
+            individualId: individualId, fromMs: from.map(\.epochMilliseconds), toMs: to.map(\.epochMilliseconds),
             descending: order == .descending, limit: limit + 1, after: after
         )
         let items = rows.prefix(limit).map(StoredLocationFix.init(row:))
@@ -122,9 +122,6 @@ package struct OwnDataReader: Sendable {
         return id
     }
 
-    private static func milliseconds(_ date: Date) -> Int64 {
-        Int64((date.timeIntervalSince1970 * 1000).rounded(.down))
-    }
 }
 
 /// Statistics of one summary bucket, values in the type's canonical unit.
@@ -175,7 +172,7 @@ extension OwnDataReader {
         guard to.timeIntervalSince(from) <= Double(maximumDays) * 86_400 else { throw SummaryError.windowTooLong(maximumDays: maximumDays) }
         let (timeZone, rows) = try await summaries.summary(
             individualId: individualId, type: type.storageCode, bucket: bucket,
-            fromMs: Int64((from.timeIntervalSince1970 * 1000).rounded(.down)), toMs: Int64((to.timeIntervalSince1970 * 1000).rounded(.down))
+            fromMs: from.epochMilliseconds, toMs: to.epochMilliseconds
         )
         let buckets = rows.map { row in
             SummaryBucketStats(
