@@ -3,13 +3,14 @@ import Foundation
 
 /// The random secrets this server hands out, and the digests it stores instead of them.
 ///
-/// Secrets carry a recognisable prefix (`d4ht_` login token, `d4hk_` API key) so that a leaked
+/// Secrets carry a recognisable prefix (`d4ht_` login token, `d4hk_` API key, `d4hw_` webhook signing secret) so that a leaked
 /// one is easy to spot in code or logs, and so a bearer credential can be routed to the right
 /// table without a second lookup. 32 bytes from the system CSPRNG give 256 bits of entropy,
 /// which makes a fast hash (SHA-256) the right digest: there is nothing to brute-force.
 package enum BearerSecret {
     package static let accessTokenPrefix = "d4ht_"
     package static let apiKeyPrefix = "d4hk_"
+    package static let webhookSecretPrefix = "d4hw_"
 
     /// A new login token: `d4ht_` and 43 base64url characters.
     package static func newAccessToken() -> String {
@@ -23,6 +24,12 @@ package enum BearerSecret {
         let identifier = String((0..<8).map { _ in alphabet.randomElement(using: &generator)! })
         let visiblePrefix = apiKeyPrefix + identifier
         return (visiblePrefix + "_" + base64URL(randomBytes(32)), visiblePrefix)
+    }
+
+    /// A new webhook signing secret: `d4hw_` and 43 base64url characters. Unlike the other two it
+    /// is kept as is (the server signs with it), and it proves nothing to this server.
+    package static func newWebhookSecret() -> String {
+        webhookSecretPrefix + base64URL(randomBytes(32))
     }
 
     /// The SHA-256 digest stored and looked up in place of the secret.

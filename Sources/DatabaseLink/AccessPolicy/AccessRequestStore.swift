@@ -41,6 +41,7 @@ package struct AccessRequestStore: Sendable {
     }
 
     /// Stores a request: `pending`, or `denied` at once when the person has blocked the party.
+    /// A pending request is announced to the person's registered device (`request.created`).
     /// A second pending request of the party for the same fiscal code throws a unique violation.
     package func create(_ request: NewAccessRequest) async throws -> AccessRequestRecord {
         let logger = database.logger
@@ -51,9 +52,7 @@ package struct AccessRequestStore: Sendable {
                     UPDATE access_requests SET status = 'expired'
                     WHERE third_party_id = \(request.thirdPartyId) AND fiscal_code = \(request.fiscalCode)
                       AND status = 'pending' AND expires_at <= now()
-                    RETURNING id
-                )
-                INSERT INTO access_request_history (request_id, status, actor) SELECT id, 'expired', 'system' FROM lapsed
+                \(unescaped: Self.expiredTail)
                 """, logger: logger)
             let rows = try await connection.query("""
                 WITH blocked AS (
@@ -70,7 +69,17 @@ package struct AccessRequestStore: Sendable {
                            \(request.expiresAt), CASE WHEN blocked.yes THEN 'denied' ELSE 'pending' END,
                            CASE WHEN blocked.yes THEN now() END
                     FROM blocked
-                    RETURNING id, status
+                    RETURNING id, public_id, status, purpose, types
+                ),
+                notification AS (   -- the individual's device hears of it, when they registered one
+                    INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
+                    SELECT w.id, n.id, 'request.created', jsonb_build_object(
+                               'requestId', lower(n.public_id::text), 'organisation', p.name, 'purpose', n.purpose, 'types', n.types)
+                    FROM inserted n
+                    JOIN individuals i ON i.fiscal_code = \(request.fiscalCode)
+                    JOIN webhook_endpoints w ON w.individual_id = i.id
+                    JOIN third_parties p ON p.id = \(request.thirdPartyId)
+                    WHERE n.status = 'pending'
                 ),
                 history AS (
                     INSERT INTO access_request_history (request_id, status, actor)
@@ -242,6 +251,30 @@ package struct AccessRequestStore: Sendable {
         record.history = try history.map { try $0.decode((Date, String, String).self) }.map { AccessRequestChange(at: $0.0, status: $0.1, actor: $0.2) }
         return record
     }
+
+    /// Moves up to `limit` requests whose time is up to `expired` (pending ones past their expiry,
+    /// grants past their end), with history and events; returns how many. Reads already treat
+    /// them as expired; this makes it a recorded change the party is told about.
+    package func expireLapsed(limit: Int = 1_000) async throws -> Int {
+        let rows = try await database.query("""
+            WITH lapsed AS (   -- index: access_requests_lapse_idx, access_requests_grant_end_idx
+                UPDATE access_requests SET status = 'expired'
+                WHERE id IN (SELECT id FROM access_requests WHERE status = 'pending' AND expires_at <= now()
+                             UNION ALL
+                             SELECT id FROM access_requests WHERE status = 'granted' AND granted_until <= now()
+                             LIMIT \(limit))
+            \(unescaped: Self.expiredTail)
+            """)
+        return try rows.first?.decode(Int.self) ?? 0
+    }
+
+    /// The end of an expiring `UPDATE` named `lapsed`: its history rows (which become the
+    /// party's events), and the count.
+    private static let expiredTail = """
+        RETURNING id),
+        history AS (INSERT INTO access_request_history (request_id, status, actor) SELECT id, 'expired', 'system' FROM lapsed)
+        SELECT count(*) FROM lapsed
+        """
 
     private static func setStatus(ids: [Int64], status: String, actor: String, on connection: PostgresConnection, logger: Logger) async throws {
         guard !ids.isEmpty else { return }

@@ -93,7 +93,7 @@ package struct HealthDataStore: Sendable {
     /// Duplicates — a key already in the sample's block, or repeated within the batch — are
     /// skipped. Each new sample is merged into its block (kept sorted by offset) and added to
     /// the daily rollup of its day in the individual's time zone (types `sample_types` marks
-    /// `rolled_up`); every active subscribed grant it falls under gets a `data_events` row.
+    /// `rolled_up`); every active subscribed grant it falls under gets a `party_events` row.
     /// Ingests of one individual are serialised by a transaction-scoped advisory lock, so the
     /// read-merge-write of a block never races; different individuals never wait for each other.
     package func ingest(
@@ -239,7 +239,7 @@ package struct HealthDataStore: Sendable {
                   AND (r.granted_until IS NULL OR r.granted_until > now())
             ),
             events AS (    -- the outbox: one event per subscribed grant that this upload gave new data
-                INSERT INTO data_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
+                INSERT INTO party_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
                 SELECT s.third_party_id, s.id, \(individualId), min(f.start_ms), max(f.start_ms), array_agg(DISTINCT t.name), array_agg(f.key)
                 FROM subscriptions s
                 JOIN (SELECT *, (extract(epoch FROM block_start) * 1000)::int8 + offset_ms AS start_ms FROM fresh) f ON true
@@ -276,7 +276,7 @@ package struct HealthDataStore: Sendable {
                 GROUP BY i.time_ms, i.key
             ),
             events AS (    -- the outbox, as for samples: grants that include 'location'
-                INSERT INTO data_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
+                INSERT INTO party_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
                 SELECT r.third_party_id, r.id, \(individualId), min(f.time_ms), max(f.time_ms), ARRAY['location'], array_agg(f.key)
                 FROM access_requests r JOIN fresh f ON true
                 WHERE r.individual_id = \(individualId) AND r.status = 'granted' AND r.subscribe

@@ -1,6 +1,7 @@
 import Configuration
 import DatabaseLink
 import Foundation
+import HealthSharing
 import Logging
 
 /// Every setting of the server, read once at start-up. The README's configuration table lists
@@ -29,7 +30,30 @@ package struct AppConfiguration: Sendable {
     /// `OPENAPI_PATH`: the API contract served at `/openapi.yaml`.
     package var openAPIPath = "openapi/data4help.yaml"
 
+    /// `REQUEST_EXPIRY_SWEEP_SECONDS`: how often lapsed requests and ended grants are recorded as
+    /// expired (and their parties told).
+    package var requestExpirySweep = Duration.seconds(60)
+    /// `WEBHOOK_TIMEOUT_SECONDS`: how long a webhook receiver has to answer.
+    package var webhookTimeout = Duration.seconds(10)
+    /// `WEBHOOK_BACKOFF_SCALE`: multiplies the retry schedule (1 min … 12 h); below 1 only for tests.
+    package var webhookBackoffScale = 1.0
+    /// `WEBHOOK_WORKERS`: concurrent webhook attempts per instance.
+    package var webhookWorkers = 8
+    /// `WEBHOOK_ALLOW_PRIVATE_NETWORKS`: development only — lets webhooks reach loopback and
+    /// private addresses (a local receiver); never set it in production (SSRF).
+    package var webhookAllowPrivateNetworks = false
+
     package init() {}
+
+    /// The webhook delivery settings these values make.
+    package var webhookSettings: WebhookDeliverySettings {
+        var settings = WebhookDeliverySettings()
+        settings.timeout = webhookTimeout
+        settings.workers = webhookWorkers
+        settings.allowPrivateNetworks = webhookAllowPrivateNetworks
+        settings.backoff = settings.backoff.map { $0 * webhookBackoffScale }
+        return settings
+    }
 
     /// Reads the settings; an unparsable value is an error naming its variable, never silently ignored.
     package init(reader: ConfigReader) throws(ConfigurationError) {
@@ -56,6 +80,23 @@ package struct AppConfiguration: Sendable {
         let requestTTL = try Self.integer(reader, "request.ttl.seconds", env: "REQUEST_TTL_SECONDS", default: 30 * 24 * 3600, range: 60...(366 * 24 * 3600))
         requestLifetime = .seconds(requestTTL)
         maxBodyBytes = try Self.integer(reader, "max.body.bytes", env: "MAX_BODY_BYTES", default: maxBodyBytes, range: 1024...(256 * 1024 * 1024))
+        requestExpirySweep = .seconds(try Self.integer(
+            reader, "request.expiry.sweep.seconds", env: "REQUEST_EXPIRY_SWEEP_SECONDS", default: 60, range: 1...86_400
+        ))
+        webhookTimeout = .seconds(try Self.integer(reader, "webhook.timeout.seconds", env: "WEBHOOK_TIMEOUT_SECONDS", default: 10, range: 1...60))
+        webhookWorkers = try Self.integer(reader, "webhook.workers", env: "WEBHOOK_WORKERS", default: webhookWorkers, range: 1...256)
+        if let text = reader.string(forKey: "webhook.backoff.scale") {
+            guard let scale = Double(text), scale > 0, scale <= 10 else {
+                throw ConfigurationError("WEBHOOK_BACKOFF_SCALE must be a number above 0 and at most 10")
+            }
+            webhookBackoffScale = scale
+        }
+        if let text = reader.string(forKey: "webhook.allow.private.networks") {
+            guard let allow = Bool(text.lowercased()) else {
+                throw ConfigurationError("WEBHOOK_ALLOW_PRIVATE_NETWORKS must be true or false")
+            }
+            webhookAllowPrivateNetworks = allow
+        }
         if let value = reader.string(forKey: "migrations.dir") { migrationsDirectory = value }
         if let value = reader.string(forKey: "openapi.path") { openAPIPath = value }
     }

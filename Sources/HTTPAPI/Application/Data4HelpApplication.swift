@@ -37,7 +37,16 @@ package func buildApplication(
     var app = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "data4help"),
-        services: [database.client, TokenJanitor(database: database, logger: logger)],
+        services: [
+            database.client,
+            TokenJanitor(database: database, logger: logger),
+            EventListener(database: database, signal: components.changes, logger: logger),
+            RequestExpiry(database: database, interval: configuration.requestExpirySweep, logger: logger),
+            WebhookDispatcher(
+                database: database, events: components.partyEvents, encoder: WireWebhookEncoder(), signal: components.changes,
+                settings: configuration.webhookSettings, logger: logger
+            ),
+        ],
         logger: logger
     )
     app.beforeServerStarts {
@@ -64,7 +73,11 @@ struct Components {
     let accessRequests: AccessRequestService
     let grantedData: GrantedDataReader
     let accessLog: AccessLog
+    let partyEvents: PartyEvents
     let subscriptionFeed: SubscriptionFeed
+    let webhooks: WebhookEndpoints
+    /// Bumped whenever PostgreSQL announces new events or deliveries (see `EventListener`).
+    let changes: ChangeSignal
 
     init(database: Database, configuration: AppConfiguration) {
         let hasher = PasswordHasher()
@@ -80,7 +93,10 @@ struct Components {
         accessRequests = AccessRequestService(database: database, pendingLifetime: configuration.requestLifetime)
         grantedData = GrantedDataReader(database: database)
         accessLog = AccessLog(database: database)
-        subscriptionFeed = SubscriptionFeed(database: database)
+        partyEvents = PartyEvents(database: database)
+        subscriptionFeed = SubscriptionFeed(events: partyEvents)
+        webhooks = WebhookEndpoints(database: database, allowPrivateNetworks: configuration.webhookAllowPrivateNetworks)
+        changes = ChangeSignal()
     }
 }
 
@@ -114,6 +130,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
         accounts: components.individuals, ownData: components.ownData, requests: components.accessRequests, accessLog: components.accessLog
     ).addRoutes(to: authenticatedUsers)
     UserRequestController(requests: components.accessRequests, accessLog: components.accessLog, body: body).addRoutes(to: authenticatedUsers)
+    WebhookController<IndividualRequestContext>(endpoints: components.webhooks, body: body, prefix: "notifications").addRoutes(to: authenticatedUsers)
 
     // /api/thirdparties — organisations (tenants).
     let thirdParties = router.group("api/thirdparties")
@@ -130,6 +147,8 @@ func buildRouter(components: Components, operations: OperationsController, confi
     AccessRequestController(requests: components.accessRequests, body: body).addRoutes(to: authenticatedParties)
     GrantedDataController(granted: components.grantedData).addRoutes(to: authenticatedParties)
     SubscriptionFeedController(feed: components.subscriptionFeed).addRoutes(to: authenticatedParties)
+    WebhookController<ThirdPartyRequestContext>(endpoints: components.webhooks, body: body, prefix: "webhook").addRoutes(to: authenticatedParties)
+    EventStreamController(events: components.partyEvents, signal: components.changes).addRoutes(to: authenticatedParties)
 
     return router.router
 }

@@ -40,6 +40,14 @@ enum ErrorMapping {
                 return Problem(.forbidden, slug: "grant-not-active", title: "No active grant",
                                detail: "The request is \(status); no data can be read under it.")
             }
+        case let error as WebhookError:
+            switch error {
+            case .invalidURL(let reason): return .invalidField("url", reason)
+            case .notFound: return .notFound("webhook endpoint or delivery")
+            case .stillPending:
+                return Problem(.conflict, slug: "delivery-pending", title: "Delivery still pending",
+                               detail: "The delivery is still being attempted; redeliver it once it has been delivered or has failed.")
+            }
         case let error as SummaryError:
             switch error {
             case .notAQuantity(let type): return .invalidField("type", "must be a quantity type; \(type.rawValue) has no summary")

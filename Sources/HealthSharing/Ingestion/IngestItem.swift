@@ -1,4 +1,5 @@
 import Foundation
+import DatabaseLink
 
 /// One item of an upload as the client sent it, field by field, before any rule is applied.
 /// The HTTP layer fills it from JSON; `fieldError` is set when a field had the wrong JSON type.
@@ -117,12 +118,5 @@ package struct IngestRules: Sendable {
         guard date >= earliest else { throw SampleRejection("\(field) is before 2000-01-01") }
         guard date.timeIntervalSince(now) <= futureTolerance else { throw SampleRejection("\(field) is in the future") }
         return date
-    }
-}
-
-extension Date {
-    /// Whole milliseconds since the epoch (rounded down): how times cross into SQL exactly.
-    package var epochMilliseconds: Int64 {
-        Int64((timeIntervalSince1970 * 1000).rounded(.down))
     }
 }

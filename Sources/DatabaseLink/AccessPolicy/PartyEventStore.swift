@@ -1,44 +1,78 @@
 import Foundation
 import PostgresNIO
 
-/// One outbox event of a subscribed grant: new items of an upload, by reference.
-package struct DataEventRecord: Sendable, Equatable {
-    package var id: Int64
-    package var requestId: Int64
-    package var requestPublicId: UUID
-    package var thirdPartyId: Int64
-    package var individualId: Int64
+/// The data a `data.created` event refers to: the new items of one upload under one grant.
+package struct DataReference: Sendable, Equatable {
     package var firstMs: Int64
     package var lastMs: Int64
     package var kinds: [String]
     package var keys: [Int64]
 }
 
-/// `data_events`, read in order by the party they are for.
-package struct DataEventStore: Sendable {
+/// One event of a party's log (`party_events`): new data under a subscribed grant, or a change
+/// of one of its requests' state.
+package struct PartyEventRecord: Sendable, Equatable {
+    package var id: Int64
+    package var type: String
+    package var createdAt: Date
+    package var requestId: Int64
+    package var requestPublicId: UUID
+    package var thirdPartyId: Int64
+    package var individualId: Int64?
+    /// Set for `data.created` only.
+    package var data: DataReference?
+    /// Whether the grant the event came under is still active; data of an inactive grant is never delivered.
+    package var grantActive: Bool
+}
+
+/// `party_events`, read in order by the party they are for.
+package struct PartyEventStore: Sendable {
     let database: Database
 
     package init(database: Database) {
         self.database = database
     }
 
-    /// The party's events after `afterId`, oldest first, of grants that are still active: a
-    /// revoked or expired grant's undelivered events deliver nothing (index: data_events_third_party_idx).
-    package func events(thirdPartyId: Int64, afterId: Int64, limit: Int) async throws -> [DataEventRecord] {
+    /// The party's events after `afterId`, oldest first. Data events of a grant that is no longer
+    /// active are left out: a revoked or expired grant's undelivered data delivers nothing.
+    /// With `dataOnly`, the state changes are left out too (index: party_events_third_party_idx).
+    package func events(thirdPartyId: Int64, afterId: Int64, dataOnly: Bool = false, limit: Int) async throws -> [PartyEventRecord] {
         let rows = try await database.query("""
-            SELECT e.id, e.request_id, r.public_id, e.third_party_id, e.individual_id, e.first_ms, e.last_ms, e.kinds, e.keys
-            FROM data_events e JOIN access_requests r ON r.id = e.request_id
+            SELECT \(unescaped: Self.columns)
+            FROM party_events e JOIN access_requests r ON r.id = e.request_id
             WHERE e.third_party_id = \(thirdPartyId) AND e.id > \(afterId)
-              AND r.status = 'granted' AND (r.granted_until IS NULL OR r.granted_until > now())
+              AND CASE WHEN e.event_type = 'data.created' THEN \(unescaped: Self.grantActive) ELSE NOT \(dataOnly) END
             ORDER BY e.id LIMIT \(limit)
             """)
-        return try rows.map { row in
-            let r = try row.decode((Int64, Int64, UUID, Int64, Int64, Int64, Int64, [String], [Int64]).self)
-            return DataEventRecord(
-                id: r.0, requestId: r.1, requestPublicId: r.2, thirdPartyId: r.3, individualId: r.4,
-                firstMs: r.5, lastMs: r.6, kinds: r.7, keys: r.8
-            )
+        return try rows.map(Self.record)
+    }
+
+    /// One event by id, whatever its grant's state now.
+    package func event(id: Int64) async throws -> PartyEventRecord? {
+        let rows = try await database.query("""
+            SELECT \(unescaped: Self.columns)
+            FROM party_events e JOIN access_requests r ON r.id = e.request_id
+            WHERE e.id = \(id)
+            """)
+        return try rows.first.map(Self.record)
+    }
+
+    private static let grantActive = "(r.status = 'granted' AND (r.granted_until IS NULL OR r.granted_until > now()))"
+    private static let columns = """
+        e.id, e.event_type, e.created_at, e.request_id, r.public_id, e.third_party_id, e.individual_id,
+        e.first_ms, e.last_ms, e.kinds, e.keys, \(grantActive)
+        """
+
+    private static func record(_ row: PostgresRow) throws -> PartyEventRecord {
+        let r = try row.decode((Int64, String, Date, Int64, UUID, Int64, Int64?, Int64?, Int64?, [String]?, [Int64]?, Bool).self)
+        var data: DataReference?
+        if let firstMs = r.7, let lastMs = r.8, let kinds = r.9, let keys = r.10 {
+            data = DataReference(firstMs: firstMs, lastMs: lastMs, kinds: kinds, keys: keys)
         }
+        return PartyEventRecord(
+            id: r.0, type: r.1, createdAt: r.2, requestId: r.3, requestPublicId: r.4, thirdPartyId: r.5, individualId: r.6,
+            data: data, grantActive: r.11
+        )
     }
 }
 

@@ -1,0 +1,258 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// An account's webhook endpoint, without its secret.
+package struct WebhookEndpointRecord: Sendable, Equatable {
+    package var url: String
+    package var createdAt: Date
+    package var updatedAt: Date
+}
+
+/// A delivery an instance has claimed: everything needed to send one attempt.
+package struct ClaimedDelivery: Sendable {
+    package var id: Int64
+    package var publicId: UUID
+    /// This attempt's number among all attempts of the delivery (1-based).
+    package var attempt: Int
+    /// This attempt's number since the delivery was created or last redelivered (1-based).
+    package var roundAttempt: Int
+    package var eventType: String
+    package var createdAt: Date
+    /// The party event to read the body from, or the body itself.
+    package var eventId: Int64?
+    package var payload: String?
+    package var url: String
+    package var secret: String
+}
+
+/// How an attempt ended, as the delivery log shows it.
+package struct DeliveryAttemptRecord: Sendable, Equatable {
+    package var attempt: Int
+    package var at: Date
+    package var durationMs: Int
+    package var statusCode: Int?
+    package var error: String?
+
+    package init(attempt: Int, at: Date, durationMs: Int, statusCode: Int?, error: String?) {
+        self.attempt = attempt
+        self.at = at
+        self.durationMs = durationMs
+        self.statusCode = statusCode
+        self.error = error
+    }
+}
+
+/// What becomes of a delivery after an attempt.
+package enum DeliveryOutcome: Sendable {
+    case delivered
+    case retry(at: Date)
+    case failed
+    /// Nothing to send any more (a data event whose grant ended); no attempt is recorded.
+    case cancelled
+}
+
+/// One delivery in an endpoint's log.
+package struct DeliveryRecord: Sendable, Equatable {
+    package var id: Int64
+    package var publicId: UUID
+    package var eventType: String
+    package var requestPublicId: UUID?
+    package var state: String
+    package var createdAt: Date
+    package var nextAttemptAt: Date?
+    package var finishedAt: Date?
+    package var attempts: [DeliveryAttemptRecord]
+}
+
+/// `webhook_endpoints`, `webhook_deliveries` and `webhook_attempts`: where accounts want their
+/// events, and the outbox the dispatchers of every instance work through.
+package struct WebhookStore: Sendable {
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    // MARK: Endpoints
+
+    /// Sets the owner's endpoint URL. A new endpoint gets `newSecret`, which is returned (to be
+    /// shown once); an existing one keeps its secret and nil is returned.
+    package func setEndpoint(owner: AccountReference, url: String, newSecret: String) async throws -> String? {
+        let column = owner.ownerColumn
+        let rows = try await database.query("""
+            INSERT INTO webhook_endpoints (\(unescaped: column), url, secret) VALUES (\(owner.accountId), \(url), \(newSecret))
+            ON CONFLICT (\(unescaped: column)) DO UPDATE SET url = EXCLUDED.url, updated_at = now()
+            RETURNING xmax = 0
+            """)
+        let inserted = try rows.first?.decode(Bool.self) ?? false
+        return inserted ? newSecret : nil
+    }
+
+    package func endpoint(owner: AccountReference) async throws -> WebhookEndpointRecord? {
+        let rows = try await database.query("""
+            SELECT url, created_at, updated_at FROM webhook_endpoints WHERE \(unescaped: owner.ownerColumn) = \(owner.accountId)
+            """)
+        return try rows.first.map { row in
+            let (url, created, updated) = try row.decode((String, Date, Date).self)
+            return WebhookEndpointRecord(url: url, createdAt: created, updatedAt: updated)
+        }
+    }
+
+    /// Replaces the endpoint's secret; false when the owner has no endpoint.
+    package func rotateSecret(owner: AccountReference, newSecret: String) async throws -> Bool {
+        let rows = try await database.query("""
+            UPDATE webhook_endpoints SET secret = \(newSecret), updated_at = now()
+            WHERE \(unescaped: owner.ownerColumn) = \(owner.accountId) RETURNING id
+            """)
+        return !rows.isEmpty
+    }
+
+    /// Removes the endpoint, and with it its pending deliveries and log; false when there was none.
+    package func deleteEndpoint(owner: AccountReference) async throws -> Bool {
+        let rows = try await database.query("""
+            DELETE FROM webhook_endpoints WHERE \(unescaped: owner.ownerColumn) = \(owner.accountId) RETURNING id
+            """)
+        return !rows.isEmpty
+    }
+
+    /// Queues a delivery with its own body (a test ping, a notification); nil when the owner has
+    /// no endpoint. `requestId` orders it with the other deliveries of that request.
+    package func enqueue(owner: AccountReference, eventType: String, payload: String, requestId: Int64? = nil) async throws -> UUID? {
+        let rows = try await database.query("""
+            INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
+            SELECT id, \(requestId), \(eventType), \(payload)::jsonb FROM webhook_endpoints
+            WHERE \(unescaped: owner.ownerColumn) = \(owner.accountId)
+            RETURNING public_id
+            """)
+        return try rows.first?.decode(UUID.self)
+    }
+
+    // MARK: Dispatching
+
+    /// Claims up to `limit` due deliveries for one attempt each, leasing them for `lease` (an
+    /// instance that dies mid-attempt leaves them to be claimed again when the lease runs out).
+    /// A delivery waits while an earlier one of the same request is pending, so each grant's
+    /// events arrive in order; `SKIP LOCKED` lets several instances claim side by side.
+    package func claim(limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
+        let leaseMs = lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000
+        let rows = try await database.query("""
+            WITH due AS (   -- index: webhook_deliveries_due_idx, webhook_deliveries_order_idx
+                SELECT d.id FROM webhook_deliveries d
+                WHERE d.state = 'pending' AND d.next_attempt_at <= now()
+                  AND NOT EXISTS (
+                      SELECT 1 FROM webhook_deliveries earlier
+                      WHERE earlier.endpoint_id = d.endpoint_id AND earlier.request_id = d.request_id
+                        AND earlier.state = 'pending' AND earlier.id < d.id)
+                ORDER BY d.next_attempt_at, d.id
+                LIMIT \(limit)
+                FOR UPDATE SKIP LOCKED
+            )
+            UPDATE webhook_deliveries d
+            SET attempts = d.attempts + 1, round_attempts = d.round_attempts + 1,
+                next_attempt_at = now() + \(leaseMs) * interval '1 millisecond'
+            FROM due, webhook_endpoints w
+            WHERE d.id = due.id AND w.id = d.endpoint_id
+            RETURNING d.id, d.public_id, d.attempts, d.round_attempts, d.event_type, d.created_at, d.event_id, d.payload::text, w.url, w.secret
+            """)
+        return try rows.map { row in
+            let r = try row.decode((Int64, UUID, Int32, Int32, String, Date, Int64?, String?, String, String).self)
+            return ClaimedDelivery(
+                id: r.0, publicId: r.1, attempt: Int(r.2), roundAttempt: Int(r.3), eventType: r.4, createdAt: r.5,
+                eventId: r.6, payload: r.7, url: r.8, secret: r.9
+            )
+        }
+    }
+
+    /// Records how the claimed attempt went. Ignored when the lease had run out and another
+    /// instance has claimed the delivery again since (its own attempt decides).
+    package func finish(_ delivery: ClaimedDelivery, attempt: DeliveryAttemptRecord?, outcome: DeliveryOutcome) async throws {
+        let (state, nextMs): (String, Int64?) = switch outcome {
+        case .delivered: ("delivered", nil)
+        case .retry(let at): ("pending", at.epochMilliseconds)
+        case .failed: ("failed", nil)
+        case .cancelled: ("cancelled", nil)
+        }
+        try await database.withTransaction { connection in
+            let updated = try await connection.query("""
+                UPDATE webhook_deliveries
+                SET state = \(state),
+                    next_attempt_at = COALESCE('epoch'::timestamptz + \(nextMs) * interval '1 millisecond', next_attempt_at),
+                    finished_at = CASE WHEN \(state) = 'pending' THEN NULL ELSE now() END
+                WHERE id = \(delivery.id) AND attempts = \(Int32(delivery.attempt)) AND state = 'pending'
+                RETURNING id
+                """, logger: database.logger).collect()
+            guard !updated.isEmpty, let attempt else { return }
+            try await connection.query("""
+                INSERT INTO webhook_attempts (delivery_id, attempt, at, duration_ms, status_code, error)
+                VALUES (\(delivery.id), \(Int32(attempt.attempt)), \(attempt.at), \(Int32(clamping: attempt.durationMs)),
+                        \(attempt.statusCode.map(Int32.init(clamping:))), \(attempt.error))
+                ON CONFLICT DO NOTHING
+                """, logger: database.logger)
+        }
+    }
+
+    // MARK: The log
+
+    /// The owner's deliveries, newest first, each with its attempts.
+    package func deliveries(owner: AccountReference, beforeId: Int64?, limit: Int) async throws -> [DeliveryRecord] {
+        let rows = try await database.query("""
+            SELECT d.id, d.public_id, d.event_type, r.public_id, d.state, d.created_at,
+                   CASE WHEN d.state = 'pending' THEN d.next_attempt_at END, d.finished_at
+            FROM webhook_deliveries d
+            JOIN webhook_endpoints w ON w.id = d.endpoint_id
+            LEFT JOIN access_requests r ON r.id = d.request_id
+            WHERE w.\(unescaped: owner.ownerColumn) = \(owner.accountId) AND d.id < \(beforeId ?? Int64.max)
+            ORDER BY d.id DESC LIMIT \(limit)
+            """)
+        var records = try rows.map { row in
+            let r = try row.decode((Int64, UUID, String, UUID?, String, Date, Date?, Date?).self)
+            return DeliveryRecord(
+                id: r.0, publicId: r.1, eventType: r.2, requestPublicId: r.3, state: r.4, createdAt: r.5,
+                nextAttemptAt: r.6, finishedAt: r.7, attempts: []
+            )
+        }
+        guard !records.isEmpty else { return [] }
+        let attempts = try await database.query("""
+            SELECT delivery_id, attempt, at, duration_ms, status_code, error FROM webhook_attempts
+            WHERE delivery_id = ANY (\(records.map(\.id))::int8[]) ORDER BY delivery_id, attempt
+            """)
+        var byDelivery: [Int64: [DeliveryAttemptRecord]] = [:]
+        for row in attempts {
+            let r = try row.decode((Int64, Int32, Date, Int32, Int32?, String?).self)
+            byDelivery[r.0, default: []].append(
+                DeliveryAttemptRecord(attempt: Int(r.1), at: r.2, durationMs: Int(r.3), statusCode: r.4.map(Int.init), error: r.5)
+            )
+        }
+        for index in records.indices { records[index].attempts = byDelivery[records[index].id] ?? [] }
+        return records
+    }
+
+    /// One of the owner's deliveries.
+    package func delivery(owner: AccountReference, publicId: UUID) async throws -> DeliveryRecord? {
+        let rows = try await database.query("""
+            SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
+            WHERE w.\(unescaped: owner.ownerColumn) = \(owner.accountId) AND d.public_id = \(publicId)
+            """)
+        guard let id = try rows.first?.decode(Int64.self) else { return nil }
+        return try await deliveries(owner: owner, beforeId: id + 1, limit: 1).first
+    }
+
+    /// Sends a finished delivery again, with a fresh round of attempts and the same delivery id
+    /// (receivers that already have it drop it). Nil when the owner has no such delivery, false
+    /// when it is still pending.
+    package func redeliver(owner: AccountReference, publicId: UUID) async throws -> Bool? {
+        let reopened = try await database.query("""
+            UPDATE webhook_deliveries d SET state = 'pending', round_attempts = 0, next_attempt_at = now(), finished_at = NULL
+            FROM webhook_endpoints w
+            WHERE w.id = d.endpoint_id AND w.\(unescaped: owner.ownerColumn) = \(owner.accountId)
+              AND d.public_id = \(publicId) AND d.state <> 'pending'
+            RETURNING d.id
+            """)
+        if !reopened.isEmpty {
+            try await database.query("SELECT pg_notify(\(EventListener.channel), '')")
+            return true
+        }
+        return try await delivery(owner: owner, publicId: publicId) == nil ? nil : false
+    }
+}

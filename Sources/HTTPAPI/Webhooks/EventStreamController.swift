@@ -1,0 +1,79 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import HealthSharing
+import Hummingbird
+import HTTPTypes
+import NIOCore
+import ServiceLifecycle
+
+/// `GET /api/thirdparties/stream`: the party's events as Server-Sent Events, live.
+///
+/// Each event is `id: <event id>`, `event: <type>`, `data: <EventBody JSON>`; a reconnecting
+/// client sends `Last-Event-ID` (EventSource does so by itself) and continues after it. Data of a
+/// grant that is no longer active is never sent. A comment line every 15 s keeps proxies from
+/// closing an idle stream; the server ends a stream after `maximumDuration` (the client reconnects,
+/// which also re-checks its credential).
+struct EventStreamController {
+    let events: PartyEvents
+    let signal: ChangeSignal
+    var heartbeat: Duration = .seconds(15)
+    var maximumDuration: Duration = .seconds(600)
+
+    func addRoutes(to group: some RouterMethods<ThirdPartyRequestContext>) {
+        group.get("stream") { request, context -> Response in
+            var fields = FieldValidator()
+            let lastEventId = fields.optional("Last-Event-ID", request.headers[.lastEventID]) { (raw: String) throws(InvalidValue) -> Int64 in
+                guard let id = Int64(raw.trimmingCharacters(in: .whitespaces)), id >= 0 else {
+                    throw InvalidValue("must be the id of an event this stream sent")
+                }
+                return id
+            } ?? 0
+            try fields.finish()
+            guard case .thirdParty(let party) = context.principal.account else { throw AccessRequestError.notFound }
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .xAccelBuffering: "no"],
+                body: ResponseBody { writer in
+                    try await stream(to: &writer, party: party, after: lastEventId)
+                    try await writer.finish(nil)
+                }
+            )
+        }
+    }
+
+    private func stream(to writer: inout any ResponseBodyWriter, party: Int64, after start: Int64) async throws {
+        let clock = ContinuousClock()
+        let deadline = clock.now + maximumDuration
+        var last = start
+        var lastWrite = clock.now
+        try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
+        let encoder = WireFormat.encoder()
+        while clock.now < deadline, !Task.isCancelled, !Task.isShuttingDownGracefully {
+            let seen = signal.generation
+            let batch = try await events.after(last, thirdPartyId: party, dataOnly: false, limit: 100)
+            for event in batch {
+                last = event.id
+                if event.type == "data.created", event.items.isEmpty { continue }   // nothing left to give
+                let json = try encoder.encode(EventBody(id: String(event.id), event: event))
+                var buffer = ByteBuffer(string: "id: \(event.id)\nevent: \(event.type)\ndata: ")
+                buffer.writeBytes(json)
+                buffer.writeString("\n\n")
+                try await writer.write(buffer)
+                lastWrite = clock.now
+                try await events.recordDisclosure(of: event, via: .stream)
+            }
+            if batch.count == 100 { continue }
+            if clock.now - lastWrite >= heartbeat {
+                try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
+                lastWrite = clock.now
+            }
+            await signal.wait(after: seen, timeout: min(heartbeat, deadline - clock.now))
+        }
+    }
+}
+
+extension HTTPField.Name {
+    static let lastEventID = Self("Last-Event-ID")!
+    static let xAccelBuffering = Self("X-Accel-Buffering")!
+}

@@ -1,0 +1,85 @@
+import DatabaseLink
+import Foundation
+
+/// One item of new data under a subscribed grant.
+package enum FeedItem: Sendable, Equatable {
+    case sample(StoredSample)
+    case location(StoredLocationFix)
+}
+
+/// An event of a party's log as every channel hands it out (pull feed, stream, webhook): its
+/// kind, the request it concerns and, for `data.created`, the items as they are stored now.
+package struct PartyEvent: Sendable {
+    package let id: Int64
+    package let type: String
+    package let createdAt: Date
+    package let requestId: UUID
+    package let items: [FeedItem]
+    /// Who the event is about and for, for the access log.
+    let record: PartyEventRecord
+}
+
+/// How an event reached its party, as the individual's access log names it.
+package enum DisclosureChannel: String, Sendable {
+    case pull, stream, webhook
+}
+
+/// Turns the outbox rows of `party_events` into events with their data, and logs every handing
+/// out of data as a disclosure. The one place the three delivery channels share.
+package struct PartyEvents: Sendable {
+    let store: PartyEventStore
+    let reader: HealthDataReader
+    let disclosures: DisclosureStore
+
+    package init(database: Database) {
+        self.store = PartyEventStore(database: database)
+        self.reader = HealthDataReader(database: database)
+        self.disclosures = DisclosureStore(database: database)
+    }
+
+    /// The party's events after `afterId`, with their data; data events of grants that are no
+    /// longer active are skipped (revocation stops every channel at once).
+    package func after(_ afterId: Int64, thirdPartyId: Int64, dataOnly: Bool, limit: Int) async throws -> [PartyEvent] {
+        var events: [PartyEvent] = []
+        for record in try await store.events(thirdPartyId: thirdPartyId, afterId: afterId, dataOnly: dataOnly, limit: limit) {
+            events.append(try await resolve(record))
+        }
+        return events
+    }
+
+    /// One event by id with its data; nil when it delivers nothing any more (a data event whose
+    /// grant is no longer active, or whose data is gone).
+    package func event(id: Int64) async throws -> PartyEvent? {
+        guard let record = try await store.event(id: id) else { return nil }
+        let event = try await resolve(record)
+        if record.data != nil, !record.grantActive || event.items.isEmpty { return nil }
+        return event
+    }
+
+    /// Logs that the event's data went to its party (nothing to log for state changes).
+    package func recordDisclosure(of event: PartyEvent, via channel: DisclosureChannel) async throws {
+        guard let data = event.record.data, let individualId = event.record.individualId, !event.items.isEmpty else { return }
+        try await disclosures.record(
+            individualId: individualId, thirdPartyId: event.record.thirdPartyId, requestId: event.record.requestId,
+            channel: channel.rawValue, types: data.kinds.sorted(), itemCount: event.items.count
+        )
+    }
+
+    private func resolve(_ record: PartyEventRecord) async throws -> PartyEvent {
+        var items: [FeedItem] = []
+        if let data = record.data, let individualId = record.individualId, record.grantActive {
+            let sampleTypes = data.kinds.compactMap { SampleType(rawValue: $0)?.storageCode }
+            if !sampleTypes.isEmpty {
+                let rows = try await reader.samples(
+                    individualId: individualId, types: sampleTypes, firstMs: data.firstMs, lastMs: data.lastMs, keys: data.keys
+                )
+                items += rows.compactMap(StoredSample.init(row:)).map(FeedItem.sample)
+            }
+            if data.kinds.contains(DataKind.locationName) {
+                let rows = try await reader.locations(individualId: individualId, firstMs: data.firstMs, lastMs: data.lastMs, keys: data.keys)
+                items += rows.map(StoredLocationFix.init(row:)).map(FeedItem.location)
+            }
+        }
+        return PartyEvent(id: record.id, type: record.type, createdAt: record.createdAt, requestId: record.requestPublicId, items: items, record: record)
+    }
+}

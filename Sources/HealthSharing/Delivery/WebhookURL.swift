@@ -1,0 +1,133 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A webhook URL as accepted at registration: absolute http(s), a host, no credentials, no
+/// fragment, at most 2,048 characters; and, unless private networks are allowed (a development
+/// setting), not an IP literal or name of a loopback, private, link-local or otherwise
+/// non-public address. Names are resolved again before every attempt (`WebhookAddressPolicy`).
+package struct WebhookURL: Sendable, Equatable {
+    package let url: URL
+    package var host: String { url.host(percentEncoded: false) ?? "" }
+    package var string: String { url.absoluteString }
+
+    package init(parsing text: String, allowPrivateNetworks: Bool) throws(WebhookURLError) {
+        guard text.utf8.count <= 2048 else { throw .invalid("must be at most 2048 characters") }
+        guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
+              let url = components.url, url.host(percentEncoded: false)?.isEmpty == false
+        else { throw .invalid("must be an absolute http or https URL") }
+        guard scheme == "http" || scheme == "https" else { throw .invalid("must use http or https") }
+        guard components.user == nil, components.password == nil else { throw .invalid("must not carry credentials") }
+        guard components.fragment == nil else { throw .invalid("must not have a fragment") }
+        self.url = url
+        if !allowPrivateNetworks {
+            let host = self.host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
+            if host == "localhost" || host.hasSuffix(".localhost") || host.hasSuffix(".local") || host.hasSuffix(".internal") {
+                throw .invalid("must not point at a local or internal host")
+            }
+            if let address = IPAddress(literal: host), !address.isPublic {
+                throw .invalid("must not point at a loopback, private or link-local address")
+            }
+        }
+    }
+}
+
+package enum WebhookURLError: Error, Equatable {
+    case invalid(String)
+}
+
+/// An IPv4 or IPv6 address, to tell public addresses from the ones a webhook must never reach.
+package enum IPAddress: Sendable, Equatable {
+    case v4(UInt32)
+    case v6([UInt8])
+
+    package init?(literal: String) {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        if inet_pton(AF_INET, literal, &v4) == 1 {
+            self = .v4(UInt32(bigEndian: v4.s_addr))
+        } else if inet_pton(AF_INET6, literal, &v6) == 1 {
+            self = .v6(withUnsafeBytes(of: v6) { Array($0) })
+        } else {
+            return nil
+        }
+    }
+
+    /// False for loopback, private (RFC 1918, unique local), shared (CGNAT), link-local,
+    /// unspecified, benchmarking, documentation, multicast and reserved ranges, and for IPv6
+    /// forms that embed such an IPv4 address.
+    package var isPublic: Bool {
+        switch self {
+        case .v4(let a):
+            let blocked: [(UInt32, Int)] = [
+                (0x0000_0000, 8), (0x0A00_0000, 8), (0x6440_0000, 10), (0x7F00_0000, 8), (0xA9FE_0000, 16),
+                (0xAC10_0000, 12), (0xC000_0000, 24), (0xC000_0200, 24), (0xC0A8_0000, 16), (0xC612_0000, 15),
+                (0xC633_6400, 24), (0xCB00_7100, 24), (0xE000_0000, 4), (0xF000_0000, 4),
+            ]
+            return !blocked.contains { prefix, bits in a >> (32 - bits) == prefix >> (32 - bits) }
+        case .v6(let b):
+            if b[0..<15].allSatisfy({ $0 == 0 }) { return false }                    // :: and ::1
+            if b[0..<10].allSatisfy({ $0 == 0 }), b[10] == 0xFF, b[11] == 0xFF {       // ::ffff:a.b.c.d
+                return IPAddress.v4(b[12..<16].reduce(0) { $0 << 8 | UInt32($1) }).isPublic
+            }
+            if b[0] == 0x00, b[1] == 0x64, b[2] == 0xFF, b[3] == 0x9B { return false } // NAT64 64:ff9b::/96
+            if b[0] & 0xFE == 0xFC { return false }                                    // fc00::/7 unique local
+            if b[0] == 0xFE, b[1] & 0xC0 == 0x80 { return false }                      // fe80::/10 link-local
+            if b[0] == 0xFF { return false }                                           // multicast
+            if b[0] == 0x20, b[1] == 0x01, b[2] == 0x0D, b[3] == 0xB8 { return false } // 2001:db8::/32 documentation
+            if b[0] == 0x20, b[1] == 0x02 { return false }                             // 6to4 (embeds any IPv4)
+            return true
+        }
+    }
+}
+
+/// Checks, before every attempt, where a webhook's host resolves to now: any non-public address
+/// refuses the attempt (a name that resolved publicly at registration may not later point
+/// inside). Resolution runs off the cooperative pool (`getaddrinfo` blocks).
+package struct WebhookAddressPolicy: Sendable {
+    package let allowPrivateNetworks: Bool
+
+    package init(allowPrivateNetworks: Bool) {
+        self.allowPrivateNetworks = allowPrivateNetworks
+    }
+
+    /// Nil when the host may be reached, otherwise why not.
+    package func refusal(for host: String) async -> String? {
+        if allowPrivateNetworks { return nil }
+        let name = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        if let literal = IPAddress(literal: name) {
+            return literal.isPublic ? nil : "address not allowed"
+        }
+        let addresses = await Self.resolve(name)
+        if addresses.isEmpty { return "host did not resolve" }
+        return addresses.allSatisfy(\.isPublic) ? nil : "address not allowed"
+    }
+
+    static func resolve(_ host: String) async -> [IPAddress] {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                var hints = addrinfo()
+                hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+                var list: UnsafeMutablePointer<addrinfo>?
+                guard getaddrinfo(host, nil, &hints, &list) == 0 else { return continuation.resume(returning: []) }
+                defer { freeaddrinfo(list) }
+                var addresses: [IPAddress] = []
+                var node = list
+                while let info = node?.pointee {
+                    if info.ai_family == AF_INET, let raw = info.ai_addr {
+                        let address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr.s_addr }
+                        addresses.append(.v4(UInt32(bigEndian: address)))
+                    } else if info.ai_family == AF_INET6, let raw = info.ai_addr {
+                        let bytes = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                            withUnsafeBytes(of: pointer.pointee.sin6_addr) { Array($0) }
+                        }
+                        addresses.append(.v6(bytes))
+                    }
+                    node = info.ai_next
+                }
+                continuation.resume(returning: addresses)
+            }
+        }
+    }
+}
