@@ -5,11 +5,13 @@ import Testing
 
 @Suite("GET /api/thirdparties/data: new data of subscribed grants")
 struct SubscriptionFeedTests {
-    static func subscribe(_ api: APIClient, subscribe: Bool = true, types: [String] = ["heartRate", "location"], decision: JSONObject = ["decision": "accept"])
-        async throws -> (person: String, party: String, request: String)
-    {
+    /// A person who granted a (new, or the given) party a request for `types`.
+    static func subscribe(
+        _ api: APIClient, party existing: String? = nil, subscribe: Bool = true, types: [String] = ["heartRate", "location"],
+        decision: JSONObject = ["decision": "accept"]
+    ) async throws -> (person: String, party: String, request: String) {
         let (person, account) = try await api.individualSession()
-        let (party, _) = try await api.thirdPartySession()
+        let party = if let existing { existing } else { try await api.thirdPartySession().token }
         let request = try await api.send(.post, "/api/thirdparties/requests", token: party, json: [
             "fiscalCode": account["fiscalCode"]!, "types": types, "purpose": "Monitoring", "subscribe": subscribe,
         ]).string("id")!

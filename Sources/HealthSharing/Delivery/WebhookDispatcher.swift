@@ -72,6 +72,8 @@ package struct WebhookDispatcher: Service {
             timeout: .init(connect: .seconds(5), read: .init(settings.timeout))
         )
         configuration.decompression = .disabled
+        // A receiver that refuses the connection fails this attempt now; retries are ours, with backoff.
+        configuration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         await cancelWhenGracefulShutdown {
             await withDiscardingTaskGroup { group in

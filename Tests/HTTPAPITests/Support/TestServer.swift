@@ -1,3 +1,4 @@
+import DatabaseLink
 import DatabaseTestSupport
 import Foundation
 import HTTPAPI
@@ -19,10 +20,11 @@ enum TestServer {
     }()
 
     static func run(
+        database: DatabaseURL? = nil,
         configure: (inout AppConfiguration) -> Void = { _ in },
         _ body: @Sendable (APIClient) async throws -> Void
     ) async throws {
-        let databaseURL = try await TestPostgres.shared.migratedDatabase()
+        let databaseURL = if let database { database } else { try await TestPostgres.shared.migratedDatabase() }
         var configuration = AppConfiguration()
         configuration.host = "127.0.0.1"
         configuration.port = 0
