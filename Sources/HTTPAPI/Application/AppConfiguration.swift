@@ -37,7 +37,8 @@ package struct AppConfiguration: Sendable {
     package var webhookTimeout = Duration.seconds(10)
     /// `WEBHOOK_BACKOFF_SCALE`: multiplies the retry schedule (1 min … 12 h); below 1 only for tests.
     package var webhookBackoffScale = 1.0
-    /// `WEBHOOK_WORKERS`: concurrent webhook attempts per instance.
+    /// `WEBHOOK_WORKERS`: concurrent webhook attempts per instance; 0 makes an instance that
+    /// serves the API but delivers nothing (other instances deliver).
     package var webhookWorkers = 8
     /// `WEBHOOK_ALLOW_PRIVATE_NETWORKS`: development only — lets webhooks reach loopback and
     /// private addresses (a local receiver); never set it in production (SSRF).
@@ -84,7 +85,7 @@ package struct AppConfiguration: Sendable {
             reader, "request.expiry.sweep.seconds", env: "REQUEST_EXPIRY_SWEEP_SECONDS", default: 60, range: 1...86_400
         ))
         webhookTimeout = .seconds(try Self.integer(reader, "webhook.timeout.seconds", env: "WEBHOOK_TIMEOUT_SECONDS", default: 10, range: 1...60))
-        webhookWorkers = try Self.integer(reader, "webhook.workers", env: "WEBHOOK_WORKERS", default: webhookWorkers, range: 1...256)
+        webhookWorkers = try Self.integer(reader, "webhook.workers", env: "WEBHOOK_WORKERS", default: webhookWorkers, range: 0...256)
         if let text = reader.string(forKey: "webhook.backoff.scale") {
             guard let scale = Double(text), scale > 0, scale <= 10 else {
                 throw ConfigurationError("WEBHOOK_BACKOFF_SCALE must be a number above 0 and at most 10")

@@ -5,6 +5,7 @@ import Hummingbird
 import Logging
 import HealthSharing
 import Prometheus
+import ServiceLifecycle
 
 /// Wires configuration → database → components → controllers → router, and returns the
 /// application ready to run. `data4help serve` and the tests build it the same way.
@@ -34,19 +35,22 @@ package func buildApplication(
         operations: OperationsController(migrator: migrator, metrics: metrics, openAPIDocument: ByteBuffer(bytes: document)),
         configuration: configuration
     )
+    var services: [any Service] = [
+        database.client,
+        TokenJanitor(database: database, logger: logger),
+        EventListener(database: database, signal: components.changes, logger: logger),
+        RequestExpiry(database: database, interval: configuration.requestExpirySweep, logger: logger),
+    ]
+    if configuration.webhookWorkers > 0 {
+        services.append(WebhookDispatcher(
+            database: database, events: components.partyEvents, encoder: WireWebhookEncoder(), signal: components.changes,
+            settings: configuration.webhookSettings, logger: logger
+        ))
+    }
     var app = Application(
         router: router,
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "data4help"),
-        services: [
-            database.client,
-            TokenJanitor(database: database, logger: logger),
-            EventListener(database: database, signal: components.changes, logger: logger),
-            RequestExpiry(database: database, interval: configuration.requestExpirySweep, logger: logger),
-            WebhookDispatcher(
-                database: database, events: components.partyEvents, encoder: WireWebhookEncoder(), signal: components.changes,
-                settings: configuration.webhookSettings, logger: logger
-            ),
-        ],
+        services: services,
         logger: logger
     )
     app.beforeServerStarts {

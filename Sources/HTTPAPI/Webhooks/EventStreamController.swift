@@ -35,7 +35,12 @@ struct EventStreamController {
                 status: .ok,
                 headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .xAccelBuffering: "no"],
                 body: ResponseBody { writer in
-                    try await stream(to: &writer, party: party, after: lastEventId)
+                    // On graceful shutdown, wake the loop so it sees the shutdown and ends the stream.
+                    try await withGracefulShutdownHandler {
+                        try await stream(to: &writer, party: party, after: lastEventId)
+                    } onGracefulShutdown: {
+                        signal.notify()
+                    }
                     try await writer.finish(nil)
                 }
             )

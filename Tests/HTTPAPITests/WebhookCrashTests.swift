@@ -1,0 +1,70 @@
+import DatabaseLink
+import DatabaseTestSupport
+import Foundation
+import HTTPAPI
+import HTTPTypes
+import Testing
+
+@Suite("Webhooks survive a server killed mid-delivery")
+struct WebhookCrashTests {
+    /// The `data4help` executable built next to this test bundle.
+    static var executable: URL {
+        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("data4help")
+    }
+
+    static func connectionString(_ url: DatabaseURL) -> String {
+        let password = url.password.map { ":" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? ""
+        return "postgres://\(url.username)\(password)@\(url.host):\(url.port)/\(url.database)?sslmode=disable"
+    }
+
+    @Test(.timeLimit(.minutes(2))) func killedMidAttemptTheDeliveryIsMadeAgainWithTheSameId() async throws {
+        let database = try await TestPostgres.shared.migratedDatabase()
+        let receiver = WebhookReceiver(port: try freeLoopbackPort())
+        receiver.answer(.noContent, after: .seconds(60))   // the first attempt hangs: the server dies during it
+        let listening = receiver.start()
+        defer { listening.cancel() }
+
+        // Set up with an instance that delivers nothing: the upload is acknowledged, the events wait in the outbox.
+        let box = SetUp()
+        try await TestServer.run(database: database, configure: { WebhookTests.localDelivery(&$0); $0.webhookWorkers = 0 }) { api in
+            let (party, _) = try await api.thirdPartySession()
+            box.secret = try await WebhookTests.register(api, party, receiver.url)
+            let (person, _, _) = try await SubscriptionFeedTests.subscribe(api, party: party, types: ["heartRate"])
+            #expect(try await api.send(.post, "/api/users/data", token: person, json: WebhookTests.upload(55, at: 5)).status == .ok)
+        }
+
+        // A real server process starts delivering, and is killed (SIGKILL) while the receiver holds the first POST.
+        #expect(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the executable first (swift build)")
+        let server = Process()
+        server.executableURL = Self.executable
+        server.arguments = ["serve"]
+        server.environment = [
+            "DATABASE_URL": Self.connectionString(database), "HOST": "127.0.0.1", "PORT": String(try freeLoopbackPort()),
+            "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_TIMEOUT_SECONDS": "2", "LOG_LEVEL": "error",
+            "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
+            "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,
+        ]
+        try server.run()
+        try await receiver.wait { !$0.isEmpty }
+        kill(server.processIdentifier, SIGKILL)
+        server.waitUntilExit()
+        let interrupted = try #require(receiver.received.first)
+        #expect(interrupted.type == "request.granted")
+
+        // Another instance takes over once the dead one's lease (2 × 2 s + 5 s) has run out.
+        receiver.answer(.noContent)
+        try await TestServer.run(database: database, configure: WebhookTests.localDelivery) { api in
+            try await receiver.wait(timeout: .seconds(60)) { Set($0.map(\.deliveryId)).count == 2 && $0.last?.type == "data.created" }
+        }
+        var seen = Set<String>()
+        let unique = receiver.received.filter { seen.insert($0.deliveryId).inserted }
+        #expect(unique.map(\.type) == ["request.granted", "data.created"])
+        #expect(receiver.received.filter { $0.deliveryId == interrupted.deliveryId }.count == 2)   // same id: the receiver drops the repeat
+        #expect(unique.last?.items.first?["value"] as? Double == 55)
+        #expect(receiver.received.allSatisfy { WebhookReceiver.verify($0, secret: box.secret) })
+    }
+
+    final class SetUp: @unchecked Sendable {
+        var secret = ""
+    }
+}
