@@ -107,10 +107,14 @@ struct EventStreamTests {
             let port = try #require(api.client.port)
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
             defer { try? http.shutdown().wait() }
-            let until = Date().addingTimeInterval(2).formatted(.iso8601)
-            let (_, party, request) = try await SubscriptionFeedTests.subscribe(
-                api, types: ["heartRate"], decision: ["decision": "accept", "accessUntil": until]
-            )
+            let (person, account) = try await api.individualSession()
+            let (party, _) = try await api.thirdPartySession()
+            let request = try #require(try await api.send(.post, "/api/thirdparties/requests", token: party, json: [
+                "fiscalCode": account["fiscalCode"]!, "types": ["heartRate"], "purpose": "Monitoring", "subscribe": true,
+            ]).string("id"))
+            let until = Date().addingTimeInterval(3).formatted(.iso8601)
+            let accepted = try await api.send(.put, "/api/users/requests/\(request)", token: person, json: ["decision": "accept", "accessUntil": until])
+            try #require(accepted.status == .ok)
             var stream = try await EventStreamReader.open(http, port: port, token: party)
             #expect(try await stream.next().type == "request.granted")
             let expired = try await stream.next()
