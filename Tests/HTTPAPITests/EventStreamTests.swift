@@ -23,6 +23,7 @@ struct EventStreamReader {
     static func open(_ http: HTTPClient, port: Int, token: String, lastEventId: String? = nil) async throws -> EventStreamReader {
         var request = HTTPClientRequest(url: "http://127.0.0.1:\(port)/api/thirdparties/stream")
         request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: "Accept", value: "text/event-stream")
         if let lastEventId { request.headers.add(name: "Last-Event-ID", value: lastEventId) }
         let response = try await http.execute(request, timeout: .seconds(120))
         return EventStreamReader(body: response.body.makeAsyncIterator(), response: response)
@@ -97,8 +98,10 @@ struct EventStreamTests {
             let first = try await foreign.next()
             #expect(first.type == "request.granted" && first.json["requestId"] as? String != request)
             _ = otherPerson
-            #expect(try await api.send(.get, "/api/thirdparties/stream", token: person).status == .forbidden)
-            #expect(try await api.send(.get, "/api/thirdparties/stream", token: party, headers: [HTTPField.Name("Last-Event-ID")!: "x"]).problemFields == ["Last-Event-ID"])
+            let sse: HTTPFields = [.accept: "text/event-stream"]
+            #expect(try await api.send(.get, "/api/thirdparties/stream", token: person, headers: sse).status == .forbidden)
+            #expect(try await api.send(.get, "/api/thirdparties/stream", token: party).status == .notAcceptable)
+            #expect(try await api.send(.get, "/api/thirdparties/stream", token: party, headers: [.accept: "text/event-stream", HTTPField.Name("Last-Event-ID")!: "x"]).problemFields == ["Last-Event-ID"])
         }
     }
 

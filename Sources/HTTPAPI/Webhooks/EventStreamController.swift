@@ -11,7 +11,8 @@ import ServiceLifecycle
 ///
 /// Each event is `id: <event id>`, `event: <type>`, `data: <EventBody JSON>`; a reconnecting
 /// client sends `Last-Event-ID` (EventSource does so by itself) and continues after it. Data of a
-/// grant that is no longer active is never sent. A comment line every 15 s keeps proxies from
+/// grant that is no longer active is never sent. Only requests that accept `text/event-stream`
+/// get the stream (406 otherwise). A comment line every 15 s keeps proxies from
 /// closing an idle stream; the server ends a stream after `maximumDuration` (the client reconnects,
 /// which also re-checks its credential).
 struct EventStreamController {
@@ -22,6 +23,12 @@ struct EventStreamController {
 
     func addRoutes(to group: some RouterMethods<ThirdPartyRequestContext>) {
         group.get("stream") { request, context -> Response in
+            // A stream never ends on its own: only clients that ask for one get it (EventSource
+            // always sends this), so a client expecting an ordinary response does not hang.
+            guard request.headers[values: .accept].contains(where: { $0.lowercased().contains("text/event-stream") }) else {
+                throw Problem(.notAcceptable, slug: "not-acceptable", title: "Not acceptable",
+                              detail: "This is a server-sent event stream; send 'Accept: text/event-stream'.")
+            }
             var fields = FieldValidator()
             let lastEventId = fields.optional("Last-Event-ID", request.headers[.lastEventID]) { (raw: String) throws(InvalidValue) -> Int64 in
                 guard let id = Int64(raw.trimmingCharacters(in: .whitespaces)), id >= 0 else {
