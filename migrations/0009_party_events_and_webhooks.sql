@@ -132,3 +132,8 @@ CREATE TRIGGER webhook_deliveries_notify
 -- The expiry sweep: pending requests past their expiry, grants past their end.
 CREATE INDEX access_requests_lapse_idx     ON access_requests (expires_at)    WHERE status = 'pending';
 CREATE INDEX access_requests_grant_end_idx ON access_requests (granted_until) WHERE status = 'granted';
+
+-- State events outlive an erased individual (the party must still learn the grant was revoked);
+-- data events are deleted with the account (IndividualStore.delete), as the data they point at is.
+ALTER TABLE party_events DROP CONSTRAINT data_events_individual_id_fkey,
+    ADD CONSTRAINT party_events_individual_id_fkey FOREIGN KEY (individual_id) REFERENCES individuals (id) ON DELETE SET NULL;

@@ -129,6 +129,26 @@ struct WebhookTests {
         }
     }
 
+    @Test func erasingTheAccountRevokesItsGrantsAndTellsTheParties() async throws {
+        let receiver = WebhookReceiver(port: try freeLoopbackPort())
+        try await TestServer.run(configure: Self.localDelivery) { api in
+            let (party, _) = try await api.thirdPartySession()
+            _ = try await Self.register(api, party, receiver.url)
+            let (person, _, request) = try await SubscriptionFeedTests.subscribe(api, party: party, types: ["heartRate"])
+            _ = try await api.send(.post, "/api/users/data", token: person, json: Self.upload(80, at: 8))
+            let erased = try await api.send(.delete, "/api/users/me", token: person, json: ["password": Fixtures.password])
+            #expect(erased.status == .noContent)
+
+            let server = receiver.start()
+            defer { server.cancel() }
+            try await receiver.wait { $0.contains { $0.type == "grant.revoked" } }
+            #expect(receiver.received.map(\.type) == ["request.granted", "grant.revoked"])   // the erased data never left
+            #expect(receiver.received.last?.json["requestId"] as? String == request)
+            let status = try await api.send(.get, "/api/thirdparties/requests/\(request)", token: party)
+            #expect(status.string("status") == "revoked")
+        }
+    }
+
     @Test func individualsDeviceHearsOfNewRequests() async throws {
         let receiver = WebhookReceiver(port: try freeLoopbackPort())
         let server = receiver.start()

@@ -276,7 +276,8 @@ package struct AccessRequestStore: Sendable {
         SELECT count(*) FROM lapsed
         """
 
-    private static func setStatus(ids: [Int64], status: String, actor: String, on connection: PostgresConnection, logger: Logger) async throws {
+    /// Moves the requests to `status`, appending their history (which makes the parties' events).
+    static func setStatus(ids: [Int64], status: String, actor: String, on connection: PostgresConnection, logger: Logger) async throws {
         guard !ids.isEmpty else { return }
         _ = try await connection.query("""
             WITH changed AS (

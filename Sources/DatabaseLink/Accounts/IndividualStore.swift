@@ -84,9 +84,20 @@ package struct IndividualStore: Sendable {
     }
 
     /// Deletes the account and, through the foreign keys' cascades, everything that belongs to it:
-    /// tokens, samples, location fixes, rollups. One statement, so one transaction.
+    /// tokens, samples, location fixes, rollups, data events. In the same transaction every active
+    /// grant is first revoked, so each party is told (`grant.revoked`) to delete what it holds;
+    /// those events outlive the account (their `individual_id` becomes NULL).
     package func delete(id: Int64) async throws -> Bool {
-        let rows = try await database.query("DELETE FROM individuals WHERE id = \(id) RETURNING id")
-        return !rows.isEmpty
+        try await database.withTransaction { connection in
+            let granted = try await connection.query("""
+                SELECT id FROM access_requests WHERE individual_id = \(id) AND status = 'granted' FOR UPDATE
+                """, logger: database.logger).collect().map { try $0.decode(Int64.self) }
+            try await AccessRequestStore.setStatus(ids: granted, status: "revoked", actor: "individual", on: connection, logger: database.logger)
+            _ = try await connection.query("""
+                DELETE FROM party_events WHERE individual_id = \(id) AND event_type = 'data.created'
+                """, logger: database.logger)
+            let rows = try await connection.query("DELETE FROM individuals WHERE id = \(id) RETURNING id", logger: database.logger).collect()
+            return !rows.isEmpty
+        }
     }
 }

@@ -39,12 +39,12 @@ package func buildApplication(
         database.client,
         TokenJanitor(database: database, logger: logger),
         EventListener(database: database, signal: components.changes, logger: logger),
-        RequestExpiry(database: database, interval: configuration.requestExpirySweep, logger: logger),
+        RequestExpiry(database: database, interval: configuration.requestExpirySweep, schemaReady: components.schemaReady, logger: logger),
     ]
     if configuration.webhookWorkers > 0 {
         services.append(WebhookDispatcher(
             database: database, events: components.partyEvents, encoder: WireWebhookEncoder(), signal: components.changes,
-            settings: configuration.webhookSettings, logger: logger
+            schemaReady: components.schemaReady, settings: configuration.webhookSettings, logger: logger
         ))
     }
     var app = Application(
@@ -59,6 +59,7 @@ package func buildApplication(
             "migrations.applied": "\(report.applied.count)", "migrations.previously": "\(report.alreadyApplied)",
         ])
         try await components.partitions.ensureAround(Date())
+        components.schemaReady.open()
     }
     return app
 }
@@ -82,6 +83,8 @@ struct Components {
     let webhooks: WebhookEndpoints
     /// Bumped whenever PostgreSQL announces new events or deliveries (see `EventListener`).
     let changes: ChangeSignal
+    /// Opened once the start-up migrations have run; background workers wait for it.
+    let schemaReady: StartupGate
 
     init(database: Database, configuration: AppConfiguration) {
         let hasher = PasswordHasher()
@@ -101,6 +104,7 @@ struct Components {
         subscriptionFeed = SubscriptionFeed(events: partyEvents)
         webhooks = WebhookEndpoints(database: database, allowPrivateNetworks: configuration.webhookAllowPrivateNetworks)
         changes = ChangeSignal()
+        schemaReady = StartupGate()
     }
 }
 

@@ -9,9 +9,11 @@ import ServiceLifecycle
 package struct RequestExpiry: Service {
     let requests: AccessRequestStore
     let interval: Duration
+    let schemaReady: StartupGate
     let logger: Logger
 
-    package init(database: Database, interval: Duration, logger: Logger) {
+    package init(database: Database, interval: Duration, schemaReady: StartupGate, logger: Logger) {
+        self.schemaReady = schemaReady
         self.requests = AccessRequestStore(database: database)
         self.interval = interval
         self.logger = logger
@@ -21,6 +23,7 @@ package struct RequestExpiry: Service {
         try await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 try await Task.sleep(for: interval)
+                guard schemaReady.isOpen else { continue }
                 await sweepOnce()
             }
         }

@@ -49,14 +49,16 @@ package struct WebhookDispatcher: Service {
     let events: PartyEvents
     let encoder: any WebhookBodyEncoder
     let signal: ChangeSignal
+    let schemaReady: StartupGate
     let settings: WebhookDeliverySettings
     let addresses: WebhookAddressPolicy
     let logger: Logger
 
     package init(
         database: Database, events: PartyEvents, encoder: any WebhookBodyEncoder, signal: ChangeSignal,
-        settings: WebhookDeliverySettings, logger: Logger
+        schemaReady: StartupGate, settings: WebhookDeliverySettings, logger: Logger
     ) {
+        self.schemaReady = schemaReady
         self.store = WebhookStore(database: database)
         self.events = events
         self.encoder = encoder
@@ -76,6 +78,7 @@ package struct WebhookDispatcher: Service {
         configuration.connectionPool.retryConnectionEstablishment = false
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         await cancelWhenGracefulShutdown {
+            await schemaReady.wait()
             await withDiscardingTaskGroup { group in
                 for _ in 0..<settings.workers {
                     group.addTask { await work(client) }

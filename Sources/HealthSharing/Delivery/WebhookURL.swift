@@ -22,7 +22,7 @@ package struct WebhookURL: Sendable, Equatable {
         guard components.fragment == nil else { throw .invalid("must not have a fragment") }
         self.url = url
         if !allowPrivateNetworks {
-            let host = self.host.trimmingCharacters(in: CharacterSet(charactersIn: "[]")).lowercased()
+            let host = self.host.trimmingCharacters(in: CharacterSet(charactersIn: "[].")).lowercased()
             if host == "localhost" || host.hasSuffix(".localhost") || host.hasSuffix(".local") || host.hasSuffix(".internal") {
                 throw .invalid("must not point at a local or internal host")
             }

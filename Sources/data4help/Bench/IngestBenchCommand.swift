@@ -24,63 +24,20 @@ struct IngestBenchCommand: AsyncParsableCommand {
     @Option(help: "Concurrent clients.") var clients = 8
 
     func run() async throws {
-        var logger = Logger(label: "data4help.bench")
-        logger.logLevel = .warning
-        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("data4help-bench-\(getpid())")
-        try? FileManager.default.removeItem(at: directory)
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let cluster = try await EmbeddedPostgres.start(.init(directory: directory.appendingPathComponent("pg")), logger: logger)
-        do {
-            let url = try await cluster.database(named: "bench", logger: logger)
-            try await measure(databaseURL: url, logger: logger)
-            try await cluster.stop()
-        } catch {
-            try? await cluster.stop()
-            throw error
-        }
-    }
-
-    private func measure(databaseURL: DatabaseURL, logger: Logger) async throws {
-        var configuration = AppConfiguration()
-        configuration.port = try freeLoopbackPort()
-        configuration.logLevel = .warning
-        let app = try buildApplication(configuration: configuration, databaseURL: databaseURL, metrics: PrometheusCollectorRegistry(), logger: logger)
-        let serviceGroup = ServiceGroup(configuration: .init(services: [.init(service: app)], logger: logger))
-        let base = "http://127.0.0.1:\(configuration.port)"
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                do {
-                    try await serviceGroup.run()
-                } catch is CancellationError {
-                    // The graceful shutdown below ends the server this way.
-                }
-            }
-            let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(120))))
-            do {
-                try await waitUntilReady(client, base)
-                print("data4help bench ingest — \(batches) uploads × \(batchSize) heart-rate samples, \(individuals) individuals, \(clients) clients")
-                let tokens = try await register(client, base)
-                let bodies = makeBodies()
-                let decoding = try decodePhase(bodies)
-                let http = try await httpPhase(client, base, tokens: tokens, bodies: bodies)
-                let summaries = try await summaryPhase(client, base, token: tokens[0])
-                let raw = try await rawPhase(databaseURL, logger: logger)
-                let size = try await bytesPerSample(databaseURL, logger: logger)
-                report(http: http, raw: raw, decoding: decoding, bytesPerSample: size)
-                print(String(
-                    format: "a year of daily summaries (365 buckets), %d requests: p50 %.1f ms, p99 %.1f ms",
-                    summaries.count, percentile(summaries, 0.5), percentile(summaries, 0.99)
-                ))
-                try await client.shutdown()
-            } catch {
-                try? await client.shutdown()
-                await serviceGroup.triggerGracefulShutdown()
-                throw error
-            }
-            await serviceGroup.triggerGracefulShutdown()
-            try await group.waitForAll()
+        try await BenchServer.run { server in
+            print("data4help bench ingest — \(batches) uploads × \(batchSize) heart-rate samples, \(individuals) individuals, \(clients) clients")
+            let tokens = try await BenchServer.concurrently(individuals, clients) { try await server.individualSession($0) }
+            let bodies = makeBodies()
+            let decoding = try decodePhase(bodies)
+            let http = try await httpPhase(server.client, server.base, tokens: tokens, bodies: bodies)
+            let summaries = try await summaryPhase(server.client, server.base, token: tokens[0])
+            let raw = try await rawPhase(server.databaseURL, logger: server.logger)
+            let size = try await bytesPerSample(server.databaseURL, logger: server.logger)
+            report(http: http, raw: raw, decoding: decoding, bytesPerSample: size)
+            print(String(
+                format: "a year of daily summaries (365 buckets), %d requests: p50 %.1f ms, p99 %.1f ms",
+                summaries.count, percentile(summaries, 0.5), percentile(summaries, 0.99)
+            ))
         }
     }
 
@@ -252,60 +209,6 @@ struct IngestBenchCommand: AsyncParsableCommand {
         print(String(format: "end to end / ceiling: %.0f %%", 100 * http.throughput / raw.throughput))
         print(String(format: "decoding and validating uploads alone, one thread: %.0f samples/s (%.2f µs per sample)", decoding.throughput, 1e6 / decoding.throughput))
         print(String(format: "storage: %.1f bytes per stored sample, indexes and TOAST included (%d samples)", bytesPerSample.bytes, bytesPerSample.samples))
-    }
-
-    private func waitUntilReady(_ client: HTTPClient, _ base: String) async throws {
-        for _ in 0..<200 {
-            if let response = try? await client.execute(HTTPClientRequest(url: "\(base)/readyz"), timeout: .seconds(2)), response.status == .ok {
-                return
-            }
-            try await Task.sleep(for: .milliseconds(100))
-        }
-        throw ValidationError("the server did not become ready")
-    }
-
-    /// Registers and logs in every individual, `clients` at a time (Argon2 makes each take a while).
-    private func register(_ client: HTTPClient, _ base: String) async throws -> [String] {
-        let next = WorkCounter()
-        let individuals = self.individuals
-        return try await withThrowingTaskGroup(of: [(Int, String)].self) { group in
-            for _ in 0..<clients {
-                group.addTask {
-                    var mine: [(Int, String)] = []
-                    while case let index = next.take(), index < individuals {
-                        mine.append((index, try await Self.session(client, base, index: index)))
-                    }
-                    return mine
-                }
-            }
-            var tokens = [String](repeating: "", count: individuals)
-            for try await pairs in group {
-                for (index, token) in pairs { tokens[index] = token }
-            }
-            return tokens
-        }
-    }
-
-    /// Registers bench individual `index` and returns a login token.
-    private static func session(_ client: HTTPClient, _ base: String, index: Int) async throws -> String {
-        let password = "bench password \(index)"
-        var registration = HTTPClientRequest(url: "\(base)/api/users/registration")
-        registration.method = .POST
-        registration.headers.add(name: "Content-Type", value: "application/json")
-        registration.body = .bytes(ByteBuffer(string: """
-            {"email":"bench\(index)@bench.example","password":"\(password)","fiscalCode":"BENCH\(100_000 + index)",
-             "fullName":"Bench \(index)","birthDate":"1950-01-01","sex":"other","homeArea":"IT-MI"}
-            """))
-        _ = try await client.execute(registration, timeout: .seconds(60))
-        var login = HTTPClientRequest(url: "\(base)/api/users/login")
-        login.method = .POST
-        login.headers.add(name: "Content-Type", value: "application/json")
-        login.body = .bytes(ByteBuffer(string: #"{"email":"bench\#(index)@bench.example","password":"\#(password)"}"#))
-        let response = try await client.execute(login, timeout: .seconds(60))
-        let body = try await response.body.collect(upTo: 1 << 16)
-        let object = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]
-        guard let token = object?["token"] as? String else { throw ValidationError("login \(index) failed") }
-        return token
     }
 }
 

@@ -1,0 +1,139 @@
+import ArgumentParser
+import AsyncHTTPClient
+import DatabaseLink
+import Foundation
+import HTTPAPI
+import Logging
+import NIOCore
+import NIOHTTP1
+import Prometheus
+import ServiceLifecycle
+
+/// A throwaway embedded PostgreSQL and the real server on it, with an HTTP client, for one
+/// benchmark run; everything is removed afterwards.
+struct BenchServer: Sendable {
+    let base: String
+    let databaseURL: DatabaseURL
+    let client: HTTPClient
+    let logger: Logger
+
+    static func run(configure: (inout AppConfiguration) -> Void = { _ in }, _ body: (BenchServer) async throws -> Void) async throws {
+        var logger = Logger(label: "data4help.bench")
+        logger.logLevel = .warning
+        let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("data4help-bench-\(getpid())")
+        try? FileManager.default.removeItem(at: directory)
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cluster = try await EmbeddedPostgres.start(.init(directory: directory.appendingPathComponent("pg")), logger: logger)
+        do {
+            let url = try await cluster.database(named: "bench", logger: logger)
+            try await serve(databaseURL: url, configure: configure, logger: logger, body)
+            try await cluster.stop()
+        } catch {
+            try? await cluster.stop()
+            throw error
+        }
+    }
+
+    private static func serve(
+        databaseURL: DatabaseURL, configure: (inout AppConfiguration) -> Void, logger: Logger, _ body: (BenchServer) async throws -> Void
+    ) async throws {
+        var configuration = AppConfiguration()
+        configuration.port = try freeLoopbackPort()
+        configuration.logLevel = .warning
+        configure(&configuration)
+        let app = try buildApplication(configuration: configuration, databaseURL: databaseURL, metrics: PrometheusCollectorRegistry(), logger: logger)
+        let serviceGroup = ServiceGroup(configuration: .init(services: [.init(service: app)], logger: logger))
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(120))))
+        let server = BenchServer(base: "http://127.0.0.1:\(configuration.port)", databaseURL: databaseURL, client: client, logger: logger)
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                do {
+                    try await serviceGroup.run()
+                } catch is CancellationError {
+                    // The graceful shutdown below ends the server this way.
+                }
+            }
+            do {
+                try await server.waitUntilReady()
+                try await body(server)
+                try await client.shutdown()
+            } catch {
+                try? await client.shutdown()
+                await serviceGroup.triggerGracefulShutdown()
+                throw error
+            }
+            await serviceGroup.triggerGracefulShutdown()
+            try await group.waitForAll()
+        }
+    }
+
+    private func waitUntilReady() async throws {
+        for _ in 0..<200 {
+            if let response = try? await client.execute(HTTPClientRequest(url: "\(base)/readyz"), timeout: .seconds(2)), response.status == .ok {
+                return
+            }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        throw ValidationError("the server did not become ready")
+    }
+
+    /// Sends a request with an optional JSON body; answers the status and the JSON object returned.
+    @discardableResult
+    func send(_ method: HTTPMethod, _ path: String, token: String? = nil, json: String? = nil) async throws -> (status: HTTPResponseStatus, body: [String: Any]) {
+        var request = HTTPClientRequest(url: base + path)
+        request.method = method
+        if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
+        if let json {
+            request.headers.add(name: "Content-Type", value: "application/json")
+            request.body = .bytes(ByteBuffer(string: json))
+        }
+        let response = try await client.execute(request, timeout: .seconds(60))
+        let data = try await response.body.collect(upTo: 1 << 22)
+        let object = (try? JSONSerialization.jsonObject(with: Data(data.readableBytesView))) as? [String: Any]
+        return (response.status, object ?? [:])
+    }
+
+    /// Registers bench individual `index` and returns a login token.
+    func individualSession(_ index: Int) async throws -> String {
+        let password = "bench password \(index)"
+        try await send(.POST, "/api/users/registration", json: """
+            {"email":"bench\(index)@bench.example","password":"\(password)","fiscalCode":"\(Self.fiscalCode(index))",
+             "fullName":"Bench \(index)","birthDate":"1950-01-01","sex":"other","homeArea":"IT-MI"}
+            """)
+        return try await login("/api/users/login", email: "bench\(index)@bench.example", password: password)
+    }
+
+    /// Registers bench organisation `index` and returns a login token.
+    func thirdPartySession(_ index: Int) async throws -> String {
+        let password = "bench password \(index)"
+        try await send(.POST, "/api/thirdparties/registration", json: #"{"name":"Bench Org \#(index)","email":"org\#(index)@bench.example","password":"\#(password)"}"#)
+        return try await login("/api/thirdparties/login", email: "org\(index)@bench.example", password: password)
+    }
+
+    static func fiscalCode(_ index: Int) -> String { "BENCH\(100_000 + index)" }
+
+    private func login(_ path: String, email: String, password: String) async throws -> String {
+        let (_, body) = try await send(.POST, path, json: #"{"email":"\#(email)","password":"\#(password)"}"#)
+        guard let token = body["token"] as? String else { throw ValidationError("login of \(email) failed") }
+        return token
+    }
+
+    /// Runs `count` jobs, `concurrency` at a time, each getting the next number.
+    static func concurrently<T: Sendable>(_ count: Int, _ concurrency: Int, _ job: @escaping @Sendable (Int) async throws -> T) async throws -> [T] {
+        let next = WorkCounter()
+        return try await withThrowingTaskGroup(of: [(Int, T)].self) { group in
+            for _ in 0..<concurrency {
+                group.addTask {
+                    var mine: [(Int, T)] = []
+                    while case let index = next.take(), index < count { mine.append((index, try await job(index))) }
+                    return mine
+                }
+            }
+            var results: [(Int, T)] = []
+            for try await part in group { results += part }
+            return results.sorted { $0.0 < $1.0 }.map(\.1)
+        }
+    }
+}
