@@ -55,6 +55,7 @@ test: contract-test unit-test
 bench: deps
 	swift build -c release --product data4help
 	.build/release/data4help bench ingest
+	.build/release/data4help bench webhooks
 
 clean-data:
 	rm -rf .data
