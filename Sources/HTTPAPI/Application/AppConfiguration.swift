@@ -44,6 +44,11 @@ package struct AppConfiguration: Sendable {
     /// private addresses (a local receiver); never set it in production (SSRF).
     package var webhookAllowPrivateNetworks = false
 
+    /// `AGGREGATE_MIN_GROUP`: a group is released only if more individuals than this match it.
+    package var aggregateMinimumGroup = 1000
+    /// `AGGREGATE_EPSILON_PER_QUERY`, `…_PER_DAY`, `…_PER_30_DAYS`: each party's privacy budget.
+    package var privacyBudget = PrivacyBudget()
+
     package init() {}
 
     /// The webhook delivery settings these values make.
@@ -98,8 +103,21 @@ package struct AppConfiguration: Sendable {
             }
             webhookAllowPrivateNetworks = allow
         }
+        aggregateMinimumGroup = try Self.integer(reader, "aggregate.min.group", env: "AGGREGATE_MIN_GROUP", default: 1000, range: 1...10_000_000)
+        privacyBudget.perQuery = try Self.epsilon(reader, "aggregate.epsilon.per.query", env: "AGGREGATE_EPSILON_PER_QUERY", default: privacyBudget.perQuery)
+        privacyBudget.perDay = try Self.epsilon(reader, "aggregate.epsilon.per.day", env: "AGGREGATE_EPSILON_PER_DAY", default: privacyBudget.perDay)
+        privacyBudget.per30Days = try Self.epsilon(reader, "aggregate.epsilon.per.30.days", env: "AGGREGATE_EPSILON_PER_30_DAYS", default: privacyBudget.per30Days)
+        privacyBudget.defaultEpsilon = min(privacyBudget.defaultEpsilon, privacyBudget.perQuery)
         if let value = reader.string(forKey: "migrations.dir") { migrationsDirectory = value }
         if let value = reader.string(forKey: "openapi.path") { openAPIPath = value }
+    }
+
+    private static func epsilon(_ reader: ConfigReader, _ key: ConfigKey, env: String, default value: Epsilon) throws(ConfigurationError) -> Epsilon {
+        guard let text = reader.string(forKey: key) else { return value }
+        guard let number = Double(text), let epsilon = try? Epsilon(parsing: number, maximum: Epsilon(hundredths: 10_000)) else {
+            throw ConfigurationError("\(env) must be a multiple of 0.01 from 0.01 to 100")
+        }
+        return epsilon
     }
 
     private static func integer(

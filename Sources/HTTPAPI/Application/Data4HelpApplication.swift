@@ -81,6 +81,7 @@ struct Components {
     let partyEvents: PartyEvents
     let subscriptionFeed: SubscriptionFeed
     let webhooks: WebhookEndpoints
+    let aggregates: AggregateService
     /// Bumped whenever PostgreSQL announces new events or deliveries (see `EventListener`).
     let changes: ChangeSignal
     /// Opened once the start-up migrations have run; background workers wait for it.
@@ -104,6 +105,10 @@ struct Components {
         subscriptionFeed = SubscriptionFeed(events: partyEvents)
         webhooks = WebhookEndpoints(database: database, allowPrivateNetworks: configuration.webhookAllowPrivateNetworks)
         changes = ChangeSignal()
+        aggregates = AggregateService(
+            database: database, budget: configuration.privacyBudget,
+            mechanism: AggregateMechanism(minimumGroup: Int64(configuration.aggregateMinimumGroup))
+        )
         schemaReady = StartupGate()
     }
 }
@@ -157,6 +162,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     SubscriptionFeedController(feed: components.subscriptionFeed).addRoutes(to: authenticatedParties)
     WebhookController<ThirdPartyRequestContext>(endpoints: components.webhooks, body: body, prefix: "webhook").addRoutes(to: authenticatedParties)
     EventStreamController(events: components.partyEvents, signal: components.changes).addRoutes(to: authenticatedParties)
+    AggregateController(aggregates: components.aggregates, body: body).addRoutes(to: authenticatedParties)
 
     return router.router
 }

@@ -48,6 +48,15 @@ enum ErrorMapping {
                 return Problem(.conflict, slug: "delivery-pending", title: "Delivery still pending",
                                detail: "The delivery is still being attempted; redeliver it once it has been delivered or has failed.")
             }
+        case let error as AggregateError:
+            switch error {
+            case .invalid(let field, let reason): return .invalidField(field, reason)
+            case .notFound: return .notFound("aggregate query")
+            case .budgetExhausted(let window, let retryAfter):
+                return Problem(.tooManyRequests, slug: "privacy-budget-exhausted", title: "Privacy budget exhausted",
+                               detail: "This query's ε does not fit in your budget for the rolling \(window); it frees up as earlier queries leave the window.",
+                               headers: [.retryAfter: String(retryAfter)])
+            }
         case let error as SummaryError:
             switch error {
             case .notAQuantity(let type): return .invalidField("type", "must be a quantity type; \(type.rawValue) has no summary")

@@ -1,0 +1,149 @@
+import Foundation
+import PostgresNIO
+
+/// What the exact per-group query needs to know, in database terms.
+package struct GroupQuery: Sendable {
+    package enum Key: String, Sendable {
+        case none, area, ageBand, sex, day, week
+    }
+
+    package var sampleType: Int16
+    /// Whether an individual's day counts with its total (steps) or its mean (heart rate).
+    package var dailyTotal: Bool
+    package var areas: [String]
+    /// Lower bounds of the age bands (0, 5, … 90); empty for all.
+    package var ageBands: [Int32]
+    package var sex: String?
+    /// The window, inclusive, as `YYYY-MM-DD`.
+    package var from: String
+    package var to: String
+    /// Months (first days) whose totals are read from `monthly_rollups`, and day ranges read from
+    /// `daily_rollups` and added (sign 1) or subtracted (sign -1): together, the window. Time
+    /// groups ignore both and read the window's days.
+    package var months: [String]
+    package var dayRanges: [(from: String, to: String, sign: Int)]
+    package var key: Key
+    package var lower: Double
+    package var upper: Double
+    package var binWidth: Double
+    package var binCount: Int32
+    package var resolution: Double
+
+    package init(
+        sampleType: Int16, dailyTotal: Bool, areas: [String], ageBands: [Int32], sex: String?, from: String, to: String,
+        months: [String], dayRanges: [(from: String, to: String, sign: Int)], key: Key, lower: Double, upper: Double, binWidth: Double, binCount: Int32, resolution: Double
+    ) {
+        self.sampleType = sampleType
+        self.dailyTotal = dailyTotal
+        self.areas = areas
+        self.ageBands = ageBands
+        self.sex = sex
+        self.from = from
+        self.to = to
+        self.months = months
+        self.dayRanges = dayRanges
+        self.key = key
+        self.lower = lower
+        self.upper = upper
+        self.binWidth = binWidth
+        self.binCount = binCount
+        self.resolution = resolution
+    }
+}
+
+/// Exact, bounded aggregates of one group: individuals, their clamped values summed in
+/// fixed-point units (plain and centred on the range's midpoint), and how many fall in each bin.
+/// These never leave the process: the elaboration module adds noise before anything is shown.
+package struct ExactGroup: Sendable {
+    package var key: String
+    package var individuals: Int64
+    package var centredSum: Int64
+    package var sum: Int64
+    package var bins: [Int64]
+
+    package init(key: String, individuals: Int64, centredSum: Int64, sum: Int64, bins: [Int64]) {
+        self.key = key
+        self.individuals = individuals
+        self.centredSum = centredSum
+        self.sum = sum
+        self.bins = bins
+    }
+}
+
+/// The one query of the Data Elaboration Module, run in a read-only transaction (so that it can
+/// be sent to a replica).
+package struct GroupAggregateStore: Sendable {
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    /// Per group: one value per individual (over the group's days: their mean daily total, or
+    /// their mean reading — the sum of all readings over their count — clamped to the type's
+    /// range), then counts, sums and bins of those values.
+    package func exactGroups(_ query: GroupQuery) async throws -> [ExactGroup] {
+        let midpoint = (query.lower + query.upper) / 2
+        let timeKey: String? = switch query.key {
+        case .day: "r.day::text"
+        case .week: "date_trunc('week', r.day)::date::text"
+        default: nil
+        }
+        let personKey: String = switch query.key {
+        case .area: "p.home_area"
+        case .ageBand: "p.band::text"
+        case .sex: "p.sex"
+        default: "t.g"
+        }
+        let months = timeKey == nil ? query.months : []
+        let ranges = timeKey == nil ? query.dayRanges : [(query.from, query.to, 1)]
+        let rows = try await database.withTransaction { connection in
+            _ = try await connection.query("SET TRANSACTION READ ONLY", logger: database.logger)
+            _ = try await connection.query("SET LOCAL jit = off", logger: database.logger)   // compiling costs more than it saves here
+            return try await connection.query("""
+                WITH people AS (
+                    SELECT i.id, i.home_area, i.sex,
+                           least(floor(extract(year FROM age(\(query.from)::date, i.birth_date)) / 5)::int * 5, 90) AS band
+                    FROM individuals i
+                    WHERE (cardinality(\(query.areas)::text[]) = 0 OR i.home_area = ANY (\(query.areas)::text[]))
+                      AND (\(query.sex)::text IS NULL OR i.sex = \(query.sex)::text)
+                ),
+                parts AS (   -- index: monthly_rollups_type_month_idx, daily_rollups_type_day_idx
+                    SELECT m.individual_id, ''::text AS g, m.days::int8 AS days, m.sample_count, m.value_sum
+                    FROM monthly_rollups m
+                    WHERE m.sample_type = \(query.sampleType) AND m.month = ANY (\(months)::date[])
+                    UNION ALL
+                    SELECT r.individual_id, \(unescaped: timeKey ?? "''::text"), w.sign, w.sign * r.sample_count, w.sign * r.value_sum
+                    FROM unnest(\(ranges.map(\.0))::date[], \(ranges.map(\.1))::date[], \(ranges.map { Int32($0.2) })::int4[]) AS w(first, last, sign)
+                    JOIN daily_rollups r ON r.sample_type = \(query.sampleType) AND r.day BETWEEN w.first AND w.last
+                ),
+                totals AS (   -- each individual's totals per group, before meeting the people
+                    SELECT individual_id, g, sum(days) AS days, sum(sample_count) AS sample_count, sum(value_sum) AS value_sum
+                    FROM parts GROUP BY 1, 2
+                    HAVING sum(days) > 0 AND sum(sample_count) > 0
+                ),
+                values AS (   -- one value per individual and group
+                    SELECT \(unescaped: personKey) AS g,
+                           least(greatest(CASE WHEN \(query.dailyTotal) THEN t.value_sum / t.days ELSE t.value_sum / t.sample_count END,
+                                          \(query.lower)), \(query.upper)) AS v
+                    FROM totals t JOIN people p ON p.id = t.individual_id
+                    WHERE cardinality(\(query.ageBands)::int4[]) = 0 OR p.band = ANY (\(query.ageBands)::int4[])
+                )
+                SELECT g, least(floor((v - \(query.lower)) / \(query.binWidth))::int4, \(query.binCount) - 1) AS bin,
+                       count(*), sum(round((v - \(midpoint)) * \(query.resolution)))::int8, sum(round(v * \(query.resolution)))::int8
+                FROM values GROUP BY 1, 2
+                """, logger: database.logger).collect()
+        }
+        var groups: [String: ExactGroup] = [:]
+        for row in rows {
+            let (g, bin, count, centred, sum) = try row.decode((String, Int32, Int64, Int64, Int64).self)
+            var group = groups[g] ?? ExactGroup(key: g, individuals: 0, centredSum: 0, sum: 0, bins: Array(repeating: 0, count: Int(query.binCount)))
+            group.individuals += count
+            group.centredSum += centred
+            group.sum += sum
+            group.bins[Int(bin)] += count
+            groups[g] = group
+        }
+        return groups.values.sorted { $0.key < $1.key }
+    }
+}

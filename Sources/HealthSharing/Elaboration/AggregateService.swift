@@ -1,0 +1,163 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+
+/// The privacy budget of every third party, in ε.
+package struct PrivacyBudget: Sendable {
+    package var perQuery = Epsilon(hundredths: 100)
+    package var perDay = Epsilon(hundredths: 200)
+    package var per30Days = Epsilon(hundredths: 1_000)
+    /// ε of a query that does not say.
+    package var defaultEpsilon = Epsilon(hundredths: 50)
+
+    package init() {}
+}
+
+/// A query's released answer, as stored.
+package struct AggregateResult: Sendable {
+    package let id: UUID
+    package let createdAt: Date
+    package let epsilon: Epsilon
+    /// The normalised spec, canonical JSON.
+    package let spec: String
+    package let answer: AggregateAnswer
+    /// True when this answers a repeated question from the store (nothing spent).
+    package let repeated: Bool
+}
+
+/// The budget a party has left.
+package struct BudgetStatus: Sendable {
+    package let budget: PrivacyBudget
+    package let spentToday: Epsilon
+    package let spent30Days: Epsilon
+}
+
+/// HealthSharing's Data Elaboration Module: group queries answered with differential privacy,
+/// within each party's privacy budget, every one in the audit chain.
+///
+/// A query reserves its ε before it runs (so concurrent queries cannot overspend), runs the
+/// exact bounded aggregation in a read-only transaction, releases only noisy figures of the
+/// groups that pass the noisy threshold, and stores that answer: the same question from the same
+/// party within 30 days gets it back at no cost, never fresh noise. A refusal spends too — it was
+/// computed from the data.
+package struct AggregateService: Sendable {
+    let queries: AggregateQueryStore
+    let groups: GroupAggregateStore
+    let parties: ThirdPartyStore
+    package let budget: PrivacyBudget
+    package let mechanism: AggregateMechanism
+
+    package init(database: Database, readDatabase: Database? = nil, budget: PrivacyBudget, mechanism: AggregateMechanism) {
+        self.queries = AggregateQueryStore(database: database)
+        self.groups = GroupAggregateStore(database: readDatabase ?? database)
+        self.parties = ThirdPartyStore(database: database)
+        self.budget = budget
+        self.mechanism = mechanism
+    }
+
+    package func run(_ spec: AggregateSpec, for principal: Principal) async throws -> AggregateResult {
+        let party = try partyId(principal)
+        guard spec.epsilon <= budget.perQuery else {
+            throw AggregateError.invalid(field: "epsilon", reason: "may be at most \(budget.perQuery.text) per query")
+        }
+        let publicParty = try await partyPublicId(party)
+        let limits = BudgetLimits(perDay: budget.perDay.hundredths, per30Days: budget.per30Days.hundredths)
+        switch try await queries.start(
+            thirdPartyId: party, fingerprint: spec.fingerprint, spec: spec.canonicalJSON, epsilonHundredths: spec.epsilon.hundredths, limits: limits
+        ) {
+        case .exhausted(let window, let retryAfter):
+            throw AggregateError.budgetExhausted(window: window, retryAfter: retryAfter)
+        case .repeated(let earlier):
+            let finished = try await waitForAnswer(earlier)
+            try await queries.auditRepeat(finished, thirdParty: publicParty, fingerprint: spec.fingerprint)
+            return try result(finished, repeated: true)
+        case .reserved(let query):
+            do {
+                let exact = try await groups.exactGroups(groupQuery(spec))
+                let answer = mechanism.release(exact, spec: spec)
+                let text = String(decoding: try JSONEncoder.sorted.encode(answer), as: UTF8.self)
+                let stored = try await queries.finish(query, thirdParty: publicParty, status: answer.status, answer: text, fingerprint: spec.fingerprint)
+                return try result(stored, repeated: false)
+            } catch {
+                try? await queries.fail(query)
+                throw error
+            }
+        }
+    }
+
+    package func result(of id: UUID, for principal: Principal) async throws -> AggregateResult {
+        guard let record = try await queries.find(thirdPartyId: partyId(principal), publicId: id), record.answer != nil else {
+            throw AggregateError.notFound
+        }
+        return try result(record, repeated: false)
+    }
+
+    package func results(for principal: Principal, beforeId: Int64?, limit: Int) async throws -> [(id: Int64, result: AggregateResult)] {
+        try await queries.list(thirdPartyId: partyId(principal), beforeId: beforeId, limit: limit)
+            .filter { $0.answer != nil }
+            .map { ($0.id, try result($0, repeated: false)) }
+    }
+
+    package func status(for principal: Principal) async throws -> BudgetStatus {
+        let spent = try await queries.spent(thirdPartyId: partyId(principal))
+        return BudgetStatus(budget: budget, spentToday: Epsilon(hundredths: spent.day), spent30Days: Epsilon(hundredths: spent.days30))
+    }
+
+    /// An identical query still running (asked twice at once) is waited for, up to a minute.
+    private func waitForAnswer(_ query: AggregateQueryRecord) async throws -> AggregateQueryRecord {
+        var current = query
+        let deadline = ContinuousClock.now + .seconds(60)
+        while current.status == "running", ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(20))
+            current = try await queries.find(id: query.id) ?? current
+        }
+        guard current.answer != nil else { throw AggregateError.notFound }
+        return current
+    }
+
+    private func result(_ record: AggregateQueryRecord, repeated: Bool) throws -> AggregateResult {
+        let answer = try JSONDecoder().decode(AggregateAnswer.self, from: Data((record.answer ?? "").utf8))
+        return AggregateResult(
+            id: record.publicId, createdAt: record.createdAt, epsilon: Epsilon(hundredths: record.epsilonHundredths),
+            spec: record.spec, answer: answer, repeated: repeated
+        )
+    }
+
+    private func groupQuery(_ spec: AggregateSpec) -> GroupQuery {
+        let domain = AggregateDomain(spec.type)!
+        let key: GroupQuery.Key = switch spec.groupBy {
+        case nil: .none
+        case .area?: .area
+        case .ageBand?: .ageBand
+        case .sex?: .sex
+        case .day?: .day
+        case .week?: .week
+        }
+        let (months, days) = spec.readPlan()
+        return GroupQuery(
+            sampleType: spec.type.storageCode, dailyTotal: domain.daily == .total, areas: spec.areas,
+            ageBands: spec.ageBands.map { Int32($0.lower) }, sex: spec.sex?.rawValue, from: spec.from.text, to: spec.to.text,
+            months: months.map(\.text), dayRanges: days.map { ($0.from.text, $0.to.text, $0.sign) }, key: key, lower: domain.lower, upper: domain.upper, binWidth: domain.binWidth, binCount: Int32(domain.binCount),
+            resolution: domain.resolution
+        )
+    }
+
+    private func partyId(_ principal: Principal) throws -> Int64 {
+        guard case .thirdParty(let id) = principal.account else { throw AggregateError.notFound }
+        return id
+    }
+
+    private func partyPublicId(_ id: Int64) async throws -> UUID {
+        guard let party = try await parties.find(id: id) else { throw AggregateError.notFound }
+        return party.publicId
+    }
+}
+
+extension JSONEncoder {
+    /// Sorted keys: the stored answer is byte-for-byte what the audit log hashes.
+    static var sorted: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}

@@ -1,0 +1,76 @@
+import ArgumentParser
+import DatabaseLink
+import Foundation
+import HTTPAPI
+import HealthSharing
+import NIOHTTP1
+import PostgresNIO
+
+/// `data4help bench aggregates`: latency of aggregate queries over a seeded population.
+///
+/// Seeds `individuals` people with `days` days of heart rate and steps each, then, through the
+/// HTTP API as a third party, runs every statistic and the groupings over the whole window,
+/// `runs` times each with a different ε (so that none is a repeat answered from the store).
+struct AggregateBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "aggregates", abstract: "Aggregate query latency over a seeded population.")
+
+    @Option(help: "Individuals to seed.") var individuals = 10_000
+    @Option(help: "Days of history each.") var days = 365
+    @Option(help: "Runs of each query.") var runs = 20
+
+    func run() async throws {
+        try await BenchServer.run(configure: { configuration in
+            configuration.privacyBudget.perDay = Epsilon(hundredths: 10_000)
+            configuration.privacyBudget.per30Days = Epsilon(hundredths: 10_000)
+        }) { server in
+            print("data4help bench aggregates — \(individuals) individuals × \(days) days, \(runs) runs per query")
+            let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 2), logger: server.logger)
+            let seeding = ContinuousClock.now
+            let bar = ProgressBar(total: individuals, label: "seeding")
+            do {
+                try await database.whileRunning {
+                    try await PopulationSeeder(database: database).seed(individuals: individuals, days: days, progress: bar.update)
+                    try await database.query("ANALYZE")
+                }
+            } catch {
+                throw ValidationError("seeding failed: \(String(reflecting: error))")
+            }
+            bar.finish()
+            print(String(format: "seeded in %.1f s", (ContinuousClock.now - seeding).seconds))
+            let token = try await server.thirdPartySession(0)
+            let to = CalendarDay(containing: Date())
+            let from = CalendarDay(ordinal: to.ordinal - days + 1)
+            let last50 = CalendarDay(ordinal: to.ordinal - 49)
+            let week = CalendarDay(ordinal: AggregateSpec.weekStart(CalendarDay(ordinal: to.ordinal - 48 * 7)).ordinal)
+            let queries: [(String, String)] = [
+                ("count, heart rate", #""type":"heartRate","statistic":"count","from":"\#(from.text)","to":"\#(to.text)""#),
+                ("mean, heart rate", #""type":"heartRate","statistic":"mean","from":"\#(from.text)","to":"\#(to.text)""#),
+                ("sum, steps", #""type":"stepCount","statistic":"sum","from":"\#(from.text)","to":"\#(to.text)""#),
+                ("histogram, heart rate", #""type":"heartRate","statistic":"histogram","from":"\#(from.text)","to":"\#(to.text)""#),
+                ("quantiles, steps", #""type":"stepCount","statistic":"quantiles","from":"\#(from.text)","to":"\#(to.text)""#),
+                ("mean by age band, heart rate", #""type":"heartRate","statistic":"mean","groupBy":"ageBand","from":"\#(from.text)","to":"\#(to.text)""#),
+                ("mean by area, heart rate", #""type":"heartRate","statistic":"mean","groupBy":"area","areas":\#(PopulationSeeder.areas),"from":"\#(from.text)","to":"\#(to.text)""#),
+                ("mean by sex, steps", #""type":"stepCount","statistic":"mean","groupBy":"sex","from":"\#(from.text)","to":"\#(to.text)""#),
+                ("mean by week (49 weeks), heart rate", #""type":"heartRate","statistic":"mean","groupBy":"week","from":"\#(week.text)","to":"\#(to.text)""#),
+                ("mean by day (50 days), heart rate", #""type":"heartRate","statistic":"mean","groupBy":"day","from":"\#(last50.text)","to":"\#(to.text)""#),
+            ]
+            print("")
+            print("query (whole window unless said)              p50 (ms)   p95 (ms)   groups released")
+            for (name, body) in queries {
+                var latencies: [Double] = []
+                var released = 0
+                for run in 0..<runs {
+                    let epsilon = String(format: "%.2f", 1.0 - Double(run) * 0.01)
+                    let started = ContinuousClock.now
+                    let (status, answer) = try await server.send(.POST, "/api/thirdparties/aggregates", token: token, json: "{\(body),\"epsilon\":\(epsilon)}")
+                    latencies.append((ContinuousClock.now - started).seconds * 1000)
+                    guard status == .created else { throw ValidationError("\(name) answered \(status): \(answer)") }
+                    released = (answer["groups"] as? [Any])?.count ?? 0
+                }
+                latencies.sort()
+                print(String(format: "%@ %8.1f   %8.1f   %d", name.padding(toLength: 46, withPad: " ", startingAt: 0),
+                             percentile(latencies, 0.5), percentile(latencies, 0.95), released))
+            }
+        }
+    }
+}
