@@ -48,6 +48,7 @@ struct AggregateSpecForm: Decodable {
     var groupBy: String?
     var epsilon: Double?
     var unknownKeys: [String] = []
+    var nullKeys: [String] = []
 
     private enum Known: String, CodingKey, CaseIterable { case type, statistic, areas, ageBands, sex, from, to, groupBy, epsilon }
 
@@ -62,6 +63,7 @@ struct AggregateSpecForm: Decodable {
         let all = try decoder.container(keyedBy: AnyKey.self)
         unknownKeys = all.allKeys.map(\.stringValue).filter { Known(rawValue: $0) == nil }.sorted()
         let known = try decoder.container(keyedBy: Known.self)
+        nullKeys = try Known.allCases.filter { try known.contains($0) && known.decodeNil(forKey: $0) }.map(\.rawValue)
         type = try known.decodeIfPresent(String.self, forKey: .type)
         statistic = try known.decodeIfPresent(String.self, forKey: .statistic)
         areas = try known.decodeIfPresent([String].self, forKey: .areas)
@@ -76,6 +78,7 @@ struct AggregateSpecForm: Decodable {
     func spec(defaultEpsilon: Epsilon, maximum: Epsilon) throws -> AggregateSpec {
         var fields = FieldValidator()
         for key in unknownKeys { fields.fail(key, "is not part of the query grammar") }
+        for key in nullKeys { fields.fail(key, "must not be null; leave it out instead") }
         let type = fields.required("type", type) { (raw: String) throws(InvalidValue) -> SampleType in
             guard let type = SampleType(rawValue: raw) else { throw InvalidValue("must be a data type such as heartRate") }
             return type
