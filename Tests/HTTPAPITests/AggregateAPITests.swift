@@ -2,6 +2,8 @@ import DatabaseLink
 import DatabaseTestSupport
 import Foundation
 import HTTPAPI
+import HealthSharing
+import PostgresNIO
 import HTTPTypes
 import Testing
 
@@ -77,6 +79,62 @@ struct AggregateAPITests {
             #expect(try await api.send(.get, "/api/thirdparties/aggregates", token: other).items.isEmpty)
             let (person, _) = try await api.individualSession()
             #expect(try await api.send(.post, "/api/thirdparties/aggregates", token: person, json: spec).status == .forbidden)
+        }
+    }
+}
+
+@Suite("Aggregate subscriptions: recomputed each period, delivered as events, stopped by the budget")
+struct AggregateSubscriptionTests {
+    @Test(.timeLimit(.minutes(1))) func recomputedDeliveredAndStoppedWhenTheBudgetRunsOut() async throws {
+        let database = try await TestPostgres.shared.migratedDatabase()
+        let receivers = [WebhookReceiver(port: try freeLoopbackPort()), WebhookReceiver(port: try freeLoopbackPort())]
+        let listening = receivers.map { $0.start() }
+        defer { listening.forEach { $0.cancel() } }
+        try await TestServer.run(database: database, configure: { configuration in
+            configuration.aggregateMinimumGroup = 5
+            configuration.aggregateSubscriptionSweep = .seconds(1)
+            configuration.privacyBudget.perDay = Epsilon(hundredths: 150)
+            WebhookTests.localDelivery(&configuration)
+        }) { api in
+            let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+            try await direct.whileRunning { try await PopulationSeeder(database: direct).seed(individuals: 300, days: 40, tag: "sub") }
+            let to = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: .withFullDate)
+            let from = ISO8601DateFormatter.string(from: Date().addingTimeInterval(-13 * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
+            var subscribed: [(party: String, aggregate: String)] = []
+            for (index, epsilon) in [0.5, 1.0].enumerated() {
+                let (party, _) = try await api.thirdPartySession()
+                _ = try await WebhookTests.register(api, party, receivers[index].url)
+                let answer = try await api.send(.post, "/api/thirdparties/aggregates", token: party, json: [
+                    "type": "heartRate", "statistic": "mean", "from": from, "to": to, "epsilon": epsilon,
+                ])
+                #expect(answer.status == .created && answer.string("status") == "answered")
+                let aggregate = try #require(answer.string("id"))
+                let subscription = try await api.send(.post, "/api/thirdparties/aggregates/\(aggregate)/subscription", token: party, json: ["period": "daily"])
+                #expect(subscription.status == .created && subscription.string("status") == "active" && subscription.string("nextRunAt") != nil)
+                subscribed.append((party, aggregate))
+            }
+            // Make both due now (instead of after the next midnight).
+            let again = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+            try await again.whileRunning { try await again.query("UPDATE aggregate_subscriptions SET next_run_at = now()") }
+
+            // The first party's budget covers the recomputation (0.5 + 0.5 ≤ 1.5): an aggregate.updated arrives.
+            try await receivers[0].wait { $0.contains { $0.type == "aggregate.updated" } }
+            let updated = try #require(receivers[0].received.first { $0.type == "aggregate.updated" })
+            let aggregate = try #require((updated.json["data"] as? [String: Any])?["aggregate"] as? [String: Any])
+            #expect(aggregate["status"] as? String == "answered" && aggregate["id"] as? String != subscribed[0].aggregate)
+            let first = try await api.send(.get, "/api/thirdparties/aggregates/\(subscribed[0].aggregate)/subscription", token: subscribed[0].party)
+            #expect(first.json["runs"] as? Int == 1 && first.string("lastAggregateId") == aggregate["id"] as? String && first.string("status") == "active")
+
+            // The second's does not (1.0 + 1.0 > 1.5): the subscription stops and says so.
+            try await receivers[1].wait { $0.contains { $0.type == "aggregate.stopped" } }
+            let second = try await api.send(.get, "/api/thirdparties/aggregates/\(subscribed[1].aggregate)/subscription", token: subscribed[1].party)
+            #expect(second.string("status") == "stopped" && second.string("stoppedReason") == "privacy budget exhausted")
+
+            // Only the owner sees or ends a subscription.
+            #expect(try await api.send(.get, "/api/thirdparties/aggregates/\(subscribed[0].aggregate)/subscription", token: subscribed[1].party).status == .notFound)
+            #expect(try await api.send(.delete, "/api/thirdparties/aggregates/\(subscribed[0].aggregate)/subscription", token: subscribed[0].party).status == .noContent)
+            let ended = try await api.send(.get, "/api/thirdparties/aggregates/\(subscribed[0].aggregate)/subscription", token: subscribed[0].party)
+            #expect(ended.string("status") == "stopped")
         }
     }
 }

@@ -15,8 +15,11 @@ package struct PartyEventRecord: Sendable, Equatable {
     package var id: Int64
     package var type: String
     package var createdAt: Date
-    package var requestId: Int64
-    package var requestPublicId: UUID
+    /// The request the event is about; nil for an aggregate's event.
+    package var requestId: Int64?
+    package var requestPublicId: UUID?
+    /// The aggregate query an `aggregate.*` event reports.
+    package var aggregateId: Int64?
     package var thirdPartyId: Int64
     package var individualId: Int64?
     /// Set for `data.created` only.
@@ -39,7 +42,7 @@ package struct PartyEventStore: Sendable {
     package func events(thirdPartyId: Int64, afterId: Int64, dataOnly: Bool = false, limit: Int) async throws -> [PartyEventRecord] {
         let rows = try await database.query("""
             SELECT \(unescaped: Self.columns)
-            FROM party_events e JOIN access_requests r ON r.id = e.request_id
+            FROM party_events e LEFT JOIN access_requests r ON r.id = e.request_id
             WHERE e.third_party_id = \(thirdPartyId) AND e.id > \(afterId)
               AND CASE WHEN e.event_type = 'data.created' THEN \(unescaped: Self.grantActive) ELSE NOT \(dataOnly) END
             ORDER BY e.id LIMIT \(limit)
@@ -51,7 +54,7 @@ package struct PartyEventStore: Sendable {
     package func event(id: Int64) async throws -> PartyEventRecord? {
         let rows = try await database.query("""
             SELECT \(unescaped: Self.columns)
-            FROM party_events e JOIN access_requests r ON r.id = e.request_id
+            FROM party_events e LEFT JOIN access_requests r ON r.id = e.request_id
             WHERE e.id = \(id)
             """)
         return try rows.first.map(Self.record)
@@ -60,18 +63,18 @@ package struct PartyEventStore: Sendable {
     private static let grantActive = "(r.status = 'granted' AND (r.granted_until IS NULL OR r.granted_until > now()))"
     private static let columns = """
         e.id, e.event_type, e.created_at, e.request_id, r.public_id, e.third_party_id, e.individual_id,
-        e.first_ms, e.last_ms, e.kinds, e.keys, \(grantActive)
+        e.first_ms, e.last_ms, e.kinds, e.keys, coalesce(\(grantActive), false), e.aggregate_id
         """
 
     private static func record(_ row: PostgresRow) throws -> PartyEventRecord {
-        let r = try row.decode((Int64, String, Date, Int64, UUID, Int64, Int64?, Int64?, Int64?, [String]?, [Int64]?, Bool).self)
+        let r = try row.decode((Int64, String, Date, Int64?, UUID?, Int64, Int64?, Int64?, Int64?, [String]?, [Int64]?, Bool, Int64?).self)
         var data: DataReference?
         if let firstMs = r.7, let lastMs = r.8, let kinds = r.9, let keys = r.10 {
             data = DataReference(firstMs: firstMs, lastMs: lastMs, kinds: kinds, keys: keys)
         }
         return PartyEventRecord(
-            id: r.0, type: r.1, createdAt: r.2, requestId: r.3, requestPublicId: r.4, thirdPartyId: r.5, individualId: r.6,
-            data: data, grantActive: r.11
+            id: r.0, type: r.1, createdAt: r.2, requestId: r.3, requestPublicId: r.4, aggregateId: r.12, thirdPartyId: r.5,
+            individualId: r.6, data: data, grantActive: r.11
         )
     }
 }

@@ -48,6 +48,8 @@ package struct AppConfiguration: Sendable {
     package var aggregateMinimumGroup = 1000
     /// `AGGREGATE_EPSILON_PER_QUERY`, `…_PER_DAY`, `…_PER_30_DAYS`: each party's privacy budget.
     package var privacyBudget = PrivacyBudget()
+    /// `AGGREGATE_SUBSCRIPTION_SWEEP_SECONDS`: how often due aggregate subscriptions are looked for.
+    package var aggregateSubscriptionSweep = Duration.seconds(60)
 
     package init() {}
 
@@ -107,6 +109,9 @@ package struct AppConfiguration: Sendable {
         privacyBudget.perQuery = try Self.epsilon(reader, "aggregate.epsilon.per.query", env: "AGGREGATE_EPSILON_PER_QUERY", default: privacyBudget.perQuery)
         privacyBudget.perDay = try Self.epsilon(reader, "aggregate.epsilon.per.day", env: "AGGREGATE_EPSILON_PER_DAY", default: privacyBudget.perDay)
         privacyBudget.per30Days = try Self.epsilon(reader, "aggregate.epsilon.per.30.days", env: "AGGREGATE_EPSILON_PER_30_DAYS", default: privacyBudget.per30Days)
+        aggregateSubscriptionSweep = .seconds(try Self.integer(
+            reader, "aggregate.subscription.sweep.seconds", env: "AGGREGATE_SUBSCRIPTION_SWEEP_SECONDS", default: 60, range: 1...86_400
+        ))
         privacyBudget.defaultEpsilon = min(privacyBudget.defaultEpsilon, privacyBudget.perQuery)
         if let value = reader.string(forKey: "migrations.dir") { migrationsDirectory = value }
         if let value = reader.string(forKey: "openapi.path") { openAPIPath = value }

@@ -40,6 +40,10 @@ package func buildApplication(
         TokenJanitor(database: database, logger: logger),
         EventListener(database: database, signal: components.changes, logger: logger),
         RequestExpiry(database: database, interval: configuration.requestExpirySweep, schemaReady: components.schemaReady, logger: logger),
+        AggregateSubscriptionRunner(
+            subscriptions: components.aggregateSubscriptions, interval: configuration.aggregateSubscriptionSweep,
+            schemaReady: components.schemaReady, logger: logger
+        ),
     ]
     if configuration.webhookWorkers > 0 {
         services.append(WebhookDispatcher(
@@ -82,6 +86,7 @@ struct Components {
     let subscriptionFeed: SubscriptionFeed
     let webhooks: WebhookEndpoints
     let aggregates: AggregateService
+    let aggregateSubscriptions: AggregateSubscriptions
     /// Bumped whenever PostgreSQL announces new events or deliveries (see `EventListener`).
     let changes: ChangeSignal
     /// Opened once the start-up migrations have run; background workers wait for it.
@@ -109,6 +114,7 @@ struct Components {
             database: database, budget: configuration.privacyBudget,
             mechanism: AggregateMechanism(minimumGroup: Int64(configuration.aggregateMinimumGroup))
         )
+        aggregateSubscriptions = AggregateSubscriptions(database: database, service: aggregates)
         schemaReady = StartupGate()
     }
 }
@@ -162,7 +168,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     SubscriptionFeedController(feed: components.subscriptionFeed).addRoutes(to: authenticatedParties)
     WebhookController<ThirdPartyRequestContext>(endpoints: components.webhooks, body: body, prefix: "webhook").addRoutes(to: authenticatedParties)
     EventStreamController(events: components.partyEvents, signal: components.changes).addRoutes(to: authenticatedParties)
-    AggregateController(aggregates: components.aggregates, body: body).addRoutes(to: authenticatedParties)
+    AggregateController(aggregates: components.aggregates, subscriptions: components.aggregateSubscriptions, body: body).addRoutes(to: authenticatedParties)
 
     return router.router
 }

@@ -8,6 +8,7 @@ import Hummingbird
 /// groups of individuals, within the party's privacy budget.
 struct AggregateController {
     let aggregates: AggregateService
+    let subscriptions: AggregateSubscriptions
     let body: JSONBody
 
     func addRoutes(to group: some RouterMethods<ThirdPartyRequestContext>) {
@@ -27,12 +28,66 @@ struct AggregateController {
             return pagination.page(rows, id: \.id) { AggregateResultBody($0.result) }
         }
         group.get("aggregates/{aggregateId}") { _, context in
-            guard let id = context.parameters.get("aggregateId", as: UUID.self) else { throw AggregateError.notFound }
-            return try await AggregateResultBody(aggregates.result(of: id, for: context.principal))
+            try await AggregateResultBody(aggregates.result(of: Self.aggregateId(context), for: context.principal))
+        }
+        group.post("aggregates/{aggregateId}/subscription") { request, context -> EditedResponse<AggregateSubscriptionBody> in
+            let form = try await body.decode(AggregateSubscriptionForm.self, from: request, context: context)
+            var fields = FieldValidator()
+            let period = fields.required("period", form.period) { (raw: String) throws(InvalidValue) -> AggregatePeriod in
+                guard let period = AggregatePeriod(rawValue: raw) else { throw InvalidValue("must be daily or weekly") }
+                return period
+            }
+            try fields.finish()
+            let (record, created) = try await subscriptions.subscribe(context.principal, query: Self.aggregateId(context), period: period!)
+            return EditedResponse(status: created ? .created : .ok, response: AggregateSubscriptionBody(record))
+        }
+        group.get("aggregates/{aggregateId}/subscription") { _, context in
+            AggregateSubscriptionBody(try await subscriptions.subscription(context.principal, query: Self.aggregateId(context)))
+        }
+        group.delete("aggregates/{aggregateId}/subscription") { _, context in
+            try await subscriptions.unsubscribe(context.principal, query: Self.aggregateId(context))
+            return Response(status: .noContent)
         }
         group.get("budget") { _, context in
             BudgetBody(try await aggregates.status(for: context.principal))
         }
+    }
+}
+
+extension AggregateController {
+    /// A malformed id names no query of mine: 404 like any other.
+    static func aggregateId(_ context: ThirdPartyRequestContext) throws -> UUID {
+        guard let id = context.parameters.get("aggregateId", as: UUID.self) else { throw AggregateError.notFound }
+        return id
+    }
+}
+
+struct AggregateSubscriptionForm: Decodable {
+    var period: String?
+}
+
+/// A subscription: its period, state, when it next runs, and the latest recomputation.
+struct AggregateSubscriptionBody: ResponseEncodable {
+    let id: String
+    let aggregateId: String
+    let period: String
+    let status: String
+    let stoppedReason: String?
+    let createdAt: Date
+    let nextRunAt: Date?
+    let runs: Int
+    let lastAggregateId: String?
+
+    init(_ record: AggregateSubscriptionRecord) {
+        id = record.publicId.wireString
+        aggregateId = record.queryPublicId.wireString
+        period = record.period
+        status = record.status
+        stoppedReason = record.stoppedReason
+        createdAt = record.createdAt
+        nextRunAt = record.status == "active" ? record.nextRunAt : nil
+        runs = record.runs
+        lastAggregateId = record.lastQueryPublicId?.wireString
     }
 }
 

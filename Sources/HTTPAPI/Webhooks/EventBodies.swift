@@ -3,27 +3,34 @@ import Foundation
 import HealthSharing
 
 /// An event as the stream and webhooks send it:
-/// `{ id, type, createdAt, requestId, data: { items } }` — `data` for `data.created` only; `id` is
+/// `{ id, type, createdAt, requestId, data }` — `data.items` for `data.created`, `data.aggregate`
+/// for the `aggregate.*` events (which have no `requestId`); `id` is
 /// the delivery id in a webhook (de-duplicate on it) and the event id in the stream.
 struct EventBody: Encodable, Sendable {
     let id: String
     let type: String
     let createdAt: Date
-    let requestId: String
+    let requestId: String?
     let data: EventData?
 
+    /// `items` for `data.created`; `aggregate` for `aggregate.updated` and `aggregate.stopped`.
     struct EventData: Encodable, Sendable {
-        let items: [FeedItemBody]
+        var items: [FeedItemBody]?
+        var aggregate: AggregateResultBody?
     }
 
     init(id: String, event: PartyEvent) {
         self.id = id
         type = event.type
         createdAt = event.createdAt
-        requestId = event.requestId.wireString
-        data = event.type == "data.created"
-            ? EventData(items: event.items.map { FeedItemBody(requestId: event.requestId.wireString, item: $0) })
-            : nil
+        requestId = event.requestId?.wireString
+        if event.type == "data.created", let request = event.requestId?.wireString {
+            data = EventData(items: event.items.map { FeedItemBody(requestId: request, item: $0) })
+        } else if let aggregate = event.aggregate {
+            data = EventData(aggregate: AggregateResultBody(aggregate))
+        } else {
+            data = nil
+        }
     }
 
     private enum CodingKeys: String, CodingKey { case id, type, createdAt, requestId, data }
@@ -33,7 +40,7 @@ struct EventBody: Encodable, Sendable {
         try container.encode(id, forKey: .id)
         try container.encode(type, forKey: .type)
         try container.encode(WireFormat.timestamp(createdAt), forKey: .createdAt)
-        try container.encode(requestId, forKey: .requestId)
+        try container.encodeIfPresent(requestId, forKey: .requestId)
         try container.encodeIfPresent(data, forKey: .data)
     }
 }

@@ -13,8 +13,11 @@ package struct PartyEvent: Sendable {
     package let id: Int64
     package let type: String
     package let createdAt: Date
-    package let requestId: UUID
+    /// The request the event is about (nil for an aggregate's event).
+    package let requestId: UUID?
     package let items: [FeedItem]
+    /// For `aggregate.updated` and `aggregate.stopped`: the aggregate answer.
+    package let aggregate: AggregateResult?
     /// Who the event is about and for, for the access log.
     let record: PartyEventRecord
 }
@@ -30,9 +33,11 @@ package struct PartyEvents: Sendable {
     let store: PartyEventStore
     let reader: HealthDataReader
     let disclosures: DisclosureStore
+    let aggregates: AggregateQueryStore
 
     package init(database: Database) {
         self.store = PartyEventStore(database: database)
+        self.aggregates = AggregateQueryStore(database: database)
         self.reader = HealthDataReader(database: database)
         self.disclosures = DisclosureStore(database: database)
     }
@@ -58,9 +63,10 @@ package struct PartyEvents: Sendable {
 
     /// Logs that the event's data went to its party (nothing to log for state changes).
     package func recordDisclosure(of event: PartyEvent, via channel: DisclosureChannel) async throws {
-        guard let data = event.record.data, let individualId = event.record.individualId, !event.items.isEmpty else { return }
+        guard let data = event.record.data, let individualId = event.record.individualId, let requestId = event.record.requestId,
+              !event.items.isEmpty else { return }
         try await disclosures.record(
-            individualId: individualId, thirdPartyId: event.record.thirdPartyId, requestId: event.record.requestId,
+            individualId: individualId, thirdPartyId: event.record.thirdPartyId, requestId: requestId,
             channel: channel.rawValue, types: data.kinds.sorted(), itemCount: event.items.count
         )
     }
@@ -80,6 +86,13 @@ package struct PartyEvents: Sendable {
                 items += rows.map(StoredLocationFix.init(row:)).map(FeedItem.location)
             }
         }
-        return PartyEvent(id: record.id, type: record.type, createdAt: record.createdAt, requestId: record.requestPublicId, items: items, record: record)
+        var aggregate: AggregateResult?
+        if let aggregateId = record.aggregateId, let query = try await aggregates.find(id: aggregateId) {
+            aggregate = try AggregateResult(query, repeated: false)
+        }
+        return PartyEvent(
+            id: record.id, type: record.type, createdAt: record.createdAt, requestId: record.requestPublicId, items: items,
+            aggregate: aggregate, record: record
+        )
     }
 }

@@ -30,7 +30,7 @@ package struct SubscriptionFeed: Sendable {
         var lastEventId: Int64?
         for event in try await events.after(afterEventId, thirdPartyId: party, dataOnly: true, limit: Self.eventsPerPage) {
             try await events.recordDisclosure(of: event, via: .pull)
-            items += event.items.map { (event.requestId, $0) }
+            if let requestId = event.requestId { items += event.items.map { (requestId, $0) } }
             lastEventId = event.id
             if items.count >= Self.itemsPerPage { break }
         }

@@ -25,6 +25,17 @@ package struct AggregateResult: Sendable {
     package let repeated: Bool
 }
 
+extension AggregateResult {
+    /// A stored query with its answer.
+    init(_ record: AggregateQueryRecord, repeated: Bool) throws {
+        let answer = try JSONDecoder().decode(AggregateAnswer.self, from: Data((record.answer ?? "").utf8))
+        self.init(
+            id: record.publicId, createdAt: record.createdAt, epsilon: Epsilon(hundredths: record.epsilonHundredths),
+            spec: record.spec, answer: answer, repeated: repeated
+        )
+    }
+}
+
 /// The budget a party has left.
 package struct BudgetStatus: Sendable {
     package let budget: PrivacyBudget
@@ -56,7 +67,11 @@ package struct AggregateService: Sendable {
     }
 
     package func run(_ spec: AggregateSpec, for principal: Principal) async throws -> AggregateResult {
-        let party = try partyId(principal)
+        try await run(spec, party: try partyId(principal)).result
+    }
+
+    /// Runs the query for the party; also answers the stored query's internal id.
+    package func run(_ spec: AggregateSpec, party: Int64) async throws -> (result: AggregateResult, queryId: Int64) {
         guard spec.epsilon <= budget.perQuery else {
             throw AggregateError.invalid(field: "epsilon", reason: "may be at most \(budget.perQuery.text) per query")
         }
@@ -70,14 +85,14 @@ package struct AggregateService: Sendable {
         case .repeated(let earlier):
             let finished = try await waitForAnswer(earlier)
             try await queries.auditRepeat(finished, thirdParty: publicParty, fingerprint: spec.fingerprint)
-            return try result(finished, repeated: true)
+            return (try result(finished, repeated: true), finished.id)
         case .reserved(let query):
             do {
                 let exact = try await groups.exactGroups(groupQuery(spec))
                 let answer = mechanism.release(exact, spec: spec)
                 let text = String(decoding: try JSONEncoder.sorted.encode(answer), as: UTF8.self)
                 let stored = try await queries.finish(query, thirdParty: publicParty, status: answer.status, answer: text, fingerprint: spec.fingerprint)
-                return try result(stored, repeated: false)
+                return (try result(stored, repeated: false), stored.id)
             } catch {
                 try? await queries.fail(query)
                 throw error
@@ -116,11 +131,7 @@ package struct AggregateService: Sendable {
     }
 
     private func result(_ record: AggregateQueryRecord, repeated: Bool) throws -> AggregateResult {
-        let answer = try JSONDecoder().decode(AggregateAnswer.self, from: Data((record.answer ?? "").utf8))
-        return AggregateResult(
-            id: record.publicId, createdAt: record.createdAt, epsilon: Epsilon(hundredths: record.epsilonHundredths),
-            spec: record.spec, answer: answer, repeated: repeated
-        )
+        try AggregateResult(record, repeated: repeated)
     }
 
     private func groupQuery(_ spec: AggregateSpec) -> GroupQuery {
