@@ -39,6 +39,25 @@ struct AggregateTests {
         #expect(releases(threshold + 60, 10_000) == 10_000)
     }
 
+    /// The README's promise: at ε = 1, the mean heart rate of 1,000 people is within about
+    /// ±0.6 bpm (95 %), and the reported interval covers the true mean at least 95 % of the time.
+    @Test func meanAccuracyAndIntervalCoverageMatchTheReadme() throws {
+        let mechanism = AggregateMechanism(minimumGroup: 100)
+        let spec = try Self.spec(.mean, epsilon: 100)
+        let truth = 70.0
+        let group = ExactGroup(key: "", individuals: 1000, centredSum: Int64((truth - 125) * 100 * 1000), sum: 0, bins: [])
+        var errors: [Double] = []
+        var covered = 0
+        for _ in 0..<4000 {
+            let released = try #require(mechanism.release([group], spec: spec).groups.first)
+            errors.append(abs(released.value! - truth))
+            if let interval = released.interval, interval[0] <= truth, truth <= interval[1] { covered += 1 }
+        }
+        errors.sort()
+        #expect(errors[Int(Double(errors.count) * 0.95)] <= 0.7)
+        #expect(Double(covered) / 4000 >= 0.95)
+    }
+
     @Test func aRefusalSaysNothingAboutTheTrueCount() throws {
         let answer = AggregateMechanism(minimumGroup: 1000).release(
             [ExactGroup(key: "", individuals: 999, centredSum: 0, sum: 0, bins: [])], spec: try Self.spec()
