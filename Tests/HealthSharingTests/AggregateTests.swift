@@ -30,8 +30,11 @@ struct AggregateTests {
                 mechanism.release([ExactGroup(key: "", individuals: size, centredSum: 0, sum: 0, bins: [])], spec: spec).status == "answered"
             }.count
         }
-        #expect(releases(1000, 200_000) == 0)   // expected 0.2 at most
-        #expect(releases(1001, 100_000) == 0)
+        // A group of 1,000 passes with probability ≤ 10⁻⁶ (exactly: P(noise ≥ 27) ≈ 8.6 × 10⁻⁷): in
+        // 200,000 tries about 0.17 releases are expected, and 4 or more would happen with
+        // probability below 10⁻⁴ if the noise is right. 1,001 passes with P(noise ≥ 26) ≈ 1.4 × 10⁻⁶.
+        #expect(releases(1000, 200_000) <= 3)
+        #expect(releases(1001, 100_000) <= 3)
         #expect(releases(5, 10_000) == 0)
         // At the threshold a group passes when the noise is ≥ 0: P = 1 / (1 + e^(-1/2)) ≈ 0.622.
         let atThreshold = Double(releases(threshold, 50_000)) / 50_000
@@ -40,7 +43,7 @@ struct AggregateTests {
     }
 
     /// The README's promise: at ε = 1, the mean heart rate of 1,000 people is within about
-    /// ±0.6 bpm (95 %), and the reported interval covers the true mean at least 95 % of the time.
+    /// ±0.65 bpm (95 %), and the reported interval covers the true mean at least 95 % of the time.
     @Test func meanAccuracyAndIntervalCoverageMatchTheReadme() throws {
         let mechanism = AggregateMechanism(minimumGroup: 100)
         let spec = try Self.spec(.mean, epsilon: 100)
@@ -54,7 +57,7 @@ struct AggregateTests {
             if let interval = released.interval, interval[0] <= truth, truth <= interval[1] { covered += 1 }
         }
         errors.sort()
-        #expect(errors[Int(Double(errors.count) * 0.95)] <= 0.7)
+        #expect(errors[Int(Double(errors.count) * 0.95)] <= 0.72)   // 0.64 by simulation of the same noise
         #expect(Double(covered) / 4000 >= 0.95)
     }
 
@@ -222,6 +225,11 @@ struct AggregateTests {
                 """)
             let (days, count, sum, daily) = try rows[0].decode((Int32, Int64, Double, Double).self)
             #expect(rows.count == 1 && days == 31 && count == 3100 && abs(sum - daily) < 1e-6 && abs(sum - 279_000) < 1e-6)
+            let weeks = try await harness.database.query("""
+                SELECT sum(days)::int8, sum(value_sum) FROM weekly_rollups WHERE individual_id = \(ids[0]) AND days > 0
+                """)
+            let (weekDays, weekSum) = try weeks[0].decode((Int64, Double).self)
+            #expect(weekDays == 31 && abs(weekSum - 279_000) < 1e-6)
         }
         // Whatever the window, months added and days added or taken away cover exactly its days.
         for (from, to) in [("2026-10-01", "2026-10-31"), ("2026-10-05", "2026-12-20"), ("2026-02-27", "2026-03-02"), ("2025-11-22", "2026-11-21"), ("2026-10-02", "2026-10-30")] {
@@ -235,6 +243,12 @@ struct AggregateTests {
                 for day in month.ordinal..<month.firstOfNextMonth.ordinal { covered[day, default: 0] += 1 }
             }
             for range in plan.days { for day in range.from.ordinal...range.to.ordinal { covered[day, default: 0] += range.sign } }
+            let (weeks, edges) = spec.wholeWeeks()
+            var weekDays = Set<Int>()
+            for week in weeks { for day in week.ordinal..<(week.ordinal + 7) { #expect(weekDays.insert(day).inserted) } }
+            for edge in edges { for day in edge.from.ordinal...edge.to.ordinal { #expect(weekDays.insert(day).inserted) } }
+            #expect(weekDays == Set(spec.from.ordinal...spec.to.ordinal), "weeks of \(from)…\(to)")
+            #expect(weeks.allSatisfy { AggregateSpec.weekStart($0) == $0 })
             let days = covered.filter { $0.value != 0 }
             let exact = days.values.allSatisfy { $0 == 1 }
             #expect(days.count == spec.days, "\(from)…\(to)")

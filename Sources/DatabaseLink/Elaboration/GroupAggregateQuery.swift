@@ -22,6 +22,10 @@ package struct GroupQuery: Sendable {
     /// groups ignore both and read the window's days.
     package var months: [String]
     package var dayRanges: [(from: String, to: String, sign: Int)]
+    /// Week groups: the window's whole weeks (Mondays), read from `weekly_rollups`, and the days
+    /// of its partial weeks (at most two ranges), read from `daily_rollups`.
+    package var weeks: [String] = []
+    package var weekEdges: [(from: String, to: String)] = []
     package var key: Key
     package var lower: Double
     package var upper: Double
@@ -75,6 +79,25 @@ package struct ExactGroup: Sendable {
 package struct GroupAggregateStore: Sendable {
     let database: Database
 
+    /// An individual's parts of a group added up (months and days, some subtracted).
+    private static let sumParts = """
+        SELECT individual_id, g, sum(days) AS days, sum(sample_count) AS sample_count, sum(value_sum) AS value_sum
+        FROM parts GROUP BY 1, 2
+        HAVING sum(days) > 0 AND sum(sample_count) > 0
+        """
+    /// Week groups: whole weeks as they are, partial weeks added up from their days.
+    private static let weekParts = """
+        SELECT individual_id, week::text AS g, days::int8, sample_count, value_sum FROM weekly
+        WHERE days > 0 AND sample_count > 0
+        UNION ALL
+        SELECT individual_id, g, sum(days), sum(sample_count), sum(value_sum) FROM parts
+        GROUP BY 1, 2 HAVING sum(days) > 0 AND sum(sample_count) > 0
+        """
+    /// Day groups: an individual has exactly one row per day, nothing to add up.
+    private static let onePartPerGroup = """
+        SELECT individual_id, g, days, sample_count, value_sum FROM parts WHERE days > 0 AND sample_count > 0
+        """
+
     package init(database: Database) {
         self.database = database
     }
@@ -96,7 +119,11 @@ package struct GroupAggregateStore: Sendable {
         default: "t.g"
         }
         let months = timeKey == nil ? query.months : []
-        let ranges = timeKey == nil ? query.dayRanges : [(query.from, query.to, 1)]
+        let ranges: [(String, String, Int)] = switch query.key {
+        case .day: [(query.from, query.to, 1)]
+        case .week: query.weekEdges.map { ($0.from, $0.to, 1) }
+        default: query.dayRanges
+        }
         let rows = try await database.withTransaction { connection in
             _ = try await connection.query("SET TRANSACTION READ ONLY", logger: database.logger)
             _ = try await connection.query("SET LOCAL jit = off", logger: database.logger)   // compiling costs more than it saves here
@@ -108,6 +135,10 @@ package struct GroupAggregateStore: Sendable {
                     WHERE (cardinality(\(query.areas)::text[]) = 0 OR i.home_area = ANY (\(query.areas)::text[]))
                       AND (\(query.sex)::text IS NULL OR i.sex = \(query.sex)::text)
                 ),
+                weekly AS (   -- index: weekly_rollups_type_week_idx
+                    SELECT individual_id, week, days, sample_count, value_sum FROM weekly_rollups
+                    WHERE sample_type = \(query.sampleType) AND week = ANY (\(query.key == .week ? query.weeks : [])::date[])
+                ),
                 parts AS (   -- index: monthly_rollups_type_month_idx, daily_rollups_type_day_idx
                     SELECT m.individual_id, ''::text AS g, m.days::int8 AS days, m.sample_count, m.value_sum
                     FROM monthly_rollups m
@@ -118,9 +149,7 @@ package struct GroupAggregateStore: Sendable {
                     JOIN daily_rollups r ON r.sample_type = \(query.sampleType) AND r.day BETWEEN w.first AND w.last
                 ),
                 totals AS (   -- each individual's totals per group, before meeting the people
-                    SELECT individual_id, g, sum(days) AS days, sum(sample_count) AS sample_count, sum(value_sum) AS value_sum
-                    FROM parts GROUP BY 1, 2
-                    HAVING sum(days) > 0 AND sum(sample_count) > 0
+                    \(unescaped: query.key == .day ? Self.onePartPerGroup : query.key == .week ? Self.weekParts : Self.sumParts)
                 ),
                 values AS (   -- one value per individual and group
                     SELECT \(unescaped: personKey) AS g,

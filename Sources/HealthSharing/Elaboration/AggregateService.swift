@@ -145,12 +145,16 @@ package struct AggregateService: Sendable {
         case .week?: .week
         }
         let (months, days) = spec.readPlan()
-        return GroupQuery(
+        var query = GroupQuery(
             sampleType: spec.type.storageCode, dailyTotal: domain.daily == .total, areas: spec.areas,
             ageBands: spec.ageBands.map { Int32($0.lower) }, sex: spec.sex?.rawValue, from: spec.from.text, to: spec.to.text,
             months: months.map(\.text), dayRanges: days.map { ($0.from.text, $0.to.text, $0.sign) }, key: key, lower: domain.lower, upper: domain.upper, binWidth: domain.binWidth, binCount: Int32(domain.binCount),
             resolution: domain.resolution
         )
+        let (weeks, edges) = spec.wholeWeeks()
+        query.weeks = weeks.map(\.text)
+        query.weekEdges = edges.map { ($0.from.text, $0.to.text) }
+        return query
     }
 
     private func partyId(_ principal: Principal) throws -> Int64 {

@@ -202,6 +202,18 @@ package struct AggregateSpec: Sendable, Hashable {
         return (months, days)
     }
 
+    /// The window's whole weeks (their Mondays) and the days of its partial weeks.
+    package func wholeWeeks() -> (weeks: [CalendarDay], edges: [(from: CalendarDay, to: CalendarDay)]) {
+        let firstMonday = Self.weekStart(from) == from ? from : CalendarDay(ordinal: Self.weekStart(from).ordinal + 7)
+        let lastSunday = CalendarDay(ordinal: Self.weekStart(CalendarDay(ordinal: to.ordinal + 1)).ordinal - 1)
+        guard firstMonday < lastSunday else { return ([], [(from, to)]) }
+        let weeks = stride(from: firstMonday.ordinal, to: lastSunday.ordinal, by: 7).map(CalendarDay.init(ordinal:))
+        var edges: [(from: CalendarDay, to: CalendarDay)] = []
+        if from < firstMonday { edges.append((from, CalendarDay(ordinal: firstMonday.ordinal - 1))) }
+        if lastSunday < to { edges.append((CalendarDay(ordinal: lastSunday.ordinal + 1), to)) }
+        return (weeks, edges)
+    }
+
     /// The Monday (ISO week start) on or before the day.
     package static func weekStart(_ day: CalendarDay) -> CalendarDay {
         CalendarDay(ordinal: day.ordinal - ((day.ordinal + 3) % 7))   // 1970-01-01 was a Thursday
