@@ -56,6 +56,7 @@ bench: deps
 	swift build -c release --product data4help
 	.build/release/data4help bench ingest
 	.build/release/data4help bench webhooks
+	.build/release/data4help bench aggregates
 
 clean-data:
 	rm -rf .data

@@ -87,7 +87,7 @@ struct AggregateAPITests {
 struct AggregateSubscriptionTests {
     @Test(.timeLimit(.minutes(1))) func recomputedDeliveredAndStoppedWhenTheBudgetRunsOut() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
-        let receivers = [WebhookReceiver(port: try freeLoopbackPort()), WebhookReceiver(port: try freeLoopbackPort())]
+        let receivers = [try WebhookReceiver(), try WebhookReceiver()]
         let listening = receivers.map { $0.start() }
         defer { listening.forEach { $0.cancel() } }
         try await TestServer.run(database: database, configure: { configuration in

@@ -54,7 +54,7 @@ struct WebhookTests {
     }
 
     @Test func receiverDownThenUpGetsEveryEventOnceInOrderSigned() async throws {
-        let receiver = WebhookReceiver(port: try freeLoopbackPort())   // nothing listens yet: connection refused
+        let receiver = try WebhookReceiver()   // nothing listens yet: connection refused
         try await TestServer.run(configure: Self.localDelivery) { api in
             let (party, _) = try await api.thirdPartySession()
             let secret = try await Self.register(api, party, receiver.url)
@@ -96,7 +96,7 @@ struct WebhookTests {
     }
 
     @Test func revocationCancelsUndeliveredDataAndTellsTheParty() async throws {
-        let receiver = WebhookReceiver(port: try freeLoopbackPort())
+        let receiver = try WebhookReceiver()
         try await TestServer.run(configure: Self.localDelivery) { api in
             let (party, _) = try await api.thirdPartySession()
             _ = try await Self.register(api, party, receiver.url)
@@ -130,7 +130,7 @@ struct WebhookTests {
     }
 
     @Test func erasingTheAccountRevokesItsGrantsAndTellsTheParties() async throws {
-        let receiver = WebhookReceiver(port: try freeLoopbackPort())
+        let receiver = try WebhookReceiver()
         try await TestServer.run(configure: Self.localDelivery) { api in
             let (party, _) = try await api.thirdPartySession()
             _ = try await Self.register(api, party, receiver.url)
@@ -150,7 +150,7 @@ struct WebhookTests {
     }
 
     @Test func individualsDeviceHearsOfNewRequests() async throws {
-        let receiver = WebhookReceiver(port: try freeLoopbackPort())
+        let receiver = try WebhookReceiver()
         let server = receiver.start()
         defer { server.cancel() }
         try await TestServer.run(configure: Self.localDelivery) { api in
