@@ -1,0 +1,49 @@
+import DatabaseLink
+import DatabaseTestSupport
+import Foundation
+import HTTPAPI
+import HTTPTypes
+import PostgresNIO
+import Testing
+
+@Suite("data4help audit verify: one command tells an operator whether the audit log was edited")
+struct AuditCommandTests {
+    func verify(_ database: DatabaseURL) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = WebhookCrashTests.executable
+        process.arguments = ["audit", "verify"]
+        process.environment = [
+            "DATABASE_URL": WebhookCrashTests.connectionString(database), "LOG_LEVEL": "error",
+            "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
+        ]
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        try process.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        return (process.terminationStatus, output)
+    }
+
+    @Test func intactThenBrokenAtTheEditedRow() async throws {
+        let database = try await TestPostgres.shared.migratedDatabase()
+        try await TestServer.run(database: database, configure: { $0.aggregateMinimumGroup = 5 }) { api in
+            let (party, _) = try await api.thirdPartySession()
+            for epsilon in [0.1, 0.2, 0.3] {
+                let reply = try await api.send(.post, "/api/thirdparties/aggregates", token: party, json: [
+                    "type": "heartRate", "statistic": "count", "from": "2026-01-01", "to": "2026-01-31", "epsilon": epsilon,
+                ])
+                #expect(reply.status == .created)
+            }
+        }
+        let intact = try verify(database)
+        #expect(intact.status == 0 && intact.output.contains("intact: 3 rows"))
+
+        let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+        try await direct.whileRunning {
+            try await direct.query("ALTER TABLE aggregate_audit DISABLE TRIGGER aggregate_audit_append_only")
+            try await direct.query("UPDATE aggregate_audit SET epsilon_hundredths = 99 WHERE id = 2")
+        }
+        let broken = try verify(database)
+        #expect(broken.status == 1 && broken.output.contains("BROKEN at row 2"))
+    }
+}
