@@ -1,6 +1,7 @@
 import DatabaseLink
 import DatabaseTestSupport
 import Foundation
+import Synchronization
 import HTTPAPI
 import HTTPTypes
 import Testing
@@ -64,7 +65,12 @@ struct WebhookCrashTests {
         #expect(receiver.received.allSatisfy { WebhookReceiver.verify($0, secret: box.secret) })
     }
 
-    final class SetUp: @unchecked Sendable {
-        var secret = ""
+    /// The secret learnt in the set-up closure, read after it.
+    final class SetUp: Sendable {
+        private let value = Mutex("")
+        var secret: String {
+            get { value.withLock { $0 } }
+            set { value.withLock { $0 = newValue } }
+        }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOPosix
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -84,7 +85,7 @@ package enum IPAddress: Sendable, Equatable {
 
 /// Checks, before every attempt, where a webhook's host resolves to now: any non-public address
 /// refuses the attempt (a name that resolved publicly at registration may not later point
-/// inside). Resolution runs off the cooperative pool (`getaddrinfo` blocks).
+/// inside). Resolution runs on NIO's blocking-I/O thread pool (`getaddrinfo` blocks).
 package struct WebhookAddressPolicy: Sendable {
     package let allowPrivateNetworks: Bool
 
@@ -105,29 +106,29 @@ package struct WebhookAddressPolicy: Sendable {
     }
 
     static func resolve(_ host: String) async -> [IPAddress] {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                var hints = addrinfo()
-                hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
-                var list: UnsafeMutablePointer<addrinfo>?
-                guard getaddrinfo(host, nil, &hints, &list) == 0 else { return continuation.resume(returning: []) }
-                defer { freeaddrinfo(list) }
-                var addresses: [IPAddress] = []
-                var node = list
-                while let info = node?.pointee {
-                    if info.ai_family == AF_INET, let raw = info.ai_addr {
-                        let address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr.s_addr }
-                        addresses.append(.v4(UInt32(bigEndian: address)))
-                    } else if info.ai_family == AF_INET6, let raw = info.ai_addr {
-                        let bytes = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
-                            withUnsafeBytes(of: pointer.pointee.sin6_addr) { Array($0) }
-                        }
-                        addresses.append(.v6(bytes))
-                    }
-                    node = info.ai_next
+        (try? await NIOThreadPool.singleton.runIfActive { Self.resolveBlocking(host) }) ?? []
+    }
+
+    private static func resolveBlocking(_ host: String) -> [IPAddress] {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var list: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &list) == 0 else { return [] }
+        defer { freeaddrinfo(list) }
+        var addresses: [IPAddress] = []
+        var node = list
+        while let info = node?.pointee {
+            if info.ai_family == AF_INET, let raw = info.ai_addr {
+                let address = raw.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr.s_addr }
+                addresses.append(.v4(UInt32(bigEndian: address)))
+            } else if info.ai_family == AF_INET6, let raw = info.ai_addr {
+                let bytes = raw.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { pointer in
+                    withUnsafeBytes(of: pointer.pointee.sin6_addr) { Array($0) }
                 }
-                continuation.resume(returning: addresses)
+                addresses.append(.v6(bytes))
             }
+            node = info.ai_next
         }
+        return addresses
     }
 }

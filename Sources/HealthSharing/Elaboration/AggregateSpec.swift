@@ -227,6 +227,7 @@ package struct AggregateSpec: Sendable, Hashable {
         ]
         if let sex { object["sex"] = sex.rawValue }
         if let groupBy { object["groupBy"] = groupBy.rawValue }
+        // Strings, numbers and arrays of strings only: serialisation cannot fail.
         let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys, .withoutEscapingSlashes])
         return String(decoding: data, as: UTF8.self)
     }
