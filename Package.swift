@@ -81,12 +81,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // SOS Manager (AutomatedSOS): enrolment and settings; detection and dispatch follow.
+        .target(
+            name: "SOSManager",
+            dependencies: [
+                "AccessManager",
+                "DatabaseLink",
+                "HealthSharing",
+            ],
+            swiftSettings: swiftSettings
+        ),
         // The HTTP layer: the two API surfaces, errors as problem+json, operability endpoints, wiring.
         .target(
             name: "HTTPAPI",
             dependencies: [
                 "AccessManager",
                 "HealthSharing",
+                "SOSManager",
                 "DatabaseLink",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

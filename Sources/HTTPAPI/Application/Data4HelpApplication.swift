@@ -6,6 +6,7 @@ import Logging
 import HealthSharing
 import Prometheus
 import ServiceLifecycle
+import SOSManager
 
 /// Wires configuration → database → components → controllers → router, and returns the
 /// application ready to run. `data4help serve` and the tests build it the same way.
@@ -86,6 +87,7 @@ struct Components {
     let subscriptionFeed: SubscriptionFeed
     let webhooks: WebhookEndpoints
     let aggregates: AggregateService
+    let sosSettings: SOSSettingsService
     let aggregateSubscriptions: AggregateSubscriptions
     /// Bumped whenever PostgreSQL announces new events or deliveries (see `EventListener`).
     let changes: ChangeSignal
@@ -115,6 +117,7 @@ struct Components {
             mechanism: AggregateMechanism(minimumGroup: Int64(configuration.aggregateMinimumGroup))
         )
         aggregateSubscriptions = AggregateSubscriptions(database: database, service: aggregates)
+        sosSettings = SOSSettingsService(database: database)
         schemaReady = StartupGate()
     }
 }
@@ -150,6 +153,8 @@ func buildRouter(components: Components, operations: OperationsController, confi
     ).addRoutes(to: authenticatedUsers)
     UserRequestController(requests: components.accessRequests, accessLog: components.accessLog, body: body).addRoutes(to: authenticatedUsers)
     WebhookController<IndividualRequestContext>(endpoints: components.webhooks, body: body, prefix: "notifications").addRoutes(to: authenticatedUsers)
+    SOSSettingsController(settings: components.sosSettings, body: body, allowPrivateNetworks: configuration.webhookAllowPrivateNetworks)
+        .addRoutes(to: authenticatedUsers)
 
     // /api/thirdparties — organisations (tenants).
     let thirdParties = router.group("api/thirdparties")

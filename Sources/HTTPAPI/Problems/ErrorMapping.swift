@@ -4,6 +4,7 @@ import HealthSharing
 import Hummingbird
 import Logging
 import PostgresNIO
+import SOSManager
 
 /// The one place where an error of any component becomes an HTTP problem.
 enum ErrorMapping {
@@ -56,6 +57,10 @@ enum ErrorMapping {
                 return Problem(.tooManyRequests, slug: "privacy-budget-exhausted", title: "Privacy budget exhausted",
                                detail: "This query's ε does not fit in your budget for the rolling \(window); it frees up as earlier queries leave the window.",
                                headers: [.retryAfter: String(retryAfter)])
+            }
+        case let error as SOSError:
+            switch error {
+            case .invalid(let field, let reason): return .invalidField(field, reason)
             }
         case let error as SummaryError:
             switch error {

@@ -1,0 +1,42 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+
+/// Reads and replaces an individual's AutomatedSOS settings (enrolment is `enabled`).
+package struct SOSSettingsService: Sendable {
+    let store: SOSSettingsStore
+
+    package init(database: Database) {
+        self.store = SOSSettingsStore(database: database)
+    }
+
+    /// The settings, or the defaults (not enrolled) when never set.
+    package func settings(of principal: Principal) async throws -> (settings: SOSSettings, updatedAt: Date?) {
+        guard let record = try await store.settings(individualId: try individualId(principal)) else { return (SOSSettings(), nil) }
+        return (try Self.settings(record), record.updatedAt)
+    }
+
+    package func replace(_ settings: SOSSettings, for principal: Principal) async throws -> (settings: SOSSettings, updatedAt: Date?) {
+        let contacts = String(decoding: try JSONEncoder().encode(settings.contacts), as: UTF8.self)
+        let record = try await store.replace(individualId: try individualId(principal), with: SOSSettingsRecord(
+            enabled: settings.enabled, minHeartRate: Float(settings.minHeartRate), maxHeartRate: settings.maxHeartRate.map(Float.init),
+            minOxygenSaturation: settings.minOxygenSaturation.map(Float.init), consecutiveReadings: Int16(settings.consecutiveReadings),
+            cancelWindowSeconds: Int16(settings.cancelWindowSeconds), contacts: contacts, medicalNotes: settings.medicalNotes
+        ))
+        return (try Self.settings(record), record.updatedAt)
+    }
+
+    private static func settings(_ record: SOSSettingsRecord) throws -> SOSSettings {
+        try SOSSettings(
+            enabled: record.enabled, minHeartRate: Double(record.minHeartRate), maxHeartRate: record.maxHeartRate.map(Double.init),
+            minOxygenSaturation: record.minOxygenSaturation.map(Double.init), consecutiveReadings: Int(record.consecutiveReadings),
+            cancelWindowSeconds: Int(record.cancelWindowSeconds),
+            contacts: try JSONDecoder().decode([EmergencyContact].self, from: Data(record.contacts.utf8)), medicalNotes: record.medicalNotes
+        )
+    }
+
+    private func individualId(_ principal: Principal) throws -> Int64 {
+        guard case .individual(let id) = principal.account else { throw SOSError.invalid(field: "account", reason: "is not an individual") }
+        return id
+    }
+}
