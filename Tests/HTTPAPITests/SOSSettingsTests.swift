@@ -27,6 +27,12 @@ struct SOSSettingsTests {
             #expect(contact["phone"] as? String == "+393331234567" && contact["email"] as? String == "giulia@example.org")
             #expect(read["updatedAt"] is String)
 
+            // The settings, contacts included, are part of my data export.
+            let export = String(decoding: try await api.send(.get, "/api/users/export", token: person).data, as: UTF8.self)
+            let lines = export.split(separator: "\n").compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            let sos = try #require(lines.first { $0["kind"] as? String == "sos" })
+            #expect(sos["medicalNotes"] as? String == "Pacemaker since 2019; allergic to penicillin.")
+
             // Another individual's settings are their own; a third party cannot reach these at all.
             let (other, _) = try await api.individualSession()
             #expect(try await api.send(.get, "/api/users/sos", token: other).json["enabled"] as? Bool == false)

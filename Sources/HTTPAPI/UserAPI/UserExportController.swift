@@ -3,13 +3,15 @@ import DatabaseLink
 import Foundation
 import HealthSharing
 import Hummingbird
+import SOSManager
 import Logging
 import NIOCore
 
 /// `GET /api/users/export`: everything the platform holds about me, as NDJSON streamed page by
 /// page (GDPR art. 20). Memory stays bounded by one page whatever the size of the history.
 ///
-/// Lines: one `profile`, then every `sample` and `location` oldest first, every `request` naming
+/// Lines: one `profile`, my AutomatedSOS settings (`sos`, once set: contacts and medical notes
+/// are mine too), then every `sample` and `location` oldest first, every `request` naming
 /// me (the consents I gave or refused), every `disclosure` of my data, then `end` with the
 /// counts, so a client can tell a complete export from one cut short by a broken connection.
 struct UserExportController {
@@ -17,11 +19,13 @@ struct UserExportController {
     let ownData: OwnDataReader
     let requests: AccessRequestService
     let accessLog: AccessLog
+    let sos: SOSSettingsService
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("export") { _, context in
             let principal = context.principal
             let profile = try await accounts.profile(of: principal)
+            let sosSettings = try await sos.settings(of: principal)
             let logger = context.logger
             let body = ResponseBody { writer in
                 let encoder = WireFormat.encoder()
@@ -34,6 +38,9 @@ struct UserExportController {
                 var samples = 0, locations = 0
                 do {
                     try await writer.write(line(ExportLine(kind: "profile", record: IndividualProfileBody(profile))))
+                    if let updatedAt = sosSettings.updatedAt {
+                        try await writer.write(line(ExportLine(kind: "sos", record: SOSSettingsBody(sosSettings.settings, updatedAt: updatedAt))))
+                    }
                     try await ownData.forEachSamplePage(of: principal) { page in
                         var buffer = ByteBuffer()
                         for sample in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "sample", record: SampleBody(sample)))) }
