@@ -10,10 +10,10 @@ import Testing
 struct AuditCommandTests {
     func verify(_ database: DatabaseURL) throws -> (status: Int32, output: String) {
         let process = Process()
-        process.executableURL = WebhookCrashTests.executable
+        process.executableURL = ServerProcess.executable
         process.arguments = ["audit", "verify"]
         process.environment = [
-            "DATABASE_URL": WebhookCrashTests.connectionString(database), "LOG_LEVEL": "error",
+            "DATABASE_URL": ServerProcess.connectionString(database), "LOG_LEVEL": "error",
             "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
         ]
         let pipe = Pipe()

@@ -8,16 +8,6 @@ import Testing
 
 @Suite("Webhooks survive a server killed mid-delivery")
 struct WebhookCrashTests {
-    /// The `data4help` executable built next to this test bundle.
-    static var executable: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("data4help")
-    }
-
-    static func connectionString(_ url: DatabaseURL) -> String {
-        let password = url.password.map { ":" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? ""
-        return "postgres://\(url.username)\(password)@\(url.host):\(url.port)/\(url.database)?sslmode=disable"
-    }
-
     @Test(.timeLimit(.minutes(2))) func killedMidAttemptTheDeliveryIsMadeAgainWithTheSameId() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
         let receiver = try WebhookReceiver()
@@ -35,12 +25,12 @@ struct WebhookCrashTests {
         }
 
         // A real server process starts delivering, and is killed (SIGKILL) while the receiver holds the first POST.
-        #expect(FileManager.default.isExecutableFile(atPath: Self.executable.path), "build the executable first (swift build)")
+        #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
         let server = Process()
-        server.executableURL = Self.executable
+        server.executableURL = ServerProcess.executable
         server.arguments = ["serve"]
         server.environment = [
-            "DATABASE_URL": Self.connectionString(database), "HOST": "127.0.0.1", "PORT": String(try freeLoopbackPort()),
+            "DATABASE_URL": ServerProcess.connectionString(database), "HOST": "127.0.0.1", "PORT": String(try freeLoopbackPort()),
             "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_TIMEOUT_SECONDS": "2", "LOG_LEVEL": "error",
             "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
             "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,

@@ -51,7 +51,7 @@ package struct SessionService: Sendable {
     /// A fresh token for an account whose identity is already established.
     package func issue(for owner: AccountReference) async throws -> IssuedToken {
         let token = BearerSecret.newAccessToken()
-        let seconds = Double(tokenLifetime.components.seconds) + Double(tokenLifetime.components.attoseconds) / 1e18
+        let seconds = tokenLifetime.inSeconds
         let record = try await tokens.insert(
             owner: owner, tokenHash: BearerSecret.digest(token), expiresAt: Date().addingTimeInterval(seconds)
         )

@@ -135,7 +135,6 @@ package struct WebhookStore: Sendable {
     /// A delivery waits while an earlier one of the same request is pending, so each grant's
     /// events arrive in order; `SKIP LOCKED` lets several instances claim side by side.
     package func claim(limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
-        let leaseMs = lease.components.seconds * 1000 + lease.components.attoseconds / 1_000_000_000_000_000
         let rows = try await database.query("""
             WITH due AS (   -- index: webhook_deliveries_due_idx, webhook_deliveries_order_idx
                 SELECT d.id FROM webhook_deliveries d
@@ -150,7 +149,7 @@ package struct WebhookStore: Sendable {
             )
             UPDATE webhook_deliveries d
             SET attempts = d.attempts + 1, round_attempts = d.round_attempts + 1,
-                next_attempt_at = now() + \(leaseMs) * interval '1 millisecond'
+                next_attempt_at = now() + \(lease.wholeMilliseconds) * interval '1 millisecond'
             FROM due, webhook_endpoints w
             WHERE d.id = due.id AND w.id = d.endpoint_id
             RETURNING d.id, d.public_id, d.attempts, d.round_attempts, d.event_type, d.created_at, d.event_id, d.payload::text, w.url, w.secret

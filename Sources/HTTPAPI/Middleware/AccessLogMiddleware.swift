@@ -1,3 +1,4 @@
+import DatabaseLink
 import Hummingbird
 import Logging
 
@@ -8,7 +9,7 @@ struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
         let start = ContinuousClock.now
         let response = try await next(request, context)
         let elapsed = ContinuousClock.now - start
-        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        let milliseconds = elapsed.inSeconds * 1000
         context.logger.info("request", metadata: [
             "http.method": "\(request.method.rawValue)",
             "http.route": "\(context.endpointPath ?? "unmatched")",

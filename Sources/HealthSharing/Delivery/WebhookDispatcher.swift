@@ -122,7 +122,7 @@ package struct WebhookDispatcher: Service {
             let result = await send(body, of: delivery, client: client)
             let elapsed = ContinuousClock.now - started
             let record = DeliveryAttemptRecord(
-                attempt: delivery.attempt, at: at, durationMs: Int(elapsed.components.seconds * 1000 + elapsed.components.attoseconds / 1_000_000_000_000_000),
+                attempt: delivery.attempt, at: at, durationMs: Int(elapsed.wholeMilliseconds),
                 statusCode: result.status, error: result.error
             )
             let delivered = result.status.map { (200..<300).contains($0) } ?? false
@@ -196,7 +196,6 @@ package struct WebhookDispatcher: Service {
     /// receiver coming back up is not hit by every retry at once.
     func backoff(after attempt: Int) -> TimeInterval {
         let base = settings.backoff[min(max(attempt - 1, 0), settings.backoff.count - 1)]
-        let seconds = Double(base.components.seconds) + Double(base.components.attoseconds) / 1e18
-        return seconds * Double.random(in: 0.8...1.2)
+        return base.inSeconds * Double.random(in: 0.8...1.2)
     }
 }

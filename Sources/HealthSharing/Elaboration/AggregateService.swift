@@ -85,14 +85,14 @@ package struct AggregateService: Sendable {
         case .repeated(let earlier):
             let finished = try await waitForAnswer(earlier)
             try await queries.auditRepeat(finished, thirdParty: publicParty, fingerprint: spec.fingerprint)
-            return (try result(finished, repeated: true), finished.id)
+            return (try AggregateResult(finished, repeated: true), finished.id)
         case .reserved(let query):
             do {
                 let exact = try await groups.exactGroups(groupQuery(spec))
                 let answer = mechanism.release(exact, spec: spec)
                 let text = String(decoding: try JSONEncoder.sorted.encode(answer), as: UTF8.self)
                 let stored = try await queries.finish(query, thirdParty: publicParty, status: answer.status, answer: text, fingerprint: spec.fingerprint)
-                return (try result(stored, repeated: false), stored.id)
+                return (try AggregateResult(stored, repeated: false), stored.id)
             } catch {
                 try? await queries.fail(query)
                 throw error
@@ -104,13 +104,13 @@ package struct AggregateService: Sendable {
         guard let record = try await queries.find(thirdPartyId: partyId(principal), publicId: id), record.answer != nil else {
             throw AggregateError.notFound
         }
-        return try result(record, repeated: false)
+        return try AggregateResult(record, repeated: false)
     }
 
     package func results(for principal: Principal, beforeId: Int64?, limit: Int) async throws -> [(id: Int64, result: AggregateResult)] {
         try await queries.list(thirdPartyId: partyId(principal), beforeId: beforeId, limit: limit)
             .filter { $0.answer != nil }
-            .map { ($0.id, try result($0, repeated: false)) }
+            .map { ($0.id, try AggregateResult($0, repeated: false)) }
     }
 
     package func status(for principal: Principal) async throws -> BudgetStatus {
@@ -128,10 +128,6 @@ package struct AggregateService: Sendable {
         }
         guard current.answer != nil else { throw AggregateError.notFound }
         return current
-    }
-
-    private func result(_ record: AggregateQueryRecord, repeated: Bool) throws -> AggregateResult {
-        try AggregateResult(record, repeated: repeated)
     }
 
     private func groupQuery(_ spec: AggregateSpec) -> GroupQuery {

@@ -36,7 +36,7 @@ struct AggregateBenchCommand: AsyncParsableCommand {
                 throw ValidationError("seeding failed: \(String(reflecting: error))")
             }
             bar.finish()
-            print(String(format: "seeded in %.1f s", (ContinuousClock.now - seeding).seconds))
+            print(String(format: "seeded in %.1f s", (ContinuousClock.now - seeding).inSeconds))
             let to = CalendarDay(containing: Date())
             let from = CalendarDay(ordinal: to.ordinal - days + 1)
             let last50 = CalendarDay(ordinal: to.ordinal - 49)
@@ -63,7 +63,7 @@ struct AggregateBenchCommand: AsyncParsableCommand {
                     let epsilon = String(format: "%.2f", 1.0 - Double(run) * 0.01)
                     let started = ContinuousClock.now
                     let (status, answer) = try await server.send(.POST, "/api/thirdparties/aggregates", token: token, json: "{\(body),\"epsilon\":\(epsilon)}")
-                    latencies.append((ContinuousClock.now - started).seconds * 1000)
+                    latencies.append((ContinuousClock.now - started).inSeconds * 1000)
                     guard status == .created else { throw ValidationError("\(name) answered \(status): \(answer)") }
                     released = (answer["groups"] as? [Any])?.count ?? 0
                 }

@@ -15,7 +15,3 @@ func percentile(_ sorted: [Double], _ fraction: Double) -> Double {
     let index = min(sorted.count - 1, Int((Double(sorted.count) * fraction).rounded(.up)) - 1)
     return sorted[max(0, index)]
 }
-
-extension Duration {
-    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}

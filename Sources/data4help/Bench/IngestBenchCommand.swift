@@ -93,7 +93,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
             let sent = ContinuousClock.now
             let response = try await client.execute(request, timeout: .seconds(30))
             let body = try await response.body.collect(upTo: 1 << 20)
-            latencies.append((ContinuousClock.now - sent).seconds * 1000)
+            latencies.append((ContinuousClock.now - sent).inSeconds * 1000)
             guard response.status == .ok, String(buffer: body).components(separatedBy: #""count""#).count > 365 else {
                 throw ValidationError("summary answered \(response.status): \(String(buffer: body).prefix(200))")
             }
@@ -111,7 +111,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
             for item in try IngestUploadBody.items(in: body) ?? [] where (try? rules.validate(item, now: now)) != nil { valid += 1 }
         }
         guard valid == batches * batchSize else { throw ValidationError("decoding found \(valid) valid samples") }
-        return PhaseResult(samples: valid, elapsed: (ContinuousClock.now - started).seconds, latencies: [])
+        return PhaseResult(samples: valid, elapsed: (ContinuousClock.now - started).inSeconds, latencies: [])
     }
 
     private func httpPhase(_ client: HTTPClient, _ base: String, tokens: [String], bodies: [ByteBuffer]) async throws -> PhaseResult {
@@ -142,14 +142,14 @@ struct IngestBenchCommand: AsyncParsableCommand {
                     while case let batch = next.take(), batch < batches {
                         let sent = ContinuousClock.now
                         try await upload(batch)
-                        mine.append((ContinuousClock.now - sent).seconds * 1000)
+                        mine.append((ContinuousClock.now - sent).inSeconds * 1000)
                     }
                     return mine
                 }
             }
             return try await group.reduce(into: []) { $0 += $1 }
         }
-        return PhaseResult(samples: batches * batchSize, elapsed: (ContinuousClock.now - started).seconds, latencies: latencies.sorted())
+        return PhaseResult(samples: batches * batchSize, elapsed: (ContinuousClock.now - started).inSeconds, latencies: latencies.sorted())
     }
 
     /// The same uploads written through `HealthDataStore` directly, for other individuals.

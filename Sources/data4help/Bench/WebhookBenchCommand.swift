@@ -50,7 +50,7 @@ struct WebhookBenchCommand: AsyncParsableCommand {
                 guard status == .ok else { throw ValidationError("acceptance of \(id) answered \(status)") }
             }
             try await receiver.waitFor(grants) // every request.granted has arrived: the outbox is empty
-            print(String(format: "set-up (registrations with Argon2id, requests, acceptances): %.0f s", (ContinuousClock.now - started).seconds))
+            print(String(format: "set-up (registrations with Argon2id, requests, acceptances): %.0f s", (ContinuousClock.now - started).inSeconds))
 
             // Baseline: individuals with no grant upload the same way.
             let baseline = try await timedUploads(server, tokens: { people[grants + $0 % Self.baselineIndividuals] }, offset: 0)
@@ -61,8 +61,8 @@ struct WebhookBenchCommand: AsyncParsableCommand {
             var afterSend: [Double] = []
             for (upload, timing) in subscribed.enumerated() {
                 guard let arrived = arrivals[uploads + upload] else { throw ValidationError("upload \(upload) was never delivered") }
-                afterAck.append((arrived - timing.acknowledged).seconds * 1000)
-                afterSend.append((arrived - timing.sent).seconds * 1000)
+                afterAck.append((arrived - timing.acknowledged).inSeconds * 1000)
+                afterSend.append((arrived - timing.sent).inSeconds * 1000)
             }
             afterAck.sort()
             afterSend.sort()
@@ -84,7 +84,7 @@ struct WebhookBenchCommand: AsyncParsableCommand {
     struct UploadTiming: Sendable {
         let sent: ContinuousClock.Instant
         let acknowledged: ContinuousClock.Instant
-        var ackMs: Double { (acknowledged - sent).seconds * 1000 }
+        var ackMs: Double { (acknowledged - sent).inSeconds * 1000 }
     }
 
     /// `uploads` uploads, `clients` at a time; upload n's samples start at second (offset + n) × samples
