@@ -81,13 +81,19 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
-        // SOS Manager (AutomatedSOS): enrolment and settings; detection and dispatch follow.
+        // SOS Manager (AutomatedSOS): enrolment, detection at ingest, incidents, emergency dispatch.
         .target(
             name: "SOSManager",
             dependencies: [
                 "AccessManager",
                 "DatabaseLink",
                 "HealthSharing",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -99,8 +105,10 @@ let package = Package(
                 "HealthSharing",
                 "SOSManager",
                 "DatabaseLink",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Configuration", package: "swift-configuration"),

@@ -2,19 +2,22 @@ import Logging
 import PostgresNIO
 import ServiceLifecycle
 
-/// Listens on PostgreSQL's `data4help_events` channel and bumps a `ChangeSignal` for every
-/// notification. Runs as a service; holds one pooled connection while it runs and reconnects
+/// Listens on a PostgreSQL channel (`data4help_events` for the webhook outbox and streams,
+/// `data4help_sos` for new incidents) and bumps a `ChangeSignal` for every notification. Runs as a service; holds one pooled connection while it runs and reconnects
 /// (after a second) when that connection fails. After every (re)connection it bumps the signal
 /// once, so waiters re-read whatever they may have missed.
 package struct EventListener: Service {
     package static let channel = "data4help_events"
+    package static let sosChannel = "data4help_sos"
 
     let database: Database
+    let channel: String
     let signal: ChangeSignal
     let logger: Logger
 
-    package init(database: Database, signal: ChangeSignal, logger: Logger) {
+    package init(database: Database, channel: String = EventListener.channel, signal: ChangeSignal, logger: Logger) {
         self.database = database
+        self.channel = channel
         self.signal = signal
         self.logger = logger
     }
@@ -24,7 +27,7 @@ package struct EventListener: Service {
             while !Task.isCancelled {
                 do {
                     try await database.client.withConnection { connection in
-                        try await connection.listen(on: Self.channel) { notifications in
+                        try await connection.listen(on: channel) { notifications in
                             signal.notify()
                             for try await _ in notifications { signal.notify() }
                         }
@@ -33,7 +36,7 @@ package struct EventListener: Service {
                     return
                 } catch {
                     if Task.isCancelled { return }
-                    logger.warning("event listener lost its connection; reconnecting", metadata: ["error": "\(String(reflecting: type(of: error)))"])
+                    logger.warning("event listener lost its connection; reconnecting", metadata: ["channel": "\(channel)", "error": "\(String(reflecting: type(of: error)))"])
                     try? await Task.sleep(for: .seconds(1))
                 }
             }

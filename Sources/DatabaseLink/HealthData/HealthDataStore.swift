@@ -82,10 +82,12 @@ package struct IngestOutcome: Sendable, Equatable {
 package struct HealthDataStore: Sendable {
     let database: Database
     let partitions: PartitionMaintainer
+    let checks: [any IngestTransactionCheck]
 
-    package init(database: Database, partitions: PartitionMaintainer) {
+    package init(database: Database, partitions: PartitionMaintainer, checks: [any IngestTransactionCheck] = []) {
         self.database = database
         self.partitions = partitions
+        self.checks = checks
     }
 
     /// Stores an individual's samples and fixes in one transaction; returns which were new.
@@ -96,8 +98,9 @@ package struct HealthDataStore: Sendable {
     /// `rolled_up`); every active subscribed grant it falls under gets a `party_events` row.
     /// Ingests of one individual are serialised by a transaction-scoped advisory lock, so the
     /// read-merge-write of a block never races; different individuals never wait for each other.
+    /// The `checks` run last, in the same transaction, on the samples that were new.
     package func ingest(
-        individualId: Int64, samples: SampleColumns, locations: LocationColumns
+        individualId: Int64, samples: SampleColumns, locations: LocationColumns, receivedAt: Date = Date()
     ) async throws -> IngestOutcome {
         try await partitions.ensure(.sampleBlocks, covering: Set(samples.blockStarts))
         try await partitions.ensure(.locationFixes, covering: locations.timesMs.map { Date(timeIntervalSince1970: Double($0) / 1000) })
@@ -119,6 +122,16 @@ package struct HealthDataStore: Sendable {
             if locations.count > 0 {
                 let rows = try await connection.query(Self.locationStatement(individualId: individualId, locations: locations), logger: database.logger)
                 for try await ordinal in rows.decode(Int32.self) { newLocations.append(Int(ordinal)) }
+            }
+            if !newSamples.isEmpty, !checks.isEmpty {
+                let readings = newSamples.map { index in
+                    StoredReading(
+                        typeCode: samples.types[index], timeMs: samples.blockStarts[index].epochMilliseconds + Int64(samples.offsets[index]),
+                        value: samples.values[index], key: samples.keys[index]
+                    )
+                }
+                let transaction = IngestTransaction(connection: connection, logger: database.logger, individualId: individualId, receivedAt: receivedAt)
+                for check in checks { try await check.samplesStored(readings, in: transaction) }
             }
             return IngestOutcome(newSamples: newSamples.sorted(), newLocations: newLocations.sorted())
         }

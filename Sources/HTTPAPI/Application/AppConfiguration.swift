@@ -51,6 +51,16 @@ package struct AppConfiguration: Sendable {
     /// `AGGREGATE_SUBSCRIPTION_SWEEP_SECONDS`: how often due aggregate subscriptions are looked for.
     package var aggregateSubscriptionSweep = Duration.seconds(60)
 
+    /// `SOS_DISPATCH_URL`: where AutomatedSOS POSTs emergency calls (the dispatch centre; for a
+    /// demo, `data4help ems-sim`). Unset: incidents are detected and listed, but this instance
+    /// dispatches nothing (another instance with it set does).
+    package var sosDispatchURL: String?
+    /// `SOS_DISPATCH_SECRET`: shared with the dispatch centre; signs our calls and its reports.
+    package var sosDispatchSecret: String?
+    /// `SOS_DISPATCH_TIMEOUT_SECONDS`: how long the dispatch centre has to accept a call before
+    /// it is attempted again.
+    package var sosDispatchTimeout = Duration.seconds(2)
+
     package init() {}
 
     /// The webhook delivery settings these values make.
@@ -113,6 +123,22 @@ package struct AppConfiguration: Sendable {
             reader, "aggregate.subscription.sweep.seconds", env: "AGGREGATE_SUBSCRIPTION_SWEEP_SECONDS", default: 60, range: 1...86_400
         ))
         privacyBudget.defaultEpsilon = min(privacyBudget.defaultEpsilon, privacyBudget.perQuery)
+        if let value = reader.string(forKey: "sos.dispatch.url"), !value.isEmpty {
+            guard let url = URL(string: value), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
+                throw ConfigurationError("SOS_DISPATCH_URL must be an http(s) URL")
+            }
+            sosDispatchURL = value
+        }
+        if let value = reader.string(forKey: "sos.dispatch.secret", isSecret: true), !value.isEmpty {
+            guard value.utf8.count >= 16 else { throw ConfigurationError("SOS_DISPATCH_SECRET must be at least 16 characters") }
+            sosDispatchSecret = value
+        }
+        if sosDispatchURL != nil, sosDispatchSecret == nil {
+            throw ConfigurationError("SOS_DISPATCH_SECRET is required when SOS_DISPATCH_URL is set")
+        }
+        sosDispatchTimeout = .seconds(try Self.integer(
+            reader, "sos.dispatch.timeout.seconds", env: "SOS_DISPATCH_TIMEOUT_SECONDS", default: 2, range: 1...4
+        ))
         if let value = reader.string(forKey: "migrations.dir") { migrationsDirectory = value }
         if let value = reader.string(forKey: "openapi.path") { openAPIPath = value }
     }

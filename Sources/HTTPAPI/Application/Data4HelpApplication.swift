@@ -30,7 +30,7 @@ package func buildApplication(
     guard let document = FileManager.default.contents(atPath: configuration.openAPIPath) else {
         throw ConfigurationError("cannot read the OpenAPI document at OPENAPI_PATH (\(configuration.openAPIPath))")
     }
-    let components = Components(database: database, configuration: configuration)
+    let components = Components(database: database, configuration: configuration, logger: logger)
     let router = buildRouter(
         components: components,
         operations: OperationsController(migrator: migrator, metrics: metrics, openAPIDocument: ByteBuffer(bytes: document)),
@@ -40,6 +40,7 @@ package func buildApplication(
         database.client,
         TokenJanitor(database: database, logger: logger),
         EventListener(database: database, signal: components.changes, logger: logger),
+        EventListener(database: database, channel: EventListener.sosChannel, signal: components.sosChanges, logger: logger),
         RequestExpiry(database: database, interval: configuration.requestExpirySweep, schemaReady: components.schemaReady, logger: logger),
         AggregateSubscriptionRunner(
             subscriptions: components.aggregateSubscriptions, interval: configuration.aggregateSubscriptionSweep,
@@ -51,6 +52,14 @@ package func buildApplication(
             database: database, events: components.partyEvents, encoder: WireWebhookEncoder(), signal: components.changes,
             schemaReady: components.schemaReady, settings: configuration.webhookSettings, logger: logger
         ))
+    }
+    if let url = configuration.sosDispatchURL, let secret = configuration.sosDispatchSecret {
+        services.append(HTTPDispatchCentreService(
+            url: url, secret: secret, timeout: configuration.sosDispatchTimeout, database: database, signal: components.sosChanges,
+            schemaReady: components.schemaReady, logger: logger
+        ))
+    } else {
+        logger.warning("SOS_DISPATCH_URL is not set: this instance detects emergencies but dispatches none")
     }
     var app = Application(
         router: router,
@@ -88,13 +97,16 @@ struct Components {
     let webhooks: WebhookEndpoints
     let aggregates: AggregateService
     let sosSettings: SOSSettingsService
+    let sosIncidents: SOSIncidentService
+    /// Bumped whenever PostgreSQL announces a new AutomatedSOS incident.
+    let sosChanges: ChangeSignal
     let aggregateSubscriptions: AggregateSubscriptions
     /// Bumped whenever PostgreSQL announces new events or deliveries (see `EventListener`).
     let changes: ChangeSignal
     /// Opened once the start-up migrations have run; background workers wait for it.
     let schemaReady: StartupGate
 
-    init(database: Database, configuration: AppConfiguration) {
+    init(database: Database, configuration: AppConfiguration, logger: Logger) {
         let hasher = PasswordHasher()
         authenticator = Authenticator(tokens: AccessTokenStore(database: database), apiKeys: APIKeyStore(database: database))
         sessions = SessionService(database: database, hasher: hasher, tokenLifetime: configuration.tokenLifetime)
@@ -103,7 +115,7 @@ struct Components {
         apiKeys = APIKeyService(database: database)
         partitions = PartitionMaintainer(database: database)
         storedData = StoredDataEvents()
-        dataManager = DataManager(database: database, partitions: partitions, events: storedData)
+        dataManager = DataManager(database: database, partitions: partitions, events: storedData, checks: [EmergencyDetector(logger: logger)])
         ownData = OwnDataReader(database: database)
         accessRequests = AccessRequestService(database: database, pendingLifetime: configuration.requestLifetime)
         grantedData = GrantedDataReader(database: database)
@@ -118,6 +130,8 @@ struct Components {
         )
         aggregateSubscriptions = AggregateSubscriptions(database: database, service: aggregates)
         sosSettings = SOSSettingsService(database: database)
+        sosIncidents = SOSIncidentService(database: database)
+        sosChanges = ChangeSignal()
         schemaReady = StartupGate()
     }
 }
@@ -156,6 +170,8 @@ func buildRouter(components: Components, operations: OperationsController, confi
     WebhookController<IndividualRequestContext>(endpoints: components.webhooks, body: body, prefix: "notifications").addRoutes(to: authenticatedUsers)
     SOSSettingsController(settings: components.sosSettings, body: body, allowPrivateNetworks: configuration.webhookAllowPrivateNetworks)
         .addRoutes(to: authenticatedUsers)
+    SOSIncidentController(incidents: components.sosIncidents)
+        .addRoutes(to: authenticatedUsers)
 
     // /api/thirdparties — organisations (tenants).
     let thirdParties = router.group("api/thirdparties")
@@ -175,6 +191,10 @@ func buildRouter(components: Components, operations: OperationsController, confi
     WebhookController<ThirdPartyRequestContext>(endpoints: components.webhooks, body: body, prefix: "webhook").addRoutes(to: authenticatedParties)
     EventStreamController(events: components.partyEvents, signal: components.changes).addRoutes(to: authenticatedParties)
     AggregateController(aggregates: components.aggregates, subscriptions: components.aggregateSubscriptions, body: body).addRoutes(to: authenticatedParties)
+
+    // /api/dispatch — the AutomatedSOS dispatch centre reports back (signed, not an account).
+    DispatchCentreController(incidents: components.sosIncidents, secret: configuration.sosDispatchSecret, body: body)
+        .addRoutes(to: router.group("api/dispatch"))
 
     return router.router
 }

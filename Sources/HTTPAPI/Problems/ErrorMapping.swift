@@ -61,6 +61,9 @@ enum ErrorMapping {
         case let error as SOSError:
             switch error {
             case .invalid(let field, let reason): return .invalidField(field, reason)
+            case .incidentNotFound: return .notFound("incident")
+            case .reportConflict(let detail):
+                return Problem(.conflict, slug: "incident-state", title: "Incident not in that state", detail: detail + ".")
             }
         case let error as SummaryError:
             switch error {

@@ -78,13 +78,33 @@ struct SOSSettingsForm: Decodable {
 }
 
 struct SOSSettingsBody: ResponseEncodable {
+    /// A contact as shown to its individual: with the signing secret of its webhook, if any.
+    struct Contact: Encodable {
+        let name: String
+        let phone: String
+        let email: String?
+        let webhookUrl: String?
+        let webhookSecret: String?
+
+        private enum CodingKeys: String, CodingKey { case name, phone, email, webhookUrl, webhookSecret }
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(name, forKey: .name)
+            try container.encode(phone, forKey: .phone)
+            try container.encode(email, forKey: .email)
+            try container.encode(webhookUrl, forKey: .webhookUrl)
+            try container.encode(webhookSecret, forKey: .webhookSecret)
+        }
+    }
+
     let enabled: Bool
     let minHeartRate: Double
     let maxHeartRate: Double?
     let minOxygenSaturation: Double?
     let consecutiveReadings: Int
     let cancelWindowSeconds: Int
-    let contacts: [EmergencyContact]
+    let contacts: [Contact]
     let medicalNotes: String
     let updatedAt: Date?
 
@@ -95,7 +115,9 @@ struct SOSSettingsBody: ResponseEncodable {
         minOxygenSaturation = settings.minOxygenSaturation
         consecutiveReadings = settings.consecutiveReadings
         cancelWindowSeconds = settings.cancelWindowSeconds
-        contacts = settings.contacts
+        contacts = settings.contacts.map {
+            Contact(name: $0.name, phone: $0.phone, email: $0.email, webhookUrl: $0.webhookUrl, webhookSecret: $0.webhookSecret)
+        }
         medicalNotes = settings.medicalNotes
         self.updatedAt = updatedAt
     }

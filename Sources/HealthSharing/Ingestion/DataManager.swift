@@ -24,8 +24,12 @@ package struct DataManager: Sendable {
     let events: StoredDataEvents
     let rules: IngestRules
 
-    package init(database: Database, partitions: PartitionMaintainer, events: StoredDataEvents, rules: IngestRules = IngestRules()) {
-        self.store = HealthDataStore(database: database, partitions: partitions)
+    /// `checks` run inside every ingest transaction on the newly stored samples (AutomatedSOS).
+    package init(
+        database: Database, partitions: PartitionMaintainer, events: StoredDataEvents, checks: [any IngestTransactionCheck] = [],
+        rules: IngestRules = IngestRules()
+    ) {
+        self.store = HealthDataStore(database: database, partitions: partitions, checks: checks)
         self.events = events
         self.rules = rules
     }
@@ -57,7 +61,7 @@ package struct DataManager: Sendable {
         for fix in fixes {
             locationColumns.append(timeMs: fix.time.epochMilliseconds, key: fix.key, latitude: fix.latitude, longitude: fix.longitude, accuracy: fix.accuracy, altitude: fix.altitude)
         }
-        let outcome = try await store.ingest(individualId: individualId, samples: sampleColumns, locations: locationColumns)
+        let outcome = try await store.ingest(individualId: individualId, samples: sampleColumns, locations: locationColumns, receivedAt: now)
         let stored = StoredDataBatch(
             individualId: individualId,
             samples: outcome.newSamples.map { samples[$0] },

@@ -9,12 +9,20 @@ package struct EmergencyContact: Sendable, Equatable, Codable {
     package var email: String?
     /// Where to POST a signed notification, if anywhere.
     package var webhookUrl: String?
+    /// The key the notifications to `webhookUrl` are signed with (the individual passes it on to
+    /// the contact); kept with the endpoint, not with the settings.
+    package var webhookSecret: String?
 
-    package init(name: String, phone: String, email: String?, webhookUrl: String?) {
+    package init(name: String, phone: String, email: String?, webhookUrl: String?, webhookSecret: String? = nil) {
         self.name = name
         self.phone = phone
         self.email = email
         self.webhookUrl = webhookUrl
+        self.webhookSecret = webhookSecret
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case name, phone, email, webhookUrl
     }
 }
 
@@ -100,4 +108,9 @@ package struct SOSSettings: Sendable, Equatable {
 /// What an individual did wrong with AutomatedSOS.
 package enum SOSError: Error, Equatable {
     case invalid(field: String, reason: String)
+    /// No such incident, or not the asker's.
+    case incidentNotFound
+    /// The dispatch centre reported on an incident it was never called for, or acknowledged a
+    /// resolved one.
+    case reportConflict(String)
 }

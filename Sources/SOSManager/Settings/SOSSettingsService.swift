@@ -18,20 +18,28 @@ package struct SOSSettingsService: Sendable {
 
     package func replace(_ settings: SOSSettings, for principal: Principal) async throws -> (settings: SOSSettings, updatedAt: Date?) {
         let contacts = String(decoding: try JSONEncoder().encode(settings.contacts), as: UTF8.self)
+        var urls: [Int: String] = [:], secrets: [Int: String] = [:]
+        for (position, contact) in settings.contacts.enumerated() {
+            guard let url = contact.webhookUrl else { continue }
+            urls[position] = url
+            secrets[position] = BearerSecret.newWebhookSecret()
+        }
         let record = try await store.replace(individualId: try individualId(principal), with: SOSSettingsRecord(
             enabled: settings.enabled, minHeartRate: Float(settings.minHeartRate), maxHeartRate: settings.maxHeartRate.map(Float.init),
             minOxygenSaturation: settings.minOxygenSaturation.map(Float.init), consecutiveReadings: Int16(settings.consecutiveReadings),
             cancelWindowSeconds: Int16(settings.cancelWindowSeconds), contacts: contacts, medicalNotes: settings.medicalNotes
-        ))
+        ), contactURLs: urls, newSecrets: secrets)
         return (try Self.settings(record), record.updatedAt)
     }
 
     private static func settings(_ record: SOSSettingsRecord) throws -> SOSSettings {
-        try SOSSettings(
+        var contacts = try JSONDecoder().decode([EmergencyContact].self, from: Data(record.contacts.utf8))
+        for index in contacts.indices { contacts[index].webhookSecret = record.contactSecrets[index] }
+        return try SOSSettings(
             enabled: record.enabled, minHeartRate: Double(record.minHeartRate), maxHeartRate: record.maxHeartRate.map(Double.init),
             minOxygenSaturation: record.minOxygenSaturation.map(Double.init), consecutiveReadings: Int(record.consecutiveReadings),
             cancelWindowSeconds: Int(record.cancelWindowSeconds),
-            contacts: try JSONDecoder().decode([EmergencyContact].self, from: Data(record.contacts.utf8)), medicalNotes: record.medicalNotes
+            contacts: contacts, medicalNotes: record.medicalNotes
         )
     }
 

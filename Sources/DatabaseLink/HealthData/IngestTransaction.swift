@@ -1,0 +1,36 @@
+import Foundation
+import Logging
+import PostgresNIO
+
+/// A sample an ingest stored for the first time, as the checks inside the ingest transaction see it.
+package struct StoredReading: Sendable, Equatable {
+    /// `SampleType.storageCode`.
+    package let typeCode: Int16
+    package let timeMs: Int64
+    package let value: Float
+    package let key: Int64
+
+    package init(typeCode: Int16, timeMs: Int64, value: Float, key: Int64) {
+        self.typeCode = typeCode
+        self.timeMs = timeMs
+        self.value = value
+        self.key = key
+    }
+}
+
+/// The ingest transaction of one individual, still open: checks that must commit or fail with
+/// the samples (AutomatedSOS detection) run their DatabaseLink queries on it. Ingests of one
+/// individual are serialised (an advisory lock), so what a check reads cannot change under it.
+package struct IngestTransaction: Sendable {
+    let connection: PostgresConnection
+    let logger: Logger
+    package let individualId: Int64
+    /// When the upload reached the server.
+    package let receivedAt: Date
+}
+
+/// Runs inside every ingest transaction that stored new samples, after they were written.
+/// Throwing rolls the whole upload back (the client is told to retry).
+package protocol IngestTransactionCheck: Sendable {
+    func samplesStored(_ readings: [StoredReading], in transaction: IngestTransaction) async throws
+}

@@ -1,0 +1,136 @@
+import Foundation
+import PostgresNIO
+
+/// An enrolled individual's thresholds and the stored readings of one monitored type around
+/// the new ones, oldest first, as detection needs them.
+package struct MonitoredReadings: Sendable {
+    package let minHeartRate: Float
+    package let maxHeartRate: Float?
+    package let minOxygenSaturation: Float?
+    package let consecutiveReadings: Int
+    package let cancelWindowSeconds: Int
+    /// Sorted by time, then de-duplication key (the order the samples are stored in).
+    package let readings: [StoredReading]
+}
+
+/// The run of abnormal readings an incident is opened for.
+package struct AbnormalRun: Sendable, Equatable {
+    package let typeCode: Int16
+    /// Oldest first.
+    package let readings: [StoredReading]
+
+    package init(typeCode: Int16, readings: [StoredReading]) {
+        self.typeCode = typeCode
+        self.readings = readings
+    }
+}
+
+/// The queries AutomatedSOS detection runs inside an ingest transaction.
+package enum SOSDetectionQueries {
+    /// The settings and the readings of type `typeCode` from `margin` blocks before the minute of
+    /// `fromMs` to `margin` blocks after the minute of `toMs`, where `margin` is the individual's
+    /// consecutive-readings count (every stored block holds at least one reading, so that many
+    /// blocks hold at least that many readings); nil when the individual is not enrolled.
+    /// Index: the primary key of `sample_blocks` (individual, type, minute), both directions.
+    package static func readings(
+        typeCode: Int16, fromMs: Int64, toMs: Int64, in transaction: IngestTransaction
+    ) async throws -> MonitoredReadings? {
+        let firstBlock = Date(timeIntervalSince1970: Double(fromMs / 60_000 * 60)), lastBlock = Date(timeIntervalSince1970: Double(toMs / 60_000 * 60))
+        let individualId = transaction.individualId
+        let rows = try await transaction.connection.query("""
+            WITH s AS (
+                SELECT min_heart_rate, max_heart_rate, min_oxygen_saturation, consecutive_readings, cancel_window_seconds
+                FROM sos_settings WHERE individual_id = \(individualId) AND enabled
+            ),
+            b AS (
+                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
+                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode) AND EXISTS (SELECT 1 FROM s)
+                   AND block_start < \(firstBlock) AND block_start >= \(firstBlock)::timestamptz - interval '1 day'
+                 ORDER BY block_start DESC LIMIT (SELECT consecutive_readings FROM s))
+                UNION ALL
+                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
+                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode) AND EXISTS (SELECT 1 FROM s)
+                   AND block_start BETWEEN \(firstBlock) AND \(lastBlock))
+                UNION ALL
+                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
+                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode) AND EXISTS (SELECT 1 FROM s)
+                   AND block_start > \(lastBlock) AND block_start <= \(lastBlock)::timestamptz + interval '1 day'
+                 ORDER BY block_start LIMIT (SELECT consecutive_readings FROM s))
+            ),
+            r AS (
+                SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + e.offset_ms AS time_ms, e.val, e.key
+                FROM b CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.keys) AS e(offset_ms, val, key)
+            )
+            SELECT s.min_heart_rate, s.max_heart_rate, s.min_oxygen_saturation, s.consecutive_readings, s.cancel_window_seconds,
+                   r.time_ms, r.val, r.key
+            FROM s LEFT JOIN r ON true
+            ORDER BY r.time_ms, r.key
+            """, logger: transaction.logger)
+        var settings: (Float, Float?, Float?, Int16, Int16)?
+        var readings: [StoredReading] = []
+        for try await (minimum, maximum, oxygen, consecutive, window, time, value, key) in rows.decode(
+            (Float, Float?, Float?, Int16, Int16, Int64?, Float?, Int64?).self
+        ) {
+            settings = (minimum, maximum, oxygen, consecutive, window)
+            if let time, let value, let key { readings.append(StoredReading(typeCode: typeCode, timeMs: time, value: value, key: key)) }
+        }
+        guard let settings else { return nil }
+        return MonitoredReadings(
+            minHeartRate: settings.0, maxHeartRate: settings.1, minOxygenSaturation: settings.2,
+            consecutiveReadings: Int(settings.3), cancelWindowSeconds: Int(settings.4), readings: readings
+        )
+    }
+
+    /// Opens an incident for `run` unless an incident already covers it (then that incident's
+    /// run grows to include it: one run of abnormal readings opens one incident, whether it was
+    /// cancelled or dispatched since) or another incident of the individual is still open (the
+    /// partial unique index decides, whichever instance gets there first). The incident carries
+    /// the newest location fix — stale when older than 15 minutes — and the home area; the
+    /// individual's device endpoint gets `sos.detected` in the same transaction. Answers the
+    /// new incident's public id, or nil.
+    package static func open(
+        _ run: AbnormalRun, cancelWindowSeconds: Int, in transaction: IngestTransaction
+    ) async throws -> UUID? {
+        guard let first = run.readings.first?.timeMs, let last = run.readings.last?.timeMs else { return nil }
+        let readings = "[" + run.readings.map { "{\"timeMs\":\($0.timeMs),\"value\":\($0.value)}" }.joined(separator: ",") + "]"
+        let individualId = transaction.individualId
+        let window = Int32(cancelWindowSeconds)
+        let rows = try await transaction.connection.query("""
+            WITH covering AS (   -- index: sos_incidents_individual_idx
+                UPDATE sos_incidents
+                SET run_first_ms = least(run_first_ms, \(first)), run_last_ms = greatest(run_last_ms, \(last))
+                WHERE individual_id = \(individualId) AND sample_type = \(run.typeCode)
+                  AND run_first_ms <= \(last) AND run_last_ms >= \(first)
+                RETURNING id
+            ),
+            fix AS (   -- the newest fix: index is the primary key of location_fixes
+                SELECT latitude, longitude, accuracy, recorded_at FROM location_fixes
+                WHERE individual_id = \(individualId) ORDER BY recorded_at DESC LIMIT 1
+            ),
+            opened AS (
+                INSERT INTO sos_incidents (individual_id, sample_type, readings, run_first_ms, run_last_ms, received_at,
+                                           dispatch_due_at, next_attempt_at, latitude, longitude, accuracy, located_at,
+                                           location_stale, home_area)
+                SELECT \(individualId), \(run.typeCode), \(readings)::jsonb, \(first), \(last), \(transaction.receivedAt),
+                       clock_timestamp() + \(window) * interval '1 second', clock_timestamp() + \(window) * interval '1 second',
+                       fix.latitude, fix.longitude, fix.accuracy, fix.recorded_at,
+                       fix.recorded_at IS NULL OR fix.recorded_at < clock_timestamp() - interval '15 minutes', p.home_area
+                FROM individuals p LEFT JOIN fix ON true
+                WHERE p.id = \(individualId) AND NOT EXISTS (SELECT 1 FROM covering)
+                ON CONFLICT (individual_id) WHERE status IN ('detected', 'dispatched', 'acknowledged') DO NOTHING
+                RETURNING public_id, detected_at, dispatch_due_at
+            ),
+            device AS (   -- the individual's phone is told at once (its notification endpoint, if set)
+                INSERT INTO webhook_deliveries (endpoint_id, event_type, payload)
+                SELECT w.id, 'sos.detected', jsonb_build_object(
+                           'incidentId', o.public_id, 'status', 'detected',
+                           'detectedAt', to_char(o.detected_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
+                           'dispatchDueAt', to_char(o.dispatch_due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
+                FROM opened o JOIN webhook_endpoints w ON w.individual_id = \(individualId)
+            )
+            SELECT public_id FROM opened
+            """, logger: transaction.logger)
+        for try await id in rows.decode(UUID.self) { return id }
+        return nil
+    }
+}
