@@ -1,0 +1,46 @@
+import DatabaseLink
+import DatabaseTestSupport
+import Foundation
+import HTTPAPI
+
+/// A `DispatchCentreSimulator` on a free loopback port, for the AutomatedSOS tests; the server
+/// under test is configured with `configure`.
+final class DispatchCentre: Sendable {
+    static let secret = "test-dispatch-secret-0123456789"
+
+    let port: Int
+    let simulator: DispatchCentreSimulator
+
+    init(reportingTo server: String? = nil) throws {
+        port = try freeLoopbackPort()
+        simulator = DispatchCentreSimulator(
+            secret: Self.secret,
+            reports: server.map { .init(callbackBase: $0, acknowledgeAfter: .milliseconds(100), resolveAfter: .milliseconds(100)) }
+        )
+    }
+
+    var url: String { "http://127.0.0.1:\(port)/dispatches" }
+    var dispatches: [DispatchCentreSimulator.Dispatch] { simulator.dispatches }
+
+    /// Listens until the returned task is cancelled.
+    func start() -> Task<Void, any Error> {
+        Task { try await simulator.run(host: "127.0.0.1", port: port, logger: TestPostgres.logger) }
+    }
+
+    /// Points a server at this centre, with contacts' webhooks allowed on loopback.
+    func configure(_ configuration: inout AppConfiguration) {
+        configuration.sosDispatchURL = url
+        configuration.sosDispatchSecret = Self.secret
+        configuration.sosDispatchTimeout = .seconds(1)
+        WebhookTests.localDelivery(&configuration)
+    }
+
+    /// Waits until `condition` holds for the dispatches received.
+    func wait(timeout: Duration = .seconds(20), until condition: ([DispatchCentreSimulator.Dispatch]) -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition(dispatches) {
+            guard ContinuousClock.now < deadline else { throw WebhookReceiver.TimedOut() }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+}
