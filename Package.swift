@@ -122,6 +122,7 @@ let package = Package(
         .executableTarget(
             name: "data4help",
             dependencies: [
+                "AccessManager",
                 "HTTPAPI",
                 "DatabaseLink",
                 "HealthSharing",

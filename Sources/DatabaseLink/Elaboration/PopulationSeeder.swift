@@ -60,4 +60,11 @@ package struct PopulationSeeder: Sendable {
             progress(done)
         }
     }
+
+    /// The ids of the individuals seeded with `tag`, in seeding order (n = 0, 1, …).
+    package func seededIds(tag: String) async throws -> [Int64] {
+        try await database.query("""
+            SELECT id FROM individuals WHERE fiscal_code LIKE upper(\(tag)) || '%' AND email LIKE \(tag) || '%@seed.invalid' ORDER BY fiscal_code
+            """).map { try $0.decode(Int64.self) }
+    }
 }
