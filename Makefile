@@ -57,6 +57,7 @@ bench: deps
 	.build/release/data4help bench ingest
 	.build/release/data4help bench webhooks
 	.build/release/data4help bench aggregates
+	.build/release/data4help bench sos
 
 clean-data:
 	rm -rf .data

@@ -88,7 +88,7 @@ struct SOSBenchCommand: AsyncParsableCommand {
             afterSend.sort()
             func line(_ name: String, _ values: [Double]) -> String {
                 String(format: "%@ p50 %7.1f ms   p99 %7.1f ms   max %7.1f ms",
-                       name.padding(toLength: 44, withPad: " ", startingAt: 0), percentile(values, 0.5), percentile(values, 0.99), values.last ?? .nan)
+                       name.padding(toLength: 52, withPad: " ", startingAt: 0), percentile(values, 0.5), percentile(values, 0.99), values.last ?? .nan)
             }
             print(String(format: "streamed %d readings in %.1f s: %.0f uploads/s (target %d/s); %d more than 1 s behind schedule; %d failed",
                          total, streamed.inSeconds, Double(total) / streamed.inSeconds, individuals, tally.late.withLock { $0 }, tally.failed.withLock { $0 }))
