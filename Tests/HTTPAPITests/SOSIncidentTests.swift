@@ -246,6 +246,9 @@ struct SOSIncidentTests {
             try await Self.upload(api, person, Self.heartRates([30, 30, 30], from: Date().addingTimeInterval(-5)))
             let location = try #require(try await Self.incidents(api, person).first?["location"] as? [String: Any])
             #expect(location["stale"] as? Bool == true && location["homeArea"] as? String == "IT-MI")
+            // The incident is part of my data export.
+            let export = String(decoding: try await api.send(.get, "/api/users/export", token: person).data, as: UTF8.self)
+            #expect(export.split(separator: "\n").contains { $0.contains(#""kind":"incident""#) && $0.contains(#""stale":true"#) })
             #expect(location["latitude"] as? Double == 45.1 && (location["ageSeconds"] as? Int ?? 0) >= 1195)
 
             let (nowhere, _) = try await api.individualSession()

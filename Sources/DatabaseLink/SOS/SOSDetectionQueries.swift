@@ -27,49 +27,19 @@ package struct AbnormalRun: Sendable, Equatable {
 
 /// The queries AutomatedSOS detection runs inside an ingest transaction.
 package enum SOSDetectionQueries {
-    /// The settings and the readings of type `typeCode` from `margin` blocks before the minute of
-    /// `fromMs` to `margin` blocks after the minute of `toMs`, where `margin` is the individual's
-    /// consecutive-readings count (every stored block holds at least one reading, so that many
-    /// blocks hold at least that many readings); nil when the individual is not enrolled.
-    /// Index: the primary key of `sample_blocks` (individual, type, minute), both directions.
+    /// The settings and the readings of type `typeCode` from `fromMs` to `toMs`, with the
+    /// individual's consecutive-readings count N of readings either side (oldest first); nil
+    /// when the individual is not enrolled. Runs at every such upload of an enrolled
+    /// individual, so it is a prepared statement (planning it over the partitions cost more
+    /// than running it).
     package static func readings(
         typeCode: Int16, fromMs: Int64, toMs: Int64, in transaction: IngestTransaction
     ) async throws -> MonitoredReadings? {
-        let firstBlock = Date(timeIntervalSince1970: Double(fromMs / 60_000 * 60)), lastBlock = Date(timeIntervalSince1970: Double(toMs / 60_000 * 60))
-        let individualId = transaction.individualId
-        let rows = try await transaction.connection.query("""
-            WITH s AS (
-                SELECT min_heart_rate, max_heart_rate, min_oxygen_saturation, consecutive_readings, cancel_window_seconds
-                FROM sos_settings WHERE individual_id = \(individualId) AND enabled
-            ),
-            b AS (
-                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
-                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode) AND EXISTS (SELECT 1 FROM s)
-                   AND block_start < \(firstBlock) AND block_start >= \(firstBlock)::timestamptz - interval '1 day'
-                 ORDER BY block_start DESC LIMIT (SELECT consecutive_readings FROM s))
-                UNION ALL
-                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
-                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode) AND EXISTS (SELECT 1 FROM s)
-                   AND block_start BETWEEN \(firstBlock) AND \(lastBlock))
-                UNION ALL
-                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
-                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode) AND EXISTS (SELECT 1 FROM s)
-                   AND block_start > \(lastBlock) AND block_start <= \(lastBlock)::timestamptz + interval '1 day'
-                 ORDER BY block_start LIMIT (SELECT consecutive_readings FROM s))
-            ),
-            r AS (
-                SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + e.offset_ms AS time_ms, e.val, e.key
-                FROM b CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.keys) AS e(offset_ms, val, key)
-            )
-            SELECT s.min_heart_rate, s.max_heart_rate, s.min_oxygen_saturation, s.consecutive_readings, s.cancel_window_seconds,
-                   r.time_ms, r.val, r.key
-            FROM s LEFT JOIN r ON true
-            ORDER BY r.time_ms, r.key
-            """, logger: transaction.logger)
+        let statement = MonitoredReadingsStatement(individualId: transaction.individualId, typeCode: typeCode, fromMs: fromMs, toMs: toMs)
         var settings: (Float, Float?, Float?, Int16, Int16)?
         var readings: [StoredReading] = []
-        for try await (minimum, maximum, oxygen, consecutive, window, time, value, key) in rows.decode(
-            (Float, Float?, Float?, Int16, Int16, Int64?, Float?, Int64?).self
+        for try await (minimum, maximum, oxygen, consecutive, window, time, value, key) in try await transaction.connection.execute(
+            statement, logger: transaction.logger
         ) {
             settings = (minimum, maximum, oxygen, consecutive, window)
             if let time, let value, let key { readings.append(StoredReading(typeCode: typeCode, timeMs: time, value: value, key: key)) }
@@ -132,5 +102,72 @@ package enum SOSDetectionQueries {
             """, logger: transaction.logger)
         for try await id in rows.decode(UUID.self) { return id }
         return nil
+    }
+}
+
+/// The blocks around the new readings — N blocks before the first one's minute (each stored
+/// block holds at least one reading, so they hold at least N readings), the minutes in between,
+/// N blocks after — cut down to the readings detection needs: N before `fromMs`, all from
+/// `fromMs` to `toMs`, N after. Index: `sample_blocks_individual_time_idx` in both directions;
+/// the day bounds let PostgreSQL skip other months' partitions.
+struct MonitoredReadingsStatement: PostgresPreparedStatement {
+    static let name = "data4help_sos_monitored_readings"
+    static let sql = """
+        WITH s AS (
+            SELECT min_heart_rate, max_heart_rate, min_oxygen_saturation, consecutive_readings, cancel_window_seconds
+            FROM sos_settings WHERE individual_id = $1 AND enabled
+        ),
+        b AS (
+            (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
+             WHERE individual_id = $1 AND sample_type = $2 AND EXISTS (SELECT 1 FROM s)
+               AND block_start < $3 AND block_start >= $3::timestamptz - interval '1 day'
+             ORDER BY block_start DESC LIMIT (SELECT consecutive_readings FROM s))
+            UNION ALL
+            (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
+             WHERE individual_id = $1 AND sample_type = $2 AND EXISTS (SELECT 1 FROM s)
+               AND block_start BETWEEN $3 AND $4)
+            UNION ALL
+            (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
+             WHERE individual_id = $1 AND sample_type = $2 AND EXISTS (SELECT 1 FROM s)
+               AND block_start > $4 AND block_start <= $4::timestamptz + interval '1 day'
+             ORDER BY block_start LIMIT (SELECT consecutive_readings FROM s))
+        ),
+        r AS MATERIALIZED (
+            SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + e.offset_ms AS time_ms, e.val, e.key
+            FROM b CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.keys) AS e(offset_ms, val, key)
+        ),
+        picked AS (
+            (SELECT * FROM r WHERE time_ms < $5 ORDER BY time_ms DESC, key DESC LIMIT (SELECT consecutive_readings FROM s))
+            UNION ALL
+            (SELECT * FROM r WHERE time_ms BETWEEN $5 AND $6)
+            UNION ALL
+            (SELECT * FROM r WHERE time_ms > $6 ORDER BY time_ms, key LIMIT (SELECT consecutive_readings FROM s))
+        )
+        SELECT s.min_heart_rate, s.max_heart_rate, s.min_oxygen_saturation, s.consecutive_readings, s.cancel_window_seconds,
+               p.time_ms, p.val, p.key
+        FROM s LEFT JOIN picked p ON true
+        ORDER BY p.time_ms, p.key
+        """
+
+    typealias Row = (Float, Float?, Float?, Int16, Int16, Int64?, Float?, Int64?)
+
+    let individualId: Int64
+    let typeCode: Int16
+    let fromMs: Int64
+    let toMs: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 6)
+        bindings.append(individualId)
+        bindings.append(typeCode)
+        bindings.append(Date(timeIntervalSince1970: Double(fromMs / 60_000 * 60)))
+        bindings.append(Date(timeIntervalSince1970: Double(toMs / 60_000 * 60)))
+        bindings.append(fromMs)
+        bindings.append(toMs)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        try row.decode(Row.self)
     }
 }

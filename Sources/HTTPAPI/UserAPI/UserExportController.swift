@@ -12,7 +12,7 @@ import NIOCore
 ///
 /// Lines: one `profile`, my AutomatedSOS settings (`sos`, once set: contacts and medical notes
 /// are mine too), then every `sample` and `location` oldest first, every `request` naming
-/// me (the consents I gave or refused), every `disclosure` of my data, then `end` with the
+/// me (the consents I gave or refused), every `disclosure` of my data, every SOS `incident`, then `end` with the
 /// counts, so a client can tell a complete export from one cut short by a broken connection.
 struct UserExportController {
     let accounts: IndividualAccounts
@@ -20,6 +20,7 @@ struct UserExportController {
     let requests: AccessRequestService
     let accessLog: AccessLog
     let sos: SOSSettingsService
+    let incidents: SOSIncidentService
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("export") { _, context in
@@ -67,6 +68,13 @@ struct UserExportController {
                         for entry in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "disclosure", record: DisclosureBody(entry)))) }
                         try await writer.write(buffer)
                         before = page.count == 500 ? page.last?.id : nil
+                    } while before != nil
+                    repeat {
+                        let page = try await incidents.incidents(of: principal, before: before, limit: 500)
+                        var buffer = ByteBuffer()
+                        for incident in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "incident", record: SOSIncidentBody(incident)))) }
+                        try await writer.write(buffer)
+                        before = page.count == 500 ? page.last?.sequence : nil
                     } while before != nil
                     try await writer.write(line(ExportEnd(samples: samples, locations: locations)))
                 } catch {
