@@ -19,8 +19,8 @@ struct SOSBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "sos", abstract: "AutomatedSOS detection-to-dispatch latency under 1 Hz streaming.")
 
     @Option(help: "Individuals, each streaming one heart-rate reading per second.") var individuals = 10_000
-    @Option(help: "Seconds of streaming, per phase.") var seconds = 30
-    @Option(help: "Seconds between a phone's uploads (each carries that many readings).") var uploadEvery = 1
+    @Option(help: "Seconds of streaming, per phase.") var seconds = 60
+    @Option(help: "Seconds between a phone's uploads (each carries that many readings); 1 for an upload per reading.") var uploadEvery = 30
     @Option(help: "Individuals who go below the threshold (three low readings) at a random second.") var emergencies = 200
     @Option(help: "Concurrent HTTP connections of the load generator.") var clients = 64
 
