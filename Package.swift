@@ -174,6 +174,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(
+            name: "SOSManagerTests",
+            dependencies: ["SOSManager", "HealthSharing", "DatabaseLink"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
             name: "HTTPAPITests",
             dependencies: [
                 "HTTPAPI",

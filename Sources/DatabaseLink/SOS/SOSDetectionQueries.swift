@@ -11,6 +11,18 @@ package struct MonitoredReadings: Sendable {
     package let cancelWindowSeconds: Int
     /// Sorted by time, then de-duplication key (the order the samples are stored in).
     package let readings: [StoredReading]
+
+    package init(
+        minHeartRate: Float, maxHeartRate: Float?, minOxygenSaturation: Float?, consecutiveReadings: Int, cancelWindowSeconds: Int,
+        readings: [StoredReading]
+    ) {
+        self.minHeartRate = minHeartRate
+        self.maxHeartRate = maxHeartRate
+        self.minOxygenSaturation = minOxygenSaturation
+        self.consecutiveReadings = consecutiveReadings
+        self.cancelWindowSeconds = cancelWindowSeconds
+        self.readings = readings
+    }
 }
 
 /// The run of abnormal readings an incident is opened for.
