@@ -97,6 +97,12 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // RunEvent Manager (Track4Run): courses (GeoJSON, GPX), projection of runners onto them.
+        .target(
+            name: "RunEvents",
+            dependencies: ["AccessManager", "DatabaseLink"],
+            swiftSettings: swiftSettings
+        ),
         // The HTTP layer: the two API surfaces, errors as problem+json, operability endpoints, wiring.
         .target(
             name: "HTTPAPI",
@@ -171,6 +177,11 @@ let package = Package(
                 "HealthSharing", "AccessManager", "DatabaseLink", "DatabaseTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "RunEventsTests",
+            dependencies: ["RunEvents"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
