@@ -109,6 +109,7 @@ let package = Package(
             dependencies: [
                 "AccessManager",
                 "HealthSharing",
+                "RunEvents",
                 "SOSManager",
                 "DatabaseLink",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

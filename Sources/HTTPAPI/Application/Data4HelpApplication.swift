@@ -6,6 +6,7 @@ import Logging
 import HealthSharing
 import Prometheus
 import ServiceLifecycle
+import RunEvents
 import SOSManager
 
 /// Wires configuration → database → components → controllers → router, and returns the
@@ -98,6 +99,7 @@ struct Components {
     let aggregates: AggregateService
     let sosSettings: SOSSettingsService
     let sosIncidents: SOSIncidentService
+    let runEvents: RunEventService
     /// Bumped whenever PostgreSQL announces a new AutomatedSOS incident.
     let sosChanges: ChangeSignal
     let aggregateSubscriptions: AggregateSubscriptions
@@ -131,6 +133,7 @@ struct Components {
         aggregateSubscriptions = AggregateSubscriptions(database: database, service: aggregates)
         sosSettings = SOSSettingsService(database: database)
         sosIncidents = SOSIncidentService(database: database)
+        runEvents = RunEventService(database: database)
         sosChanges = ChangeSignal()
         schemaReady = StartupGate()
     }
@@ -148,6 +151,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
 
     operations.addRoutes(to: router)
     SampleTypeController().addRoutes(to: router)
+    PublicRunController(runs: components.runEvents).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 
     // /api/users — individuals.
@@ -172,6 +176,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
         .addRoutes(to: authenticatedUsers)
     SOSIncidentController(incidents: components.sosIncidents)
         .addRoutes(to: authenticatedUsers)
+    RunEventController(runs: components.runEvents, body: body).addRoutes(to: authenticatedUsers)
 
     // /api/thirdparties — organisations (tenants).
     let thirdParties = router.group("api/thirdparties")

@@ -4,12 +4,17 @@ import HealthSharing
 import Hummingbird
 import Logging
 import PostgresNIO
+import RunEvents
 import SOSManager
 
 /// The one place where an error of any component becomes an HTTP problem.
 enum ErrorMapping {
     static let bearerChallenge = #"Bearer realm="data4help""#
     static let loginChallenge = #"Basic realm="data4help", charset="UTF-8""#
+
+    private static func runConflict(_ slug: String, _ title: String, _ detail: String) -> Problem {
+        Problem(.conflict, slug: slug, title: title, detail: detail)
+    }
 
     /// The problem for an error; unknown errors become a 500 that reveals nothing (and are logged by type).
     static func problem(for error: any Error, logger: Logger) -> Problem {
@@ -64,6 +69,19 @@ enum ErrorMapping {
             case .incidentNotFound: return .notFound("incident")
             case .reportConflict(let detail):
                 return Problem(.conflict, slug: "incident-state", title: "Incident not in that state", detail: detail + ".")
+            }
+        case let error as RunEventError:
+            switch error {
+            case .invalid(let field, let reason): return .invalidField(field, reason)
+            case .notFound: return .notFound("run event")
+            case .cancelled: return runConflict("run-cancelled", "Event cancelled", "The event was cancelled.")
+            case .started: return runConflict("run-started", "Event under way", "The event has started; it can no longer be changed.")
+            case .deadlinePassed: return runConflict("enrolment-closed", "Enrolment closed", "The enrolment deadline has passed.")
+            case .full: return runConflict("run-full", "Event full", "Every place is taken.")
+            case .alreadyEnrolled: return runConflict("already-enrolled", "Already enrolled", "You are already enrolled in this event.")
+            case .notEnrolled: return .notFound("enrolment")
+            case .capacityBelowEnrolled(let count):
+                return .invalidField("maxParticipants", "must be at least \(count), the runners already enrolled")
             }
         case let error as SummaryError:
             switch error {

@@ -1,0 +1,259 @@
+import Foundation
+import PostgresNIO
+
+/// A run event as stored, with its participant count.
+package struct RunEventRecord: Sendable {
+    package var id: Int64
+    package var publicId: UUID
+    package var organiserId: Int64
+    package var createdAt: Date
+    package var updatedAt: Date
+    package var name: String
+    package var description: String
+    package var startsAt: Date
+    package var endsAt: Date
+    package var enrolmentDeadline: Date
+    package var maxParticipants: Int
+    /// GeoJSON coordinates, `[[lon, lat], ...]`.
+    package var path: String
+    package var lengthMeters: Double
+    package var cancelledAt: Date?
+    package var participantCount: Int
+
+    /// The select list, a constant spliced into the queries below (alias `e`).
+    static let columns = """
+        e.id, e.public_id, e.organiser_id, e.created_at, e.updated_at, e.name, e.description, e.starts_at, e.ends_at,
+        e.enrolment_deadline, e.max_participants, e.path::text, e.length_meters, e.cancelled_at,
+        (SELECT count(*) FROM run_participants p WHERE p.run_id = e.id)::int4
+        """
+
+    init(row: PostgresRow) throws {
+        let cells = row.makeRandomAccess()
+        func cell<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T { try cells[index].decode(T.self) }
+        id = try cell(0); publicId = try cell(1); organiserId = try cell(2); createdAt = try cell(3); updatedAt = try cell(4)
+        name = try cell(5); description = try cell(6); startsAt = try cell(7); endsAt = try cell(8); enrolmentDeadline = try cell(9)
+        maxParticipants = Int(try cell(10, as: Int32.self)); path = try cell(11); lengthMeters = try cell(12); cancelledAt = try cell(13)
+        participantCount = Int(try cell(14, as: Int32.self))
+    }
+}
+
+/// What an organiser sets: the whole event (a change is merged by the caller first).
+package struct RunEventDraft: Sendable {
+    package var name: String
+    package var description: String
+    package var startsAt: Date
+    package var endsAt: Date
+    package var enrolmentDeadline: Date
+    package var maxParticipants: Int
+    package var path: String
+    package var lengthMeters: Double
+
+    package init(
+        name: String, description: String, startsAt: Date, endsAt: Date, enrolmentDeadline: Date, maxParticipants: Int, path: String,
+        lengthMeters: Double
+    ) {
+        self.name = name
+        self.description = description
+        self.startsAt = startsAt
+        self.endsAt = endsAt
+        self.enrolmentDeadline = enrolmentDeadline
+        self.maxParticipants = maxParticipants
+        self.path = path
+        self.lengthMeters = lengthMeters
+    }
+}
+
+/// A participant as spectators see them.
+package struct RunnerRecord: Sendable, Equatable {
+    package var runnerId: UUID
+    package var displayName: String
+    package var enrolledAt: Date
+}
+
+/// Which events of an individual to list.
+package enum RunRole: String, Sendable {
+    case organiser, participant
+}
+
+/// The public listing's filter, by the event's times (cancelled events have their own).
+package enum RunPhase: String, Sendable, CaseIterable {
+    case upcoming, live, finished, cancelled
+}
+
+/// Why a change to an event or an enrolment was refused.
+package enum RunRefusal: Error, Sendable, Equatable {
+    case notFound
+    case cancelled
+    case started
+    case deadlinePassed
+    case full
+    case alreadyEnrolled
+    case notEnrolled
+    /// A change would leave fewer places than runners already enrolled.
+    case capacityBelowEnrolled(Int)
+}
+
+/// `run_events` and `run_participants`.
+package struct RunEventStore: Sendable {
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    package func create(organiserId: Int64, _ draft: RunEventDraft) async throws -> RunEventRecord {
+        let rows = try await database.query("""
+            INSERT INTO run_events AS e (organiser_id, name, description, starts_at, ends_at, enrolment_deadline, max_participants, path, length_meters)
+            VALUES (\(organiserId), \(draft.name), \(draft.description), \(draft.startsAt), \(draft.endsAt), \(draft.enrolmentDeadline),
+                    \(Int32(draft.maxParticipants)), \(draft.path)::jsonb, \(draft.lengthMeters))
+            RETURNING \(unescaped: RunEventRecord.columns)
+            """)
+        return try RunEventRecord(row: rows[0])
+    }
+
+    /// The event, for anyone (public data only is shown by the caller).
+    package func event(publicId: UUID) async throws -> RunEventRecord? {
+        try await database.query("SELECT \(unescaped: RunEventRecord.columns) FROM run_events e WHERE e.public_id = \(publicId)")
+            .first.map(RunEventRecord.init(row:))
+    }
+
+    /// Replaces an event the organiser owns, before it starts. `change` gets the current event
+    /// and answers the whole new one (so validation sees the merged result).
+    package func update(
+        publicId: UUID, organiserId: Int64, change: (RunEventRecord) throws -> RunEventDraft
+    ) async throws -> RunEventRecord {
+        try await database.withTransaction { connection in
+            let current = try await connection.query("""
+                SELECT \(unescaped: RunEventRecord.columns), now() FROM run_events e
+                WHERE e.public_id = \(publicId) AND e.organiser_id = \(organiserId) FOR UPDATE
+                """, logger: database.logger).collect()
+            guard let row = current.first else { throw RunRefusal.notFound }
+            let record = try RunEventRecord(row: row)
+            let now = try row.makeRandomAccess()[15].decode(Date.self)
+            if record.cancelledAt != nil { throw RunRefusal.cancelled }
+            if record.startsAt <= now { throw RunRefusal.started }
+            let draft = try change(record)
+            if draft.maxParticipants < record.participantCount { throw RunRefusal.capacityBelowEnrolled(record.participantCount) }
+            let rows = try await connection.query("""
+                UPDATE run_events e SET name = \(draft.name), description = \(draft.description), starts_at = \(draft.startsAt),
+                    ends_at = \(draft.endsAt), enrolment_deadline = \(draft.enrolmentDeadline), max_participants = \(Int32(draft.maxParticipants)),
+                    path = \(draft.path)::jsonb, length_meters = \(draft.lengthMeters), updated_at = now()
+                WHERE e.id = \(record.id)
+                RETURNING \(unescaped: RunEventRecord.columns)
+                """, logger: database.logger).collect()
+            return try RunEventRecord(row: rows[0])
+        }
+    }
+
+    /// Cancels an event the organiser owns, before it ends; every enrolled runner's device
+    /// endpoint gets `run.cancelled` in the same transaction.
+    package func cancel(publicId: UUID, organiserId: Int64) async throws -> RunEventRecord {
+        try await database.withTransaction { connection in
+            let current = try await connection.query("""
+                SELECT \(unescaped: RunEventRecord.columns), now() FROM run_events e
+                WHERE e.public_id = \(publicId) AND e.organiser_id = \(organiserId) FOR UPDATE
+                """, logger: database.logger).collect()
+            guard let row = current.first else { throw RunRefusal.notFound }
+            let record = try RunEventRecord(row: row)
+            if record.cancelledAt != nil { return record }
+            if record.endsAt <= (try row.makeRandomAccess()[15].decode(Date.self)) { throw RunRefusal.started }
+            let rows = try await connection.query("""
+                UPDATE run_events e SET cancelled_at = now(), updated_at = now() WHERE e.id = \(record.id)
+                RETURNING \(unescaped: RunEventRecord.columns)
+                """, logger: database.logger).collect()
+            try await connection.query("""
+                INSERT INTO webhook_deliveries (endpoint_id, event_type, payload)
+                SELECT w.id, 'run.cancelled', jsonb_build_object('runId', \(publicId), 'name', \(record.name))
+                FROM run_participants p JOIN webhook_endpoints w ON w.individual_id = p.individual_id
+                WHERE p.run_id = \(record.id)
+                """, logger: database.logger)
+            return try RunEventRecord(row: rows[0])
+        }
+    }
+
+    /// The events an individual organises or runs in, newest first (index: run_events_organiser_idx,
+    /// run_participants_individual_idx).
+    package func events(of individualId: Int64, role: RunRole?, beforeId: Int64?, limit: Int) async throws -> [RunEventRecord] {
+        let organiser = role == nil || role == .organiser, participant = role == nil || role == .participant
+        return try await database.query("""
+            SELECT \(unescaped: RunEventRecord.columns) FROM run_events e
+            WHERE ((\(organiser) AND e.organiser_id = \(individualId))
+                   OR (\(participant) AND EXISTS (SELECT 1 FROM run_participants p WHERE p.run_id = e.id AND p.individual_id = \(individualId))))
+              AND (\(beforeId)::int8 IS NULL OR e.id < \(beforeId))
+            ORDER BY e.id DESC LIMIT \(limit)
+            """).map(RunEventRecord.init(row:))
+    }
+
+    /// Everyone's events in a phase, newest first.
+    package func publicEvents(phase: RunPhase?, beforeId: Int64?, limit: Int) async throws -> [RunEventRecord] {
+        let phase = phase?.rawValue
+        return try await database.query("""
+            SELECT \(unescaped: RunEventRecord.columns) FROM run_events e
+            WHERE CASE \(phase)::text
+                    WHEN 'upcoming'  THEN e.cancelled_at IS NULL AND e.starts_at > now()
+                    WHEN 'live'      THEN e.cancelled_at IS NULL AND e.starts_at <= now() AND e.ends_at >= now()
+                    WHEN 'finished'  THEN e.cancelled_at IS NULL AND e.ends_at < now()
+                    WHEN 'cancelled' THEN e.cancelled_at IS NOT NULL
+                    ELSE true END
+              AND (\(beforeId)::int8 IS NULL OR e.id < \(beforeId))
+            ORDER BY e.id DESC LIMIT \(limit)
+            """).map(RunEventRecord.init(row:))
+    }
+
+    /// The runners of an event, in enrolment order.
+    package func runners(runId: Int64) async throws -> [RunnerRecord] {
+        try await database.query("""
+            SELECT runner_id, display_name, enrolled_at FROM run_participants WHERE run_id = \(runId) ORDER BY enrolled_at, runner_id
+            """).map { row in
+            let (runner, name, at) = try row.decode((UUID, String, Date).self)
+            return RunnerRecord(runnerId: runner, displayName: name, enrolledAt: at)
+        }
+    }
+
+    /// Enrols an individual: before the deadline, within capacity, once. The event row is locked
+    /// for the check and the insert, so two requests for the last place cannot both succeed.
+    package func enrol(publicId: UUID, individualId: Int64, displayName: String) async throws -> RunnerRecord {
+        try await database.withTransaction { connection in
+            let record = try await Self.lockedEvent(publicId, on: connection, logger: database.logger)
+            if record.event.cancelledAt != nil { throw RunRefusal.cancelled }
+            if record.event.enrolmentDeadline <= record.now { throw RunRefusal.deadlinePassed }
+            let rows = try await connection.query("""
+                INSERT INTO run_participants (run_id, individual_id, display_name)
+                SELECT \(record.event.id), \(individualId), \(displayName)
+                WHERE (SELECT count(*) FROM run_participants WHERE run_id = \(record.event.id)) < \(Int32(record.event.maxParticipants))
+                ON CONFLICT (run_id, individual_id) DO NOTHING
+                RETURNING runner_id, display_name, enrolled_at
+                """, logger: database.logger).collect()
+            guard let row = rows.first else {
+                let mine = try await connection.query("""
+                    SELECT 1 FROM run_participants WHERE run_id = \(record.event.id) AND individual_id = \(individualId)
+                    """, logger: database.logger).collect()
+                throw mine.isEmpty ? RunRefusal.full : RunRefusal.alreadyEnrolled
+            }
+            let (runner, name, at) = try row.decode((UUID, String, Date).self)
+            return RunnerRecord(runnerId: runner, displayName: name, enrolledAt: at)
+        }
+    }
+
+    /// Withdraws an enrolment, before the deadline.
+    package func withdraw(publicId: UUID, individualId: Int64) async throws {
+        try await database.withTransaction { connection in
+            let record = try await Self.lockedEvent(publicId, on: connection, logger: database.logger)
+            if record.event.enrolmentDeadline <= record.now { throw RunRefusal.deadlinePassed }
+            let rows = try await connection.query("""
+                DELETE FROM run_participants WHERE run_id = \(record.event.id) AND individual_id = \(individualId) RETURNING 1
+                """, logger: database.logger).collect()
+            if rows.isEmpty { throw RunRefusal.notEnrolled }
+        }
+    }
+
+    private static func lockedEvent(
+        _ publicId: UUID, on connection: PostgresConnection, logger: Logger
+    ) async throws -> (event: RunEventRecord, now: Date) {
+        let rows = try await connection.query("""
+            SELECT \(unescaped: RunEventRecord.columns), now() FROM run_events e WHERE e.public_id = \(publicId) FOR UPDATE
+            """, logger: logger).collect()
+        guard let row = rows.first else { throw RunRefusal.notFound }
+        return (try RunEventRecord(row: row), try row.makeRandomAccess()[15].decode(Date.self))
+    }
+}

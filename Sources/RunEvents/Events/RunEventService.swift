@@ -1,0 +1,76 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+
+/// The Event Handler of the design: organisers create, change and cancel events; individuals
+/// enrol and withdraw; anyone reads the public listing.
+package struct RunEventService: Sendable {
+    let store: RunEventStore
+
+    package init(database: Database) {
+        self.store = RunEventStore(database: database)
+    }
+
+    package func create(_ plan: RunEventPlan, by principal: Principal) async throws -> RunEvent {
+        try RunEvent(try await store.create(organiserId: try individualId(principal), plan.draft))
+    }
+
+    /// Changes an event the asker organises, before it starts; `change` merges the request into
+    /// the current event and validates the result.
+    package func update(
+        _ id: UUID, by principal: Principal, change: @escaping (RunEvent) throws -> RunEventPlan
+    ) async throws -> RunEvent {
+        do {
+            return try RunEvent(try await store.update(publicId: id, organiserId: try individualId(principal)) { record in
+                try change(try RunEvent(record)).draft
+            })
+        } catch let refusal as RunRefusal {
+            throw RunEventError(refusal)
+        }
+    }
+
+    package func cancel(_ id: UUID, by principal: Principal) async throws -> RunEvent {
+        do {
+            return try RunEvent(try await store.cancel(publicId: id, organiserId: try individualId(principal)))
+        } catch let refusal as RunRefusal {
+            throw RunEventError(refusal)
+        }
+    }
+
+    package func events(of principal: Principal, role: RunRole?, before: Int64?, limit: Int) async throws -> [RunEvent] {
+        try await store.events(of: try individualId(principal), role: role, beforeId: before, limit: limit).map { try RunEvent($0) }
+    }
+
+    package func publicEvents(phase: RunPhase?, before: Int64?, limit: Int) async throws -> [RunEvent] {
+        try await store.publicEvents(phase: phase, beforeId: before, limit: limit).map { try RunEvent($0) }
+    }
+
+    /// The event and its runners (display names only), for anyone.
+    package func event(_ id: UUID) async throws -> (event: RunEvent, runners: [RunnerRecord]) {
+        guard let record = try await store.event(publicId: id) else { throw RunEventError.notFound }
+        return (try RunEvent(record), try await store.runners(runId: record.id))
+    }
+
+    package func enrol(in id: UUID, by principal: Principal, displayName: String) async throws -> RunnerRecord {
+        let name = displayName.trimmingCharacters(in: .whitespacesAndNewlines)
+        guard (1...60).contains(name.count) else { throw RunEventError.invalid(field: "displayName", reason: "must be 1 to 60 characters") }
+        do {
+            return try await store.enrol(publicId: id, individualId: try individualId(principal), displayName: name)
+        } catch let refusal as RunRefusal {
+            throw RunEventError(refusal)
+        }
+    }
+
+    package func withdraw(from id: UUID, by principal: Principal) async throws {
+        do {
+            try await store.withdraw(publicId: id, individualId: try individualId(principal))
+        } catch let refusal as RunRefusal {
+            throw RunEventError(refusal)
+        }
+    }
+
+    private func individualId(_ principal: Principal) throws -> Int64 {
+        guard case .individual(let id) = principal.account else { throw RunEventError.notFound }
+        return id
+    }
+}
