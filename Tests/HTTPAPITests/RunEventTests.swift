@@ -5,8 +5,8 @@ import Testing
 
 @Suite("Track4Run events: organisers, enrolment, the public listing")
 struct RunEventTests {
-    static func time(_ offset: TimeInterval) -> String {
-        Date().addingTimeInterval(offset).formatted(.iso8601.year().month().day().time(includingFractionalSeconds: false).timeZone(separator: .omitted))
+    static func time(_ offset: TimeInterval, fraction: Bool = false) -> String {
+        Date().addingTimeInterval(offset).formatted(.iso8601.year().month().day().time(includingFractionalSeconds: fraction).timeZone(separator: .omitted))
     }
 
     /// A 2-km out-and-back along Corso Sempione, starting in a day.

@@ -100,6 +100,7 @@ struct Components {
     let sosSettings: SOSSettingsService
     let sosIncidents: SOSIncidentService
     let runEvents: RunEventService
+    let livePositions: LivePositions
     /// Bumped whenever PostgreSQL announces a new AutomatedSOS incident.
     let sosChanges: ChangeSignal
     let aggregateSubscriptions: AggregateSubscriptions
@@ -134,6 +135,7 @@ struct Components {
         sosSettings = SOSSettingsService(database: database)
         sosIncidents = SOSIncidentService(database: database)
         runEvents = RunEventService(database: database)
+        livePositions = LivePositions(database: database)
         sosChanges = ChangeSignal()
         schemaReady = StartupGate()
     }
@@ -152,6 +154,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     operations.addRoutes(to: router)
     SampleTypeController().addRoutes(to: router)
     PublicRunController(runs: components.runEvents).addRoutes(to: router)
+    PublicRunLiveController(live: components.livePositions).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 
     // /api/users — individuals.
@@ -177,6 +180,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     SOSIncidentController(incidents: components.sosIncidents)
         .addRoutes(to: authenticatedUsers)
     RunEventController(runs: components.runEvents, body: body).addRoutes(to: authenticatedUsers)
+    RunPositionController(live: components.livePositions, body: body).addRoutes(to: authenticatedUsers)
 
     // /api/thirdparties — organisations (tenants).
     let thirdParties = router.group("api/thirdparties")

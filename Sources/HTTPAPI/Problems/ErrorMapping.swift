@@ -80,6 +80,8 @@ enum ErrorMapping {
             case .full: return runConflict("run-full", "Event full", "Every place is taken.")
             case .alreadyEnrolled: return runConflict("already-enrolled", "Already enrolled", "You are already enrolled in this event.")
             case .notEnrolled: return .notFound("enrolment")
+            case .notParticipant:
+                return Problem(.forbidden, slug: "not-a-runner", title: "Not a runner of this event", detail: "Only enrolled runners send positions.")
             case .capacityBelowEnrolled(let count):
                 return .invalidField("maxParticipants", "must be at least \(count), the runners already enrolled")
             }

@@ -12,6 +12,8 @@ package enum RunEventError: Error, Equatable {
     case full
     case alreadyEnrolled
     case notEnrolled
+    /// Positions from someone not running in the event.
+    case notParticipant
     case capacityBelowEnrolled(Int)
 
     init(_ refusal: RunRefusal) {

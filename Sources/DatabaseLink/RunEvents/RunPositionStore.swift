@@ -1,0 +1,155 @@
+import Foundation
+import PostgresNIO
+
+/// A runner's live state, kept on their enrolment row.
+package struct RunnerStateRecord: Sendable, Equatable {
+    package var runnerId: UUID
+    package var displayName: String
+    package var lastFixAt: Date?
+    package var latitude: Double?
+    package var longitude: Double?
+    package var distanceMeters: Double
+    package var firstFixAt: Date?
+    package var offCourse: Bool
+    package var finishedAt: Date?
+    package var droppedFixes: Int
+
+    static let columns = """
+        p.runner_id, p.display_name, p.last_fix_at, p.latitude, p.longitude, p.distance_meters, p.first_fix_at, p.off_course,
+        p.finished_at, p.dropped_fixes
+        """
+
+    init(row: PostgresRow, from first: Int = 0) throws {
+        let cells = row.makeRandomAccess()
+        func cell<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T { try cells[first + index].decode(T.self) }
+        runnerId = try cell(0); displayName = try cell(1); lastFixAt = try cell(2); latitude = try cell(3); longitude = try cell(4)
+        distanceMeters = try cell(5); firstFixAt = try cell(6); offCourse = try cell(7); finishedAt = try cell(8)
+        droppedFixes = Int(try cell(9, as: Int32.self))
+    }
+}
+
+/// A position to store, as projected onto the course.
+package struct RunPositionRecord: Sendable, Equatable {
+    package var timeMs: Int64
+    package var latitude: Double
+    package var longitude: Double
+    package var accuracy: Float?
+    package var distanceMeters: Double
+    package var offsetMeters: Float
+
+    package init(timeMs: Int64, latitude: Double, longitude: Double, accuracy: Float?, distanceMeters: Double, offsetMeters: Float) {
+        self.timeMs = timeMs
+        self.latitude = latitude
+        self.longitude = longitude
+        self.accuracy = accuracy
+        self.distanceMeters = distanceMeters
+        self.offsetMeters = offsetMeters
+    }
+}
+
+/// What applying a batch of positions decided: the positions to store, the runner's new state,
+/// how many fixes were dropped, and the live update to announce (nil when nothing changed).
+package struct RunPositionWrite: Sendable {
+    package var positions: [RunPositionRecord]
+    package var state: RunnerStateRecord
+    package var dropped: Int
+    package var announcement: String?
+
+    package init(positions: [RunPositionRecord], state: RunnerStateRecord, dropped: Int, announcement: String?) {
+        self.positions = positions
+        self.state = state
+        self.dropped = dropped
+        self.announcement = announcement
+    }
+}
+
+/// `run_positions` and the live state on `run_participants`.
+package struct RunPositionStore: Sendable {
+    /// The channel live updates are announced on (`pg_notify`), for every instance's spectators.
+    package static let channel = "data4help_runs"
+
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    /// Applies a runner's batch in one transaction with their enrolment row locked: `decide`
+    /// gets the event, the runner's current state and the database's clock, and answers what to
+    /// write. Answers the write and how many positions were new (the rest were stored already).
+    /// Throws `RunRefusal.notFound` without such an event, `.notEnrolled` when the asker does not run in it.
+    package func apply(
+        publicId: UUID, individualId: Int64,
+        decide: (RunEventRecord, RunnerStateRecord, Date) throws -> RunPositionWrite
+    ) async throws -> (write: RunPositionWrite, stored: Int) {
+        try await database.withTransaction { connection in
+            let rows = try await connection.query("""
+                SELECT \(unescaped: RunEventRecord.columns), \(unescaped: RunnerStateRecord.columns), now()
+                FROM run_events e JOIN run_participants p ON p.run_id = e.id AND p.individual_id = \(individualId)
+                WHERE e.public_id = \(publicId)
+                FOR UPDATE OF p
+                """, logger: database.logger).collect()
+            guard let row = rows.first else {
+                let event = try await connection.query("SELECT 1 FROM run_events WHERE public_id = \(publicId)", logger: database.logger).collect()
+                throw event.isEmpty ? RunRefusal.notFound : RunRefusal.notEnrolled
+            }
+            let event = try RunEventRecord(row: row)
+            let state = try RunnerStateRecord(row: row, from: 15)
+            let write = try decide(event, state, try row.makeRandomAccess()[25].decode(Date.self))
+            var stored = 0
+            if !write.positions.isEmpty {
+                let positions = write.positions
+                let inserted = try await connection.query("""
+                    INSERT INTO run_positions (run_id, individual_id, recorded_at, latitude, longitude, accuracy, distance_meters, offset_meters)
+                    SELECT \(event.id), \(individualId), 'epoch'::timestamptz + t * interval '1 millisecond', lat, lon, NULLIF(acc, 'NaN'::float4), d, o
+                    FROM unnest(\(positions.map(\.timeMs))::int8[], \(positions.map(\.latitude))::float8[], \(positions.map(\.longitude))::float8[],
+                                \(positions.map { $0.accuracy ?? .nan })::float4[], \(positions.map(\.distanceMeters))::float8[],
+                                \(positions.map(\.offsetMeters))::float4[]) AS n(t, lat, lon, acc, d, o)
+                    ON CONFLICT DO NOTHING
+                    RETURNING 1
+                    """, logger: database.logger).collect()
+                stored = inserted.count
+            }
+            let new = write.state
+            try await connection.query("""
+                UPDATE run_participants SET last_fix_at = \(new.lastFixAt), latitude = \(new.latitude), longitude = \(new.longitude),
+                    distance_meters = \(new.distanceMeters), first_fix_at = \(new.firstFixAt), off_course = \(new.offCourse),
+                    finished_at = \(new.finishedAt), dropped_fixes = dropped_fixes + \(Int32(write.dropped + write.positions.count - stored))
+                WHERE run_id = \(event.id) AND individual_id = \(individualId)
+                """, logger: database.logger)
+            if let announcement = write.announcement {
+                try await connection.query("SELECT pg_notify(\(Self.channel), \(announcement))", logger: database.logger)
+            }
+            return (write, stored)
+        }
+    }
+
+    /// Every runner's state, for a snapshot or the leaderboard.
+    package func states(runId: Int64) async throws -> [RunnerStateRecord] {
+        try await database.query("""
+            SELECT \(unescaped: RunnerStateRecord.columns) FROM run_participants p WHERE p.run_id = \(runId) ORDER BY p.enrolled_at, p.runner_id
+            """).map { try RunnerStateRecord(row: $0) }
+    }
+
+    /// Stored positions in time order, for replay (index: run_positions_time_idx); `after` is the
+    /// last (time, runner) of the previous page.
+    package func positions(
+        runId: Int64, runnerId: UUID?, fromMs: Int64?, toMs: Int64?, after: (timeMs: Int64, runnerId: UUID)?, limit: Int
+    ) async throws -> [(runnerId: UUID, position: RunPositionRecord)] {
+        try await database.query("""
+            SELECT p.runner_id, (extract(epoch FROM r.recorded_at) * 1000)::int8, r.latitude, r.longitude, r.accuracy, r.distance_meters, r.offset_meters
+            FROM run_positions r JOIN run_participants p ON p.run_id = r.run_id AND p.individual_id = r.individual_id
+            WHERE r.run_id = \(runId)
+              AND (\(runnerId)::uuid IS NULL OR p.runner_id = \(runnerId))
+              AND (\(fromMs)::int8 IS NULL OR r.recorded_at >= 'epoch'::timestamptz + \(fromMs) * interval '1 millisecond')
+              AND (\(toMs)::int8 IS NULL OR r.recorded_at < 'epoch'::timestamptz + \(toMs) * interval '1 millisecond')
+              AND (\(after?.timeMs)::int8 IS NULL
+                   OR (r.recorded_at, p.runner_id) > ('epoch'::timestamptz + \(after?.timeMs) * interval '1 millisecond', \(after?.runnerId)::uuid))
+            ORDER BY r.recorded_at, p.runner_id
+            LIMIT \(limit)
+            """).map { row in
+            let r = try row.decode((UUID, Int64, Double, Double, Float?, Double, Float).self)
+            return (r.0, RunPositionRecord(timeMs: r.1, latitude: r.2, longitude: r.3, accuracy: r.4, distanceMeters: r.5, offsetMeters: r.6))
+        }
+    }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import HTTPAPI
+import HTTPTypes
+import Testing
+
+@Suite("Track4Run positions: plausibility, projection, ranking, finish, replay")
+struct RunPositionTests {
+    /// Arco della Pace, Milan.
+    static let start = (latitude: 45.4755, longitude: 9.1725)
+
+    /// The point `east` metres east and `north` metres north of the start.
+    static func point(_ east: Double, _ north: Double = 0) -> (latitude: Double, longitude: Double) {
+        let radians = Double.pi / 180, radius = 6_371_008.8
+        return (start.latitude + north / radius / radians, start.longitude + east / (radius * cos(start.latitude * radians)) / radians)
+    }
+
+    static func fix(_ east: Double, _ north: Double = 0, at time: Date, accuracy: Double = 5) -> JSONObject {
+        let p = point(east, north)
+        return ["latitude": p.latitude, "longitude": p.longitude, "accuracy": accuracy, "time": RunEventTests.time(time.timeIntervalSinceNow, fraction: true)]
+    }
+
+    /// An out-and-back of 150 m each way that starts in two seconds; answers its id and start.
+    static func liveEvent(_ api: APIClient, _ organiser: String) async throws -> (id: String, startsAt: Date) {
+        let startsAt = Date().addingTimeInterval(2).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
+        let turn = point(150)
+        let created = try await api.send(.post, "/api/users/runs", token: organiser, json: RunEventTests.event([
+            "startsAt": RunEventTests.time(startsAt.timeIntervalSinceNow + 0.01), "endsAt": RunEventTests.time(3_600),
+            "enrolmentDeadline": RunEventTests.time(1),
+            "path": ["type": "LineString", "coordinates": [[start.longitude, start.latitude], [turn.longitude, turn.latitude], [start.longitude, start.latitude]]] as JSONObject,
+        ]))
+        #expect(created.status == .created, "\(String(decoding: created.data, as: UTF8.self))")
+        let id = try #require(created.json["id"] as? String)
+        return (id, try #require((created.json["startsAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) }))
+    }
+
+    @Test(.timeLimit(.minutes(1))) func fixesAreFilteredProjectedRankedAndKeptForReplay() async throws {
+        try await TestServer.run { api in
+            let (organiser, _) = try await api.individualSession()
+            let (leader, _) = try await api.individualSession(), (chaser, _) = try await api.individualSession()
+            let (id, startsAt) = try await Self.liveEvent(api, organiser)
+            for (token, name) in [(leader, "Leader"), (chaser, "Chaser")] {
+                #expect(try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: token, json: ["displayName": name]).status == .created)
+            }
+            let early = try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [Self.fix(0, at: startsAt)]])
+            #expect(early.status == .unprocessableContent && early.problemFields == ["positions"])   // not under way yet
+            try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
+
+            // Out at 10 m/s with one GPS jump, one inaccurate fix, a resend and a fix from before the start.
+            var fixes: [any Sendable] = (0...7).map { Self.fix(Double($0) * 20, 2, at: startsAt.addingTimeInterval(Double($0) * 2 + 1)) }
+            fixes.append(Self.fix(900, at: startsAt.addingTimeInterval(16)))                       // 760 m in a second: implausible
+            fixes.append(Self.fix(140, 3, at: startsAt.addingTimeInterval(15.5), accuracy: 150))  // too inaccurate
+            fixes.append(Self.fix(0, at: startsAt.addingTimeInterval(-30)))                        // before the start
+            fixes.append(Self.fix(140, 2, at: startsAt.addingTimeInterval(15)))                    // a resend of the last one
+            let out = try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": fixes])
+            #expect(out.status == .ok, "\(String(decoding: out.data, as: UTF8.self))")
+            #expect(out.json["accepted"] as? Int == 8)
+            let dropped = try #require(out.json["dropped"] as? [String: Any])
+            #expect(dropped["implausible"] as? Int == 1 && dropped["inaccurate"] as? Int == 1 && dropped["outsideRun"] as? Int == 1 && dropped["duplicate"] as? Int == 1)
+            let state = try #require(out.json["state"] as? [String: Any])
+            #expect(abs((state["distanceMeters"] as? Double ?? 0) - 140) < 3 && state["offCourse"] as? Bool == false && state["finished"] as? Bool == false)
+
+            // Jitter back does not move the runner back; on the way back the course is the second leg.
+            let back = try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [
+                Self.fix(135, -2, at: startsAt.addingTimeInterval(17)), Self.fix(140, 0, at: startsAt.addingTimeInterval(19)),
+                Self.fix(120, 1, at: startsAt.addingTimeInterval(21)), Self.fix(110, 60, at: startsAt.addingTimeInterval(28)),   // 60 m off the course
+            ]])
+            let backState = try #require(back.json["state"] as? [String: Any])
+            #expect(backState["offCourse"] as? Bool == true)
+            let backDistance = try #require(backState["distanceMeters"] as? Double)
+            #expect(backDistance >= 175 && backDistance <= 210, "\(backDistance)")
+
+            // The chaser is behind; then the leader finishes.
+            _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: chaser, json: ["positions": [Self.fix(0, at: startsAt.addingTimeInterval(1)), Self.fix(15, at: startsAt.addingTimeInterval(3))]])
+            let finish = try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [
+                Self.fix(70, 0, at: startsAt.addingTimeInterval(36)), Self.fix(20, 0, at: startsAt.addingTimeInterval(41)), Self.fix(2, 0, at: startsAt.addingTimeInterval(43)),
+            ]])
+            let done = try #require(finish.json["state"] as? [String: Any])
+            #expect(done["finished"] as? Bool == true && done["progress"] as? Double == 1 && done["offCourse"] as? Bool == false)
+            let board = try await api.send(.get, "/api/runs/\(id)/leaderboard").items
+            #expect(board.map { $0["displayName"] as? String } == ["Leader", "Chaser"] && board.map { $0["rank"] as? Int } == [1, 2])
+
+            // Only runners post; the replay has every kept position in time order, page by page.
+            let (stranger, _) = try await api.individualSession()
+            #expect(try await api.send(.post, "/api/users/runs/\(id)/positions", token: stranger, json: ["positions": [Self.fix(0, at: Date())]]).status == .forbidden)
+            #expect(try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [["latitude": 91] as JSONObject]]).problemFields.sorted()
+                == ["positions[0].latitude", "positions[0].longitude", "positions[0].time"])
+            var times: [String] = [], cursor: String? = nil
+            repeat {
+                let page = try await api.send(.get, "/api/runs/\(id)/positions?limit=5" + (cursor.map { "&cursor=\($0)" } ?? ""))
+                times += page.items.compactMap { $0["time"] as? String }
+                cursor = page.json["nextCursor"] as? String
+            } while cursor != nil
+            #expect(times.count == 8 + 4 + 2 + 3 && times == times.sorted())
+        }
+    }
+}
