@@ -19,13 +19,14 @@ struct RunPositionTests {
         return ["latitude": p.latitude, "longitude": p.longitude, "accuracy": accuracy, "time": RunEventTests.time(time.timeIntervalSinceNow, fraction: true)]
     }
 
-    /// An out-and-back of 150 m each way that starts in two seconds; answers its id and start.
+    /// An out-and-back of 150 m each way that starts in a few seconds (enrolment open until then,
+    /// time enough on a loaded machine); answers its id and start.
     static func liveEvent(_ api: APIClient, _ organiser: String) async throws -> (id: String, startsAt: Date) {
-        let startsAt = Date().addingTimeInterval(2).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
+        let startsAt = Date().addingTimeInterval(4).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
         let turn = point(150)
         let created = try await api.send(.post, "/api/users/runs", token: organiser, json: RunEventTests.event([
             "startsAt": RunEventTests.time(startsAt.timeIntervalSinceNow + 0.01), "endsAt": RunEventTests.time(3_600),
-            "enrolmentDeadline": RunEventTests.time(1),
+            "enrolmentDeadline": RunEventTests.time(startsAt.timeIntervalSinceNow + 0.01),
             "path": ["type": "LineString", "coordinates": [[start.longitude, start.latitude], [turn.longitude, turn.latitude], [start.longitude, start.latitude]]] as JSONObject,
         ]))
         #expect(created.status == .created, "\(String(decoding: created.data, as: UTF8.self))")

@@ -14,6 +14,22 @@ package struct RunnerStateRecord: Sendable, Equatable {
     package var finishedAt: Date?
     package var droppedFixes: Int
 
+    package init(
+        runnerId: UUID, displayName: String, lastFixAt: Date?, latitude: Double?, longitude: Double?, distanceMeters: Double,
+        firstFixAt: Date?, offCourse: Bool, finishedAt: Date?, droppedFixes: Int
+    ) {
+        self.runnerId = runnerId
+        self.displayName = displayName
+        self.lastFixAt = lastFixAt
+        self.latitude = latitude
+        self.longitude = longitude
+        self.distanceMeters = distanceMeters
+        self.firstFixAt = firstFixAt
+        self.offCourse = offCourse
+        self.finishedAt = finishedAt
+        self.droppedFixes = droppedFixes
+    }
+
     static let columns = """
         p.runner_id, p.display_name, p.last_fix_at, p.latitude, p.longitude, p.distance_meters, p.first_fix_at, p.off_course,
         p.finished_at, p.dropped_fixes

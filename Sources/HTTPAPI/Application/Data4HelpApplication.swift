@@ -2,6 +2,7 @@ import AccessManager
 import DatabaseLink
 import Foundation
 import Hummingbird
+import HummingbirdWebSocket
 import Logging
 import HealthSharing
 import Prometheus
@@ -42,6 +43,7 @@ package func buildApplication(
         TokenJanitor(database: database, logger: logger),
         EventListener(database: database, signal: components.changes, logger: logger),
         EventListener(database: database, channel: EventListener.sosChannel, signal: components.sosChanges, logger: logger),
+        EventListener(database: database, channel: RunPositionStore.channel, logger: logger) { [hub = components.liveHub] in hub.receive($0) },
         RequestExpiry(database: database, interval: configuration.requestExpirySweep, schemaReady: components.schemaReady, logger: logger),
         AggregateSubscriptionRunner(
             subscriptions: components.aggregateSubscriptions, interval: configuration.aggregateSubscriptionSweep,
@@ -62,8 +64,13 @@ package func buildApplication(
     } else {
         logger.warning("SOS_DISPATCH_URL is not set: this instance detects emergencies but dispatches none")
     }
+    let webSockets = Router(context: BasicWebSocketRequestContext.self)
+    let liveSocket = RunLiveSocket(live: components.livePositions, hub: components.liveHub)
+    liveSocket.addRoutes(to: webSockets)
+    liveSocket.addPlainRoute(to: router)
     var app = Application(
         router: router,
+        server: .http1WebSocketUpgrade(webSocketRouter: webSockets),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "data4help"),
         services: services,
         logger: logger
@@ -101,6 +108,8 @@ struct Components {
     let sosIncidents: SOSIncidentService
     let runEvents: RunEventService
     let livePositions: LivePositions
+    /// This instance's spectators of live runs, fed by `data4help_runs` notifications.
+    let liveHub: LiveRunHub
     /// Bumped whenever PostgreSQL announces a new AutomatedSOS incident.
     let sosChanges: ChangeSignal
     let aggregateSubscriptions: AggregateSubscriptions
@@ -136,6 +145,7 @@ struct Components {
         sosIncidents = SOSIncidentService(database: database)
         runEvents = RunEventService(database: database)
         livePositions = LivePositions(database: database)
+        liveHub = LiveRunHub()
         sosChanges = ChangeSignal()
         schemaReady = StartupGate()
     }

@@ -53,6 +53,12 @@ package struct LivePositions: Sendable {
         self.courses = CourseCache()
     }
 
+    /// The event and every runner's state, for a spectator's first picture.
+    package func snapshot(of runId: UUID) async throws -> LiveBoard {
+        guard let event = try await events.event(publicId: runId) else { throw RunEventError.notFound }
+        return LiveBoard(event: try RunEvent(event), records: try await store.states(runId: event.id))
+    }
+
     /// Every runner's state, ranked (public).
     package func leaderboard(of runId: UUID) async throws -> [RunnerState] {
         guard let event = try await events.event(publicId: runId) else { throw RunEventError.notFound }

@@ -1,0 +1,44 @@
+import DatabaseTestSupport
+import Foundation
+import HummingbirdWSClient
+import Logging
+import Synchronization
+
+/// A spectator on `GET /api/runs/{id}/live`: a real WebSocket client that keeps every message.
+final class LiveSpectator: Sendable {
+    private let messages = Mutex<[String]>([])
+    private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
+
+    /// Connects to the server on `port` and reads until `stop()`.
+    init(port: Int, runId: String) {
+        let url = "ws://127.0.0.1:\(port)/api/runs/\(runId)/live"
+        let started = Task { [self] in
+            _ = try await WebSocketClient.connect(url: url, logger: TestPostgres.logger) { inbound, _, _ in
+                for try await message in inbound.messages(maxSize: 1 << 22) {
+                    if case .text(let text) = message { self.messages.withLock { $0.append(text) } }
+                }
+            }
+        }
+        task.withLock { $0 = started }
+    }
+
+    /// Every text message so far, parsed.
+    var received: [[String: Any]] {
+        messages.withLock { $0 }.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+    }
+
+    /// Runner states of every update so far, in arrival order.
+    var updates: [[String: Any]] { received.filter { $0["type"] as? String == "update" }.flatMap { ($0["runners"] as? [[String: Any]]) ?? [] } }
+
+    func wait(timeout: Duration = .seconds(10), until condition: ([[String: Any]]) -> Bool) async throws {
+        let deadline = ContinuousClock.now + timeout
+        while !condition(received) {
+            guard ContinuousClock.now < deadline else { throw WebhookReceiver.TimedOut() }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    func stop() {
+        task.withLock { $0?.cancel() }
+    }
+}
