@@ -24,7 +24,7 @@ port=$("$venv/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",
 base="http://127.0.0.1:$port"
 
 DATA_DIR="$work/data" PORT=$port HOST=127.0.0.1 LOG_LEVEL=warning \
-  MIGRATIONS_DIR="$root/migrations" OPENAPI_PATH="$spec" \
+  MIGRATIONS_DIR="$root/migrations" OPENAPI_PATH="$spec" PAGES_DIR="$root/Sources/HTTPAPI/Pages/Templates" \
   "$binary" serve >"$work/server.log" 2>&1 &
 server=$!
 cleanup() {

@@ -15,6 +15,7 @@ struct AuditCommandTests {
         process.environment = [
             "DATABASE_URL": ServerProcess.connectionString(database), "LOG_LEVEL": "error",
             "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
+            "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
         ]
         let pipe = Pipe()
         process.standardOutput = pipe

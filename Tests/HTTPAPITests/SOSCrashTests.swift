@@ -33,6 +33,7 @@ struct SOSCrashTests {
             "DATABASE_URL": ServerProcess.connectionString(database), "HOST": "127.0.0.1", "PORT": String(port), "LOG_LEVEL": "error",
             "SOS_DISPATCH_URL": centre.url, "SOS_DISPATCH_SECRET": DispatchCentre.secret,
             "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
+            "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
             "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,
         ]
         try server.run()

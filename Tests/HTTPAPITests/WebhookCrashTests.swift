@@ -33,6 +33,7 @@ struct WebhookCrashTests {
             "DATABASE_URL": ServerProcess.connectionString(database), "HOST": "127.0.0.1", "PORT": String(try freeLoopbackPort()),
             "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_TIMEOUT_SECONDS": "2", "LOG_LEVEL": "error",
             "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
+            "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
             "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,
         ]
         try server.run()

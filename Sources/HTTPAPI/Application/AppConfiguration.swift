@@ -29,6 +29,8 @@ package struct AppConfiguration: Sendable {
     package var migrationsDirectory = "migrations"
     /// `OPENAPI_PATH`: the API contract served at `/openapi.yaml`.
     package var openAPIPath = "openapi/data4help.yaml"
+    /// `PAGES_DIR`: the Mustache templates of the HTML pages.
+    package var pagesDirectory = "Sources/HTTPAPI/Pages/Templates"
 
     /// `REQUEST_EXPIRY_SWEEP_SECONDS`: how often lapsed requests and ended grants are recorded as
     /// expired (and their parties told).
@@ -141,6 +143,7 @@ package struct AppConfiguration: Sendable {
         ))
         if let value = reader.string(forKey: "migrations.dir") { migrationsDirectory = value }
         if let value = reader.string(forKey: "openapi.path") { openAPIPath = value }
+        if let value = reader.string(forKey: "pages.dir") { pagesDirectory = value }
     }
 
     private static func epsilon(_ reader: ConfigReader, _ key: ConfigKey, env: String, default value: Epsilon) throws(ConfigurationError) -> Epsilon {

@@ -4,6 +4,7 @@ import Foundation
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
+import Mustache
 import HealthSharing
 import Prometheus
 import ServiceLifecycle
@@ -33,9 +34,11 @@ package func buildApplication(
         throw ConfigurationError("cannot read the OpenAPI document at OPENAPI_PATH (\(configuration.openAPIPath))")
     }
     let components = Components(database: database, configuration: configuration, logger: logger)
+    let pages = try PageController.library(directory: configuration.pagesDirectory)
     let router = buildRouter(
         components: components,
         operations: OperationsController(migrator: migrator, metrics: metrics, openAPIDocument: ByteBuffer(bytes: document)),
+        pages: pages,
         configuration: configuration
     )
     var services: [any Service] = [
@@ -153,7 +156,9 @@ struct Components {
 
 /// The routes of both API surfaces and the operations endpoints, behind the common middleware:
 /// request id → metrics → access log → problem+json.
-func buildRouter(components: Components, operations: OperationsController, configuration: AppConfiguration) -> Router<AppRequestContext> {
+func buildRouter(
+    components: Components, operations: OperationsController, pages: MustacheLibrary, configuration: AppConfiguration
+) -> Router<AppRequestContext> {
     let routes = RouteTable()
     let router = RecordingRouter(router: Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints), table: routes)
     router.add(middleware: RequestIDMiddleware())
@@ -165,6 +170,7 @@ func buildRouter(components: Components, operations: OperationsController, confi
     SampleTypeController().addRoutes(to: router)
     PublicRunController(runs: components.runEvents).addRoutes(to: router)
     PublicRunLiveController(live: components.livePositions).addRoutes(to: router)
+    PageController(library: pages, runs: components.runEvents).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 
     // /api/users — individuals.

@@ -1,0 +1,63 @@
+import Foundation
+import HTTPAPI
+import HTTPTypes
+import HummingbirdTesting
+import Testing
+
+@Suite("The spectators' page in a real browser (headless Chromium)")
+struct SpectatorPageTests {
+    /// What the page shows: the first runner marker's position, the leaderboard rows, the status line.
+    static let probe = """
+        JSON.stringify({
+          cx: document.querySelector('#runners [data-runner] circle')?.getAttribute('cx') ?? null,
+          course: document.getElementById('path').getAttribute('points').split(' ').filter(Boolean).length,
+          rows: [...document.querySelectorAll('#leaderboard tr')].map(r => [...r.cells].map(c => c.textContent)),
+          status: document.getElementById('status').textContent
+        })
+        """
+
+    static func parse(_ value: Any?) -> [String: Any] {
+        ((value as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]) ?? [:]
+    }
+
+    @Test(.timeLimit(.minutes(2))) func theRunnersMarkerMovesAndTheLeaderboardUpdates() async throws {
+        try await TestServer.run { api in
+            let (organiser, _) = try await api.individualSession()
+            let (runner, _) = try await api.individualSession()
+            let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser)
+            #expect(try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: runner, json: ["displayName": "Giulia"]).status == .created)
+            try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
+            _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: runner, json: ["positions": [RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(20, at: startsAt.addingTimeInterval(3))]])
+
+            let page = try await api.send(.get, "/runs/\(id)")
+            #expect(page.status == .ok && page.headers[.contentType]?.hasPrefix("text/html") == true)
+            #expect(try await api.send(.get, "/runs/\(UUID().uuidString.lowercased())").status == .notFound)
+
+            let browser = try await HeadlessChromium()
+            defer { browser.stop() }
+            let port = try #require(api.client.port)
+            try await browser.withPage("http://127.0.0.1:\(port)/runs/\(id)") { session in
+                let first = Self.parse(try await session.wait(for: Self.probe) { value in
+                    let shown = Self.parse(value)
+                    return shown["status"] as? String == "Live" && shown["cx"] is String && (shown["rows"] as? [[String]])?.count == 1
+                })
+                #expect((first["course"] as? Int) == 3)   // the course is drawn: three points
+                let rows = try #require(first["rows"] as? [[String]])
+                #expect(rows[0][0] == "1" && rows[0][1] == "Giulia" && rows[0][2] == "0.02")
+                let startX = try #require(Double(first["cx"] as? String ?? ""))
+
+                // The runner moves on 60 m: the marker moves east and the leaderboard follows.
+                _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: runner, json: ["positions": [RunPositionTests.fix(80, at: startsAt.addingTimeInterval(9))]])
+                let moved = Self.parse(try await session.wait(for: Self.probe) { value in
+                    (Self.parse(value)["rows"] as? [[String]])?.first?[2] == "0.08"
+                })
+                let movedX = try #require(Double(moved["cx"] as? String ?? ""))
+                #expect(movedX > startX + 100, "\(startX) → \(movedX)")   // 60 m of a 150 m leg is 360 of the 900 drawn
+                let screenshot = try await session.call("Page.captureScreenshot", ["format": "png"])
+                if let data = (screenshot["data"] as? String).flatMap({ Data(base64Encoded: $0) }) {
+                    try? data.write(to: FileManager.default.temporaryDirectory.appendingPathComponent("data4help-spectator-page.png"))
+                }
+            }
+        }
+    }
+}
