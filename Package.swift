@@ -134,6 +134,7 @@ let package = Package(
             name: "data4help",
             dependencies: [
                 "AccessManager",
+                "RunEvents",
                 "HTTPAPI",
                 "DatabaseLink",
                 "HealthSharing",

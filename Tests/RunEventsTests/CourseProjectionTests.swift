@@ -102,21 +102,13 @@ struct CourseProjectionTests {
         var along: Double?
         var truth = 0.0
         while truth < path.lengthMeters {
-            let noise = Self.offset(Double.random(in: -7...7, using: &random), Double.random(in: -7...7, using: &random), from: Self.point(at: truth, on: path))
+            let noise = Self.offset(Double.random(in: -7...7, using: &random), Double.random(in: -7...7, using: &random), from: path.point(at: truth))
             let position = projection.project(noise, after: along, reach: along == nil ? nil : speed * interval * 1.5 + 20)
             #expect(position.distanceMeters >= (along ?? 0))
             #expect(abs(position.distanceMeters - truth) < 40, "seed \(seed) at \(Int(truth)) m of \(Int(path.lengthMeters))")
             along = position.distanceMeters
             truth += speed * interval
         }
-    }
-
-    /// The point `meters` along the course.
-    static func point(at meters: Double, on path: GeoPath) -> GeoPoint {
-        guard let index = path.cumulative.lastIndex(where: { $0 <= meters }), index < path.points.count - 1 else { return path.points.last! }
-        let fraction = (meters - path.cumulative[index]) / (path.cumulative[index + 1] - path.cumulative[index])
-        let a = path.points[index], b = path.points[index + 1]
-        return GeoPoint(latitude: a.latitude + (b.latitude - a.latitude) * fraction, longitude: a.longitude + (b.longitude - a.longitude) * fraction)
     }
 }
 

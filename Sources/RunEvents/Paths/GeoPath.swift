@@ -78,6 +78,16 @@ package struct GeoPath: Sendable, Equatable {
         self.cumulative = cumulative
     }
 
+    /// The point `meters` along the course (clamped to its ends), interpolated on its segment.
+    package func point(at meters: Double) -> GeoPoint {
+        guard meters > 0 else { return points[0] }
+        guard meters < lengthMeters, let index = cumulative.lastIndex(where: { $0 <= meters }), index < points.count - 1 else { return points[points.count - 1] }
+        let span = cumulative[index + 1] - cumulative[index]
+        let fraction = span > 0 ? (meters - cumulative[index]) / span : 0
+        let a = points[index], b = points[index + 1]
+        return GeoPoint(latitude: a.latitude + (b.latitude - a.latitude) * fraction, longitude: a.longitude + (b.longitude - a.longitude) * fraction)
+    }
+
     /// GeoJSON coordinates, `[lon, lat]` each.
     package var coordinates: [[Double]] { points.map { [$0.longitude, $0.latitude] } }
 }
