@@ -138,6 +138,7 @@ let package = Package(
                 "HTTPAPI",
                 "DatabaseLink",
                 "HealthSharing",
+                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

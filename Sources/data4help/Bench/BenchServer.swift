@@ -12,12 +12,17 @@ import ServiceLifecycle
 /// A throwaway embedded PostgreSQL and the real server on it, with an HTTP client, for one
 /// benchmark run; everything is removed afterwards.
 struct BenchServer: Sendable {
-    let base: String
+    /// Every instance's address; `base` is the first.
+    let bases: [String]
+    var base: String { bases[0] }
     let databaseURL: DatabaseURL
     let client: HTTPClient
     let logger: Logger
 
-    static func run(configure: (inout AppConfiguration) -> Void = { _ in }, _ body: (BenchServer) async throws -> Void) async throws {
+    /// `instances` servers share the one database (each with its own port).
+    static func run(
+        instances: Int = 1, configure: (inout AppConfiguration) -> Void = { _ in }, _ body: (BenchServer) async throws -> Void
+    ) async throws {
         var logger = Logger(label: "data4help.bench")
         logger.logLevel = .warning
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("data4help-bench-\(getpid())")
@@ -28,7 +33,7 @@ struct BenchServer: Sendable {
         let cluster = try await EmbeddedPostgres.start(.init(directory: directory.appendingPathComponent("pg")), logger: logger)
         do {
             let url = try await cluster.database(named: "bench", logger: logger)
-            try await serve(databaseURL: url, configure: configure, logger: logger, body)
+            try await serve(databaseURL: url, instances: instances, configure: configure, logger: logger, body)
             try await cluster.stop()
         } catch {
             try? await cluster.stop()
@@ -37,16 +42,23 @@ struct BenchServer: Sendable {
     }
 
     private static func serve(
-        databaseURL: DatabaseURL, configure: (inout AppConfiguration) -> Void, logger: Logger, _ body: (BenchServer) async throws -> Void
+        databaseURL: DatabaseURL, instances: Int, configure: (inout AppConfiguration) -> Void, logger: Logger,
+        _ body: (BenchServer) async throws -> Void
     ) async throws {
-        var configuration = AppConfiguration()
-        configuration.port = try freeLoopbackPort()
-        configuration.logLevel = .warning
-        configure(&configuration)
-        let app = try buildApplication(configuration: configuration, databaseURL: databaseURL, metrics: PrometheusCollectorRegistry(), logger: logger)
-        let serviceGroup = ServiceGroup(configuration: .init(services: [.init(service: app)], logger: logger))
+        var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
+        var bases: [String] = []
+        for _ in 0..<max(1, instances) {
+            var configuration = AppConfiguration()
+            configuration.port = try freeLoopbackPort()
+            configuration.logLevel = .warning
+            configure(&configuration)
+            let app = try buildApplication(configuration: configuration, databaseURL: databaseURL, metrics: PrometheusCollectorRegistry(), logger: logger)
+            services.append(.init(service: app))
+            bases.append("http://127.0.0.1:\(configuration.port)")
+        }
+        let serviceGroup = ServiceGroup(configuration: .init(services: services, logger: logger))
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(120))))
-        let server = BenchServer(base: "http://127.0.0.1:\(configuration.port)", databaseURL: databaseURL, client: client, logger: logger)
+        let server = BenchServer(bases: bases, databaseURL: databaseURL, client: client, logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -70,13 +82,17 @@ struct BenchServer: Sendable {
     }
 
     private func waitUntilReady() async throws {
-        for _ in 0..<200 {
-            if let response = try? await client.execute(HTTPClientRequest(url: "\(base)/readyz"), timeout: .seconds(2)), response.status == .ok {
-                return
+        for base in bases {
+            var ready = false
+            for _ in 0..<200 where !ready {
+                if let response = try? await client.execute(HTTPClientRequest(url: "\(base)/readyz"), timeout: .seconds(2)), response.status == .ok {
+                    ready = true
+                } else {
+                    try await Task.sleep(for: .milliseconds(100))
+                }
             }
-            try await Task.sleep(for: .milliseconds(100))
+            guard ready else { throw ValidationError("the server at \(base) did not become ready") }
         }
-        throw ValidationError("the server did not become ready")
     }
 
     /// Sends a request with an optional JSON body; answers the status and the JSON object returned.
