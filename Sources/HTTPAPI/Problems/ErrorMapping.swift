@@ -73,16 +73,16 @@ enum ErrorMapping {
         case let error as RunEventError:
             switch error {
             case .invalid(let field, let reason): return .invalidField(field, reason)
-            case .notFound: return .notFound("run event")
-            case .cancelled: return runConflict("run-cancelled", "Event cancelled", "The event was cancelled.")
-            case .started: return runConflict("run-started", "Event under way", "The event has started; it can no longer be changed.")
-            case .deadlinePassed: return runConflict("enrolment-closed", "Enrolment closed", "The enrolment deadline has passed.")
-            case .full: return runConflict("run-full", "Event full", "Every place is taken.")
-            case .alreadyEnrolled: return runConflict("already-enrolled", "Already enrolled", "You are already enrolled in this event.")
-            case .notEnrolled: return .notFound("enrolment")
             case .notParticipant:
                 return Problem(.forbidden, slug: "not-a-runner", title: "Not a runner of this event", detail: "Only enrolled runners send positions.")
-            case .capacityBelowEnrolled(let count):
+            case .refused(.notFound): return .notFound("run event")
+            case .refused(.notEnrolled): return .notFound("enrolment")
+            case .refused(.cancelled): return runConflict("run-cancelled", "Event cancelled", "The event was cancelled.")
+            case .refused(.started): return runConflict("run-started", "Event under way", "The event has started; it can no longer be changed.")
+            case .refused(.deadlinePassed): return runConflict("enrolment-closed", "Enrolment closed", "The enrolment deadline has passed.")
+            case .refused(.full): return runConflict("run-full", "Event full", "Every place is taken.")
+            case .refused(.alreadyEnrolled): return runConflict("already-enrolled", "Already enrolled", "You are already enrolled in this event.")
+            case .refused(.capacityBelowEnrolled(let count)):
                 return .invalidField("maxParticipants", "must be at least \(count), the runners already enrolled")
             }
         case let error as SummaryError:

@@ -26,7 +26,7 @@ struct RunLiveSocket {
             let snapshot: LiveBoard
             do {
                 snapshot = try await live.snapshot(of: runId)
-            } catch RunEventError.notFound {
+            } catch RunEventError.refused(.notFound) {
                 try await outbound.write(.text(#"{"type":"error","detail":"No such run event."}"#))
                 return   // returning closes the socket
             }

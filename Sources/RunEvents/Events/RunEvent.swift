@@ -1,33 +1,15 @@
 import DatabaseLink
 import Foundation
 
-/// What went wrong with a run event or an enrolment.
+/// What went wrong with a run event or an enrolment: a value that is not valid, positions from
+/// someone not running, or one of the store's refusals (not found, cancelled, started, full, …).
 package enum RunEventError: Error, Equatable {
     case invalid(field: String, reason: String)
-    case notFound
-    case cancelled
-    /// The event has started (or ended): it can no longer be changed this way.
-    case started
-    case deadlinePassed
-    case full
-    case alreadyEnrolled
-    case notEnrolled
     /// Positions from someone not running in the event.
     case notParticipant
-    case capacityBelowEnrolled(Int)
+    case refused(RunRefusal)
 
-    init(_ refusal: RunRefusal) {
-        self = switch refusal {
-        case .notFound: .notFound
-        case .cancelled: .cancelled
-        case .started: .started
-        case .deadlinePassed: .deadlinePassed
-        case .full: .full
-        case .alreadyEnrolled: .alreadyEnrolled
-        case .notEnrolled: .notEnrolled
-        case .capacityBelowEnrolled(let count): .capacityBelowEnrolled(count)
-        }
-    }
+    package static let notFound = RunEventError.refused(.notFound)
 }
 
 /// An event as the organiser sets it, valid as a whole: a course of at least two points, a

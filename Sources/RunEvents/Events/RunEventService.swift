@@ -25,7 +25,7 @@ package struct RunEventService: Sendable {
                 try change(try RunEvent(record)).draft
             })
         } catch let refusal as RunRefusal {
-            throw RunEventError(refusal)
+            throw RunEventError.refused(refusal)
         }
     }
 
@@ -33,7 +33,7 @@ package struct RunEventService: Sendable {
         do {
             return try RunEvent(try await store.cancel(publicId: id, organiserId: try individualId(principal)))
         } catch let refusal as RunRefusal {
-            throw RunEventError(refusal)
+            throw RunEventError.refused(refusal)
         }
     }
 
@@ -57,7 +57,7 @@ package struct RunEventService: Sendable {
         do {
             return try await store.enrol(publicId: id, individualId: try individualId(principal), displayName: name)
         } catch let refusal as RunRefusal {
-            throw RunEventError(refusal)
+            throw RunEventError.refused(refusal)
         }
     }
 
@@ -65,7 +65,7 @@ package struct RunEventService: Sendable {
         do {
             try await store.withdraw(publicId: id, individualId: try individualId(principal))
         } catch let refusal as RunRefusal {
-            throw RunEventError(refusal)
+            throw RunEventError.refused(refusal)
         }
     }
 

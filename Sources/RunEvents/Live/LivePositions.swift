@@ -143,7 +143,7 @@ package struct LivePositions: Sendable {
         } catch RunRefusal.notEnrolled {
             throw RunEventError.notParticipant
         } catch let refusal as RunRefusal {
-            throw RunEventError(refusal)
+            throw RunEventError.refused(refusal)
         }
     }
 

@@ -39,8 +39,8 @@ struct LiveBenchCommand: AsyncParsableCommand {
             let course = try GeoPath(points: [GeoPoint(latitude: 45.4755, longitude: 9.1725), GeoPoint(latitude: 45.4755 + 0.0225, longitude: 9.1725)])
             let startsAt = Date().addingTimeInterval(20).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
             let (created, event) = try await server.send(.POST, "/api/users/runs", token: tokens[runners], json: """
-                {"name":"Bench","startsAt":"\(Self.time(startsAt))","endsAt":"\(Self.time(startsAt.addingTimeInterval(7200)))",
-                 "enrolmentDeadline":"\(Self.time(startsAt))","maxParticipants":\(runners),
+                {"name":"Bench","startsAt":"\(startsAt.wireTime)","endsAt":"\(startsAt.addingTimeInterval(7200).wireTime)",
+                 "enrolmentDeadline":"\(startsAt.wireTime)","maxParticipants":\(runners),
                  "path":{"type":"LineString","coordinates":[[9.1725,45.4755],[9.1725,45.498],[9.1725,45.4755]]}}
                 """)
             guard created == .created, let id = event["id"] as? String else { throw ValidationError("event not created: \(created)") }
@@ -78,7 +78,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
                             if ContinuousClock.now < due { try await Task.sleep(until: due) }
                             let time = startsAt.addingTimeInterval(Double(second))
                             let point = course.point(at: speeds[runner] * Double(second))
-                            let stamp = Self.time(time)
+                            let stamp = time.wireTime
                             tally.posted(runner: runnerIds[runner], time: stamp)
                             let (status, _) = try await server.send(.POST, "/api/users/runs/\(id)/positions", token: tokens[runner], json: """
                                 {"positions":[{"latitude":\(point.latitude),"longitude":\(point.longitude),"accuracy":5,"time":"\(stamp)"}]}
@@ -110,9 +110,6 @@ struct LiveBenchCommand: AsyncParsableCommand {
         }
     }
 
-    static func time(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
-    }
 }
 
 /// What the posting side and the measuring spectators note down.

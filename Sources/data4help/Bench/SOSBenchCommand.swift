@@ -104,7 +104,7 @@ struct SOSBenchCommand: AsyncParsableCommand {
                             let second = round * every + offset
                             let low = lowFrom[person].map { (0..<3).contains(second - $0) } ?? false
                             let time = wallStart.addingTimeInterval(Double(second) + Double(person) / Double(individuals))
-                            return #"{"type":"heartRate","value":\#(low ? 30 : 72),"start":"\#(time.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true)))Z"}"#
+                            return #"{"type":"heartRate","value":\#(low ? 30 : 72),"start":"\#(time.wireTime)"}"#
                         }
                         let sent = ContinuousClock.now
                         let status = try? await server.send(.POST, "/api/users/data", token: tokens[person], json: #"{"items":["# + items.joined(separator: ",") + "]}").status

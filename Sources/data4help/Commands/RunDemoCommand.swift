@@ -36,7 +36,7 @@ struct RunDemoCommand: AsyncParsableCommand {
         let startsAt = Date().addingTimeInterval(Double(startIn)).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
         let event = try await send(client, .POST, "/api/users/runs", token: organiser, json: [
             "name": "Parco Sempione demo run", "description": "Simulated runners, \(runners) of them.",
-            "startsAt": Self.time(startsAt), "endsAt": Self.time(startsAt.addingTimeInterval(3_600)), "enrolmentDeadline": Self.time(startsAt),
+            "startsAt": startsAt.wireTime, "endsAt": startsAt.addingTimeInterval(3_600).wireTime, "enrolmentDeadline": startsAt.wireTime,
             "maxParticipants": runners, "path": ["type": "LineString", "coordinates": Self.course] as [String: Any],
         ])
         guard let id = event["id"] as? String else { throw ValidationError("the server did not create the event: \(event)") }
@@ -60,7 +60,7 @@ struct RunDemoCommand: AsyncParsableCommand {
                         // A few metres of GPS noise.
                         let fix: [String: Any] = [
                             "latitude": point.latitude + Double.random(in: -0.00003...0.00003), "longitude": point.longitude + Double.random(in: -0.00004...0.00004),
-                            "accuracy": 5, "time": Self.time(now),
+                            "accuracy": 5, "time": now.wireTime,
                         ]
                         _ = try? await send(client, .POST, "/api/users/runs/\(id)/positions", token: token, json: ["positions": [fix]])
                         return along >= path.lengthMeters
@@ -101,7 +101,4 @@ struct RunDemoCommand: AsyncParsableCommand {
         FileHandle.standardOutput.write(Data((line + "\n").utf8))
     }
 
-    static func time(_ date: Date) -> String {
-        date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
-    }
 }
