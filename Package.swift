@@ -102,7 +102,7 @@ let package = Package(
         // RunEvent Manager (Track4Run): courses (GeoJSON, GPX), projection of runners onto them.
         .target(
             name: "RunEvents",
-            dependencies: ["AccessManager", "DatabaseLink"],
+            dependencies: ["AccessManager", "DatabaseLink", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         // The HTTP layer: the two API surfaces, errors as problem+json, operability endpoints, wiring.
@@ -138,9 +138,11 @@ let package = Package(
                 "HTTPAPI",
                 "DatabaseLink",
                 "HealthSharing",
-                .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

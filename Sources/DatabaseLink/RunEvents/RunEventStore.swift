@@ -141,6 +141,7 @@ package struct RunEventStore: Sendable {
                 WHERE e.id = \(record.id)
                 RETURNING \(unescaped: RunEventRecord.columns)
                 """, logger: database.logger).collect()
+            try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
             return try RunEventRecord(row: rows[0])
         }
     }
@@ -167,6 +168,7 @@ package struct RunEventStore: Sendable {
                 FROM run_participants p JOIN webhook_endpoints w ON w.individual_id = p.individual_id
                 WHERE p.run_id = \(record.id)
                 """, logger: database.logger)
+            try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
             return try RunEventRecord(row: rows[0])
         }
     }
@@ -231,6 +233,7 @@ package struct RunEventStore: Sendable {
                 throw mine.isEmpty ? RunRefusal.full : RunRefusal.alreadyEnrolled
             }
             let (runner, name, at) = try row.decode((UUID, String, Date).self)
+            try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
             return RunnerRecord(runnerId: runner, displayName: name, enrolledAt: at)
         }
     }
@@ -244,7 +247,16 @@ package struct RunEventStore: Sendable {
                 DELETE FROM run_participants WHERE run_id = \(record.event.id) AND individual_id = \(individualId) RETURNING 1
                 """, logger: database.logger).collect()
             if rows.isEmpty { throw RunRefusal.notEnrolled }
+            try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
         }
+    }
+
+    /// Tells every instance's live view, at commit, that the event or its roster changed
+    /// (`{ "runId", "event": true }` on `RunPositionStore.channel`): spectators get a new snapshot.
+    private static func announceChange(of publicId: UUID, on connection: PostgresConnection, logger: Logger) async throws {
+        try await connection.query("""
+            SELECT pg_notify(\(RunPositionStore.channel), json_build_object('runId', \(publicId)::uuid, 'event', true)::text)
+            """, logger: logger)
     }
 
     private static func lockedEvent(

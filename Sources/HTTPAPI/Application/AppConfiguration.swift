@@ -63,6 +63,10 @@ package struct AppConfiguration: Sendable {
     /// it is attempted again.
     package var sosDispatchTimeout = Duration.seconds(2)
 
+    /// `LIVE_UPDATE_INTERVAL_MS`: the shortest time between two batches of live updates of one
+    /// event (the most an update waits to be batched with others; 0 sends each at once).
+    package var liveUpdateInterval = Duration.milliseconds(50)
+
     package init() {}
 
     /// The webhook delivery settings these values make.
@@ -135,6 +139,9 @@ package struct AppConfiguration: Sendable {
             guard value.utf8.count >= 16 else { throw ConfigurationError("SOS_DISPATCH_SECRET must be at least 16 characters") }
             sosDispatchSecret = value
         }
+        liveUpdateInterval = .milliseconds(try Self.integer(
+            reader, "live.update.interval.ms", env: "LIVE_UPDATE_INTERVAL_MS", default: 50, range: 0...5_000
+        ))
         if sosDispatchURL != nil, sosDispatchSecret == nil {
             throw ConfigurationError("SOS_DISPATCH_SECRET is required when SOS_DISPATCH_URL is set")
         }

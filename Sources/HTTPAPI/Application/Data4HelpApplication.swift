@@ -68,7 +68,7 @@ package func buildApplication(
         logger.warning("SOS_DISPATCH_URL is not set: this instance detects emergencies but dispatches none")
     }
     let webSockets = Router(context: BasicWebSocketRequestContext.self)
-    let liveSocket = RunLiveSocket(live: components.livePositions, hub: components.liveHub)
+    let liveSocket = RunLiveSocket(hub: components.liveHub)
     liveSocket.addRoutes(to: webSockets)
     liveSocket.addPlainRoute(to: router)
     var app = Application(
@@ -148,7 +148,9 @@ struct Components {
         sosIncidents = SOSIncidentService(database: database)
         runEvents = RunEventService(database: database)
         livePositions = LivePositions(database: database)
-        liveHub = LiveRunHub()
+        liveHub = LiveRunHub(interval: configuration.liveUpdateInterval, wire: LiveJSON()) { [livePositions] in
+            try await livePositions.snapshot(of: $0)
+        }
         sosChanges = ChangeSignal()
         schemaReady = StartupGate()
     }

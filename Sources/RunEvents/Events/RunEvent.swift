@@ -91,8 +91,14 @@ package struct RunEvent: Sendable {
         createdAt = record.createdAt
         updatedAt = record.updatedAt
         cancelledAt = record.cancelledAt
-        phase = record.cancelledAt != nil ? .cancelled : now < record.startsAt ? .upcoming : now <= record.endsAt ? .live : .finished
+        phase = .upcoming
         sequence = record.id
+        phase = phase(at: now)
+    }
+
+    /// The phase at `now` (the stored `phase` is the one when the event was read).
+    package func phase(at now: Date) -> RunPhase {
+        cancelledAt != nil ? .cancelled : now < startsAt ? .upcoming : now <= endsAt ? .live : .finished
     }
 
     /// The event as it stands, as a plan to change (validation is redone on the merged result).

@@ -64,7 +64,7 @@ package struct LivePositions: Sendable {
         guard let event = try await events.event(publicId: runId) else { throw RunEventError.notFound }
         return RunnerState.ranked(try await store.states(runId: event.id).map {
             RunnerState($0, startsAt: event.startsAt, lengthMeters: event.lengthMeters)
-        })
+        }, startsAt: event.startsAt)
     }
 
     /// Stored positions in time order, for replay (public: runner ids and display names only).

@@ -1,77 +1,349 @@
 import DatabaseLink
 import Foundation
+import NIOCore
 import Synchronization
+
+/// How the live view goes on the wire. The hub renders each runner's state once per change and
+/// hands the same bytes to every spectator; the HTTP layer decides what the bytes are.
+package protocol LiveWireFormat: Sendable {
+    /// One runner's state.
+    func state(_ state: RunnerState) -> ByteBuffer
+    /// The first message on a connection (and after the event or its roster changed): the event
+    /// and every runner, leader first.
+    func snapshot(event: RunEvent, runners: [ByteBuffer]) -> ByteBuffer
+    /// The runners whose state or rank changed, leader first.
+    func update(runners: [ByteBuffer]) -> ByteBuffer
+}
 
 /// Fans runners' new states out to this instance's spectators.
 ///
 /// Every instance listens on `RunPositionStore.channel`, so a position posted to any instance
-/// reaches spectators on all of them. Each spectator's subscription keeps only the latest
-/// pending state per runner: a slow spectator gets fewer, fresher updates and never makes the
-/// hub (or other spectators) wait or hold a growing queue.
+/// reaches spectators on all of them. Per event with spectators here, the hub keeps one
+/// `LiveBoard` (loaded from the database once), applies announced states at most once per
+/// `interval` (a batch), ranks once and renders each changed runner once. A spectator's
+/// connection takes, whenever it is free to write, every runner that changed since what it last
+/// sent — as one message, shared byte for byte with every spectator at the same point. A slow
+/// spectator therefore gets fewer, larger messages with each runner's latest state; it never
+/// holds a queue, and never makes the hub or other spectators wait.
 package final class LiveRunHub: Sendable {
-    /// One spectator's view of one event.
-    package final class Subscription: Sendable {
-        package let runId: UUID
-        /// Yields when there is something to take (coalesced: one wake-up for any number of states).
-        package let wakeups: AsyncStream<Void>
-        private let continuation: AsyncStream<Void>.Continuation
-        private let pending = Mutex<[UUID: RunnerStateRecord]>([:])
+    package typealias Loader = @Sendable (UUID) async throws -> LiveBoard
 
-        init(runId: UUID) {
-            self.runId = runId
-            (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-        }
+    private let load: Loader
+    private let wire: any LiveWireFormat
+    private let interval: Duration
+    private let runs = Mutex<[UUID: LiveRun]>([:])
 
-        /// The states that arrived since the last call, at most one per runner.
-        package func take() -> [RunnerStateRecord] {
-            pending.withLock { pending in
-                defer { pending = [:] }
-                return Array(pending.values)
-            }
-        }
-
-        func offer(_ state: RunnerStateRecord) {
-            pending.withLock { $0[state.runnerId] = state }
-            continuation.yield()
-        }
-
-        func finish() {
-            continuation.finish()
-        }
+    /// - Parameters:
+    ///   - interval: the shortest time between two batches of one event (the most an update waits).
+    ///   - load: the event and its runners' stored states (`LivePositions.snapshot`).
+    package init(interval: Duration = .milliseconds(50), wire: any LiveWireFormat, load: @escaping Loader) {
+        self.interval = interval
+        self.wire = wire
+        self.load = load
     }
 
-    private let subscriptions = Mutex<[UUID: [ObjectIdentifier: Subscription]]>([:])
-
-    package init() {}
-
-    package func subscribe(to runId: UUID) -> Subscription {
-        let subscription = Subscription(runId: runId)
-        subscriptions.withLock { $0[runId, default: [:]][ObjectIdentifier(subscription)] = subscription }
+    /// Starts watching an event: the subscription's first message is the snapshot. Throws
+    /// `RunEventError.notFound` for an unknown event.
+    package func subscribe(to runId: UUID) async throws -> Subscription {
+        let subscription = runs.withLock { runs in
+            let run = runs[runId] ?? LiveRun(id: runId, interval: interval, wire: wire, load: load)
+            runs[runId] = run
+            return run.add()
+        }
+        do {
+            try await subscription.run.ready()
+        } catch {
+            unsubscribe(subscription)
+            throw error
+        }
         return subscription
     }
 
     package func unsubscribe(_ subscription: Subscription) {
-        subscriptions.withLock { all in
-            all[subscription.runId]?.removeValue(forKey: ObjectIdentifier(subscription))
-            if all[subscription.runId]?.isEmpty == true { all.removeValue(forKey: subscription.runId) }
+        let run = subscription.run
+        runs.withLock { runs in
+            if run.remove(subscription) == 0, runs[run.id] === run { runs.removeValue(forKey: run.id) }
         }
         subscription.finish()
     }
 
     /// Spectators of this instance, for the metrics and the benchmark.
-    package var spectatorCount: Int { subscriptions.withLock { $0.values.reduce(0) { $0 + $1.count } } }
+    package var spectatorCount: Int {
+        runs.withLock { $0.values.reduce(0) { $0 + $1.subscriberCount } }
+    }
 
-    /// A notification from PostgreSQL (nil after a reconnection: nothing to hand on).
+    /// A notification from PostgreSQL: a runner's new state, or a change of an event or its
+    /// roster (reloaded). Nil after the listener (re)connected: anything may have been missed
+    /// meanwhile, so every watched event is reloaded.
     package func receive(_ payload: String?) {
-        guard let payload, let announcement = try? JSONDecoder.live.decode(LiveAnnouncement.self, from: Data(payload.utf8)) else { return }
-        let targets = subscriptions.withLock { Array(($0[announcement.runId] ?? [:]).values) }
-        guard !targets.isEmpty else { return }
-        let state = announcement.record
-        for subscription in targets { subscription.offer(state) }
+        guard let payload else {
+            for run in runs.withLock({ Array($0.values) }) { run.reload() }
+            return
+        }
+        guard let announcement = LiveAnnouncement.decode(payload),
+              let run = runs.withLock({ $0[announcement.runId] }) else { return }
+        if let state = announcement.state { run.announce(state) } else { run.reload() }
+    }
+
+    /// One spectator's view of one event.
+    package final class Subscription: Sendable {
+        let run: LiveRun
+        private let wakeups: AsyncStream<Void>
+        private let continuation: AsyncStream<Void>.Continuation
+
+        init(run: LiveRun) {
+            self.run = run
+            (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+            continuation.yield()   // the snapshot is due
+        }
+
+        /// The messages to send, each taken when the previous one has been written: the
+        /// snapshot first, then updates.
+        package var messages: AsyncCompactMapSequence<AsyncStream<Void>, ByteBuffer> {
+            wakeups.compactMap { [run, self] in run.message(for: self) }
+        }
+
+        /// Something new to take (coalesced: one wake-up for any number of batches).
+        func wake() { continuation.yield() }
+
+        func finish() { continuation.finish() }
+    }
+}
+
+/// One event watched on this instance: its board, each runner's rendered state, and which
+/// batch last changed it.
+final class LiveRun: Sendable {
+    let id: UUID
+    private let interval: Duration
+    private let wire: any LiveWireFormat
+    private let load: LiveRunHub.Loader
+
+    private struct Viewer {
+        let subscription: LiveRunHub.Subscription
+        /// The board generation and batch this spectator has been sent (generation 0: nothing yet).
+        var generation = 0
+        var seen: UInt64 = 0
+    }
+
+    private struct State {
+        var board: LiveBoard?
+        /// Bumped by every (re)load: spectators then get a new snapshot.
+        var generation = 0
+        var loadError: (any Error)?
+        var reloadWanted = false
+        /// Announced states not applied yet.
+        var pending: [RunnerStateRecord] = []
+        var rendered: [UUID: ByteBuffer] = [:]
+        var changedIn: [UUID: UInt64] = [:]
+        /// The newest batch.
+        var batch: UInt64 = 0
+        var lastBatchAt: ContinuousClock.Instant = .now - .seconds(3_600)
+        /// The update from the previous batch to the newest, built by the first spectator that
+        /// needed it and shared with the others.
+        var sharedUpdate: (from: UInt64, to: UInt64, message: ByteBuffer)?
+        var sharedSnapshot: (generation: Int, batch: UInt64, phase: RunPhase, message: ByteBuffer)?
+        var viewers: [ObjectIdentifier: Viewer] = [:]
+        var waiting: [CheckedContinuation<Void, any Error>] = []
+        /// The worker (loading and batching) is running.
+        var working = false
+    }
+
+    private let state = Mutex(State())
+
+    init(id: UUID, interval: Duration, wire: any LiveWireFormat, load: @escaping LiveRunHub.Loader) {
+        self.id = id
+        self.interval = interval
+        self.wire = wire
+        self.load = load
+    }
+
+    var subscriberCount: Int { state.withLock { $0.viewers.count } }
+
+    func add() -> LiveRunHub.Subscription {
+        let subscription = LiveRunHub.Subscription(run: self)
+        state.withLock { $0.viewers[ObjectIdentifier(subscription)] = Viewer(subscription: subscription) }
+        return subscription
+    }
+
+    /// Answers how many spectators remain.
+    func remove(_ subscription: LiveRunHub.Subscription) -> Int {
+        state.withLock { state in
+            state.viewers.removeValue(forKey: ObjectIdentifier(subscription))
+            return state.viewers.count
+        }
+    }
+
+    /// Returns once the board is loaded (loading it if nobody has yet).
+    func ready() async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            let start = state.withLock { state -> Bool in
+                if state.board != nil {
+                    continuation.resume()
+                    return false
+                }
+                state.waiting.append(continuation)
+                return startWorker(&state)
+            }
+            if start { Task { await work() } }
+        }
+    }
+
+    func announce(_ record: RunnerStateRecord) {
+        let start = state.withLock { state -> Bool in
+            state.pending.append(record)
+            return startWorker(&state)
+        }
+        if start { Task { await work() } }
+    }
+
+    func reload() {
+        let start = state.withLock { state -> Bool in
+            state.reloadWanted = true
+            return startWorker(&state)
+        }
+        if start { Task { await work() } }
+    }
+
+    private func startWorker(_ state: inout State) -> Bool {
+        guard !state.working else { return false }
+        state.working = true
+        return true
+    }
+
+    private enum Step {
+        case load(pacedFrom: ContinuousClock.Instant)
+        case batch(pacedFrom: ContinuousClock.Instant)
+        case done
+    }
+
+    /// Loads and batches, one step at a time, until there is nothing left to do.
+    private func work() async {
+        while true {
+            let step = state.withLock { state -> Step in
+                if state.viewers.isEmpty && state.waiting.isEmpty {
+                    state.working = false
+                    return .done
+                }
+                if state.board == nil || state.reloadWanted { return .load(pacedFrom: state.lastBatchAt) }
+                if !state.pending.isEmpty { return .batch(pacedFrom: state.lastBatchAt) }
+                state.working = false
+                return .done
+            }
+            switch step {
+            case .done:
+                return
+            case .load(let last):
+                try? await Task.sleep(until: last + interval)
+                await reloadBoard()
+            case .batch(let last):
+                try? await Task.sleep(until: last + interval)
+                applyBatch()
+            }
+        }
+    }
+
+    private func reloadBoard() async {
+        state.withLock { $0.reloadWanted = false }
+        let loaded: LiveBoard
+        do {
+            loaded = try await load(id)
+        } catch {
+            let waiting = state.withLock { state in
+                defer { state.waiting = [] }
+                state.lastBatchAt = .now + .seconds(1)   // the next try, if spectators stay
+                if state.board != nil { state.reloadWanted = true }
+                return state.waiting
+            }
+            for continuation in waiting { continuation.resume(throwing: error) }
+            return
+        }
+        let rendered = Dictionary(uniqueKeysWithValues: loaded.ranked.map { ($0.runnerId, wire.state($0)) })
+        let (waiting, viewers) = state.withLock { state in
+            defer { state.waiting = [] }
+            state.board = loaded
+            state.generation += 1
+            state.batch += 1
+            state.rendered = rendered
+            state.changedIn = rendered.mapValues { _ in state.batch }
+            state.sharedUpdate = nil
+            state.lastBatchAt = .now
+            return (state.waiting, state.viewers.values.map(\.subscription))
+        }
+        for continuation in waiting { continuation.resume() }
+        for subscription in viewers { subscription.wake() }
+    }
+
+    /// Applies the announced states, renders the runners that changed, and wakes every spectator.
+    private func applyBatch() {
+        guard let (records, board) = state.withLock({ state -> ([RunnerStateRecord], LiveBoard)? in
+            guard let board = state.board else { return nil }
+            defer { state.pending = [] }
+            return (state.pending, board)
+        }) else { return }
+        var updated = board
+        let changed = updated.apply(records)
+        let rendered = changed.map { ($0.runnerId, wire.state($0)) }
+        let viewers = state.withLock { state -> [LiveRunHub.Subscription] in
+            state.lastBatchAt = .now
+            guard !changed.isEmpty else { return [] }
+            state.board = updated
+            state.batch += 1
+            for (runner, bytes) in rendered {
+                state.rendered[runner] = bytes
+                state.changedIn[runner] = state.batch
+            }
+            return state.viewers.values.map(\.subscription)
+        }
+        for subscription in viewers { subscription.wake() }
+    }
+
+    /// What `subscription` should send next: the snapshot if it has not had the current board's,
+    /// else every runner changed since its last message (nil: nothing new).
+    func message(for subscription: LiveRunHub.Subscription) -> ByteBuffer? {
+        state.withLock { state in
+            let key = ObjectIdentifier(subscription)
+            guard let board = state.board, var viewer = state.viewers[key] else { return nil }
+            defer { state.viewers[key] = viewer }
+            if viewer.generation != state.generation {
+                viewer.generation = state.generation
+                viewer.seen = state.batch
+                return snapshot(&state, board: board)
+            }
+            guard viewer.seen < state.batch else { return nil }
+            defer { viewer.seen = state.batch }
+            if let shared = state.sharedUpdate, shared.from == viewer.seen, shared.to == state.batch { return shared.message }
+            let since = viewer.seen
+            let message = wire.update(runners: board.ranked.compactMap { runner in
+                (state.changedIn[runner.runnerId] ?? 0) > since ? state.rendered[runner.runnerId] : nil
+            })
+            if since == state.batch - 1 { state.sharedUpdate = (since, state.batch, message) }
+            return message
+        }
+    }
+
+    private func snapshot(_ state: inout State, board: LiveBoard) -> ByteBuffer {
+        var event = board.event
+        event.phase = event.phase(at: Date())
+        if let shared = state.sharedSnapshot, shared.generation == state.generation, shared.batch == state.batch, shared.phase == event.phase {
+            return shared.message
+        }
+        let message = wire.snapshot(event: event, runners: board.ranked.compactMap { state.rendered[$0.runnerId] })
+        state.sharedSnapshot = (state.generation, state.batch, event.phase, message)
+        return message
     }
 }
 
 extension LiveAnnouncement {
+    /// A runner's new state, or (nil state) a change of the event or its roster.
+    static func decode(_ payload: String) -> (runId: UUID, state: RunnerStateRecord?)? {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        let data = Data(payload.utf8)
+        if let announcement = try? decoder.decode(LiveAnnouncement.self, from: data) { return (announcement.runId, announcement.record) }
+        if let change = try? decoder.decode(RunEventChange.self, from: data) { return (change.runId, nil) }
+        return nil
+    }
+
     var record: RunnerStateRecord {
         RunnerStateRecord(
             runnerId: runnerId, displayName: displayName, lastFixAt: lastFixAt, latitude: latitude, longitude: longitude,
@@ -80,10 +352,8 @@ extension LiveAnnouncement {
     }
 }
 
-extension JSONDecoder {
-    static var live: JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .millisecondsSince1970
-        return decoder
-    }
+/// `{ "runId": …, "event": true }`: the event or its roster changed (`RunEventStore`).
+private struct RunEventChange: Decodable {
+    var runId: UUID
+    var event: Bool
 }

@@ -40,18 +40,30 @@ package struct RunnerState: Sendable, Equatable, Codable {
         }
     }
 
-    /// Ranks runners: finished ones by finishing time, then the rest by distance covered.
-    package static func ranked(_ states: [RunnerState]) -> [RunnerState] {
-        let ordered = states.sorted { a, b in
-            switch (a.finishedAt, b.finishedAt) {
-            case let (x?, y?): x != y ? x < y : a.runnerId.uuidString < b.runnerId.uuidString
+    /// How long a silent runner is carried forward at their pace when ranking.
+    package static let rankingCarry: TimeInterval = 30
+
+    /// Ranks runners: finished ones by finishing time; the others by where they are estimated to
+    /// be at the newest fix among them, each carried forward from their own last fix at their
+    /// average pace (for at most `rankingCarry`). Comparing raw distances would compare fixes
+    /// taken at different moments: two runners side by side would swap places every time one of
+    /// them reports, and every swap would be sent to every spectator.
+    package static func ranked(_ states: [RunnerState], startsAt: Date) -> [RunnerState] {
+        let newest = states.lazy.filter { !$0.finished }.compactMap(\.time).max()
+        func standing(_ state: RunnerState) -> Double {
+            guard let newest, let time = state.time, case let elapsed = time.timeIntervalSince(startsAt), elapsed > 0 else { return state.distanceMeters }
+            return state.distanceMeters * (1 + min(newest.timeIntervalSince(time), rankingCarry) / elapsed)
+        }
+        let ordered = states.map { (state: $0, standing: standing($0)) }.sorted { a, b in
+            switch (a.state.finishedAt, b.state.finishedAt) {
+            case let (x?, y?): x != y ? x < y : a.state.runnerId < b.state.runnerId
             case (.some, nil): true
             case (nil, .some): false
-            case (nil, nil): a.distanceMeters != b.distanceMeters ? a.distanceMeters > b.distanceMeters : a.runnerId.uuidString < b.runnerId.uuidString
+            case (nil, nil): a.standing != b.standing ? a.standing > b.standing : a.state.runnerId < b.state.runnerId
             }
         }
-        return ordered.enumerated().map { index, state in
-            var state = state
+        return ordered.enumerated().map { index, entry in
+            var state = entry.state
             state.rank = index + 1
             return state
         }

@@ -15,6 +15,8 @@ struct BenchServer: Sendable {
     /// Every instance's address; `base` is the first.
     let bases: [String]
     var base: String { bases[0] }
+    /// Every instance's port.
+    var ports: [Int] { bases.map { Int($0.split(separator: ":").last ?? "") ?? 0 } }
     let databaseURL: DatabaseURL
     let client: HTTPClient
     let logger: Logger
