@@ -190,7 +190,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunEventsTests",
-            dependencies: ["RunEvents"],
+            dependencies: ["RunEvents", "DatabaseLink", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -96,6 +96,25 @@ package struct RunEvent: Sendable {
         phase = phase(at: now)
     }
 
+    /// An event that is not stored (the live view's tests).
+    package init(id: UUID, name: String, startsAt: Date, endsAt: Date, path: GeoPath, now: Date = Date()) {
+        self.id = id
+        organiserId = 0
+        self.name = name
+        description = ""
+        self.startsAt = startsAt
+        self.endsAt = endsAt
+        enrolmentDeadline = startsAt
+        maxParticipants = 0
+        participantCount = 0
+        self.path = path
+        createdAt = startsAt
+        updatedAt = startsAt
+        phase = .upcoming
+        sequence = 0
+        phase = phase(at: now)
+    }
+
     /// The phase at `now` (the stored `phase` is the one when the event was read).
     package func phase(at now: Date) -> RunPhase {
         cancelledAt != nil ? .cancelled : now < startsAt ? .upcoming : now <= endsAt ? .live : .finished

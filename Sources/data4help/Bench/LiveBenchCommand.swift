@@ -25,10 +25,14 @@ struct LiveBenchCommand: AsyncParsableCommand {
     @Option(help: "Spectator WebSockets, split over the two instances.") var spectators = 2_000
     @Option(help: "Spectators that parse every message for the latency figures.") var measured = 50
     @Option(help: "Seconds of running.") var seconds = 30
+    @Option(help: "LIVE_UPDATE_INTERVAL_MS of both instances.") var intervalMs = 50
 
     func run() async throws {
-        try await BenchServer.run(instances: 2, configure: { $0.databasePoolSize = 16 }) { server in
-            print("data4help bench live — \(runners) runners at 1 Hz for \(seconds) s, \(spectators) spectators over 2 instances (\(measured) measuring)")
+        try await BenchServer.run(instances: 2, configure: { [intervalMs] in
+            $0.databasePoolSize = 16
+            $0.liveUpdateInterval = .milliseconds(intervalMs)
+        }) { server in
+            print("data4help bench live — \(runners) runners at 1 Hz for \(seconds) s, \(spectators) spectators over 2 instances (\(measured) measuring), batches every ≥ \(intervalMs) ms")
             let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 4), logger: server.logger)
             let tokens = try await database.whileRunning { () -> [String] in
                 let seeder = PopulationSeeder(database: database)
