@@ -58,6 +58,7 @@ bench: deps
 	.build/release/data4help bench webhooks
 	.build/release/data4help bench aggregates
 	.build/release/data4help bench sos
+	.build/release/data4help bench live
 
 clean-data:
 	rm -rf .data
