@@ -80,13 +80,12 @@ struct PublicRunLiveController {
                 guard let value = Int(raw), (1...1000).contains(value) else { throw InvalidValue("must be an integer from 1 to 1000") }
                 return value
             } ?? 500
-            let cursor = fields.optional("cursor", query["cursor"].map(String.init)) { (raw: String) throws(InvalidValue) -> [String] in
-                guard let parts = CursorCodec.decode(raw, tag: "rp", fieldCount: 2), Int64(parts[0]) != nil, UUID(uuidString: parts[1]) != nil else {
+            let after = fields.optional("cursor", query["cursor"].map(String.init)) { (raw: String) throws(InvalidValue) -> (timeMs: Int64, runnerId: UUID) in
+                guard let parts = CursorCodec.decode(raw, tag: "rp", fieldCount: 2), let timeMs = Int64(parts[0]), let runnerId = UUID(uuidString: parts[1]) else {
                     throw InvalidValue("is not a cursor this server issued")
                 }
-                return parts
+                return (timeMs, runnerId)
             }
-            let after = cursor.map { (timeMs: Int64($0[0])!, runnerId: UUID(uuidString: $0[1])!) }
             try fields.finish()
             let rows = try await live.replay(of: try RunEventController.runId(context), runner: runner, from: from, to: to, after: after, limit: limit + 1)
             let visible = rows.prefix(limit)
