@@ -334,10 +334,15 @@ final class LiveRun: Sendable {
 }
 
 extension LiveAnnouncement {
-    /// A runner's new state, or (nil state) a change of the event or its roster.
-    static func decode(_ payload: String) -> (runId: UUID, state: RunnerStateRecord?)? {
+    /// Every announcement goes through this one decoder (hundreds a second at a big event).
+    private static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .millisecondsSince1970
+        return decoder
+    }()
+
+    /// A runner's new state, or (nil state) a change of the event or its roster.
+    static func decode(_ payload: String) -> (runId: UUID, state: RunnerStateRecord?)? {
         let data = Data(payload.utf8)
         if let announcement = try? decoder.decode(LiveAnnouncement.self, from: data) { return (announcement.runId, announcement.record) }
         if let change = try? decoder.decode(RunEventChange.self, from: data) { return (change.runId, nil) }
