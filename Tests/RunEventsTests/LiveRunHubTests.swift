@@ -10,7 +10,8 @@ struct LiveRunHubTests {
     static let startsAt = Date(timeIntervalSince1970: 1_800_000_000)
     static let runners = (0..<3).map { UUID(uuidString: "00000000-0000-0000-0000-00000000000\($0)")! }
 
-    /// A wire format that says what it was asked to render: `name@metres#rank`, `U[…]`, `S[…]`.
+    /// A wire format that says what it was asked to render: `name@metres#rank`, `name#rank`,
+    /// `U[states|ranks]`, `S[…]`.
     final class CountingWire: LiveWireFormat {
         let states = Mutex(0)
         let updates = Mutex(0)
@@ -24,9 +25,14 @@ struct LiveRunHubTests {
             ByteBuffer(string: "S[" + runners.map { String(buffer: $0) }.joined(separator: ",") + "]")
         }
 
-        func update(runners: [ByteBuffer]) -> ByteBuffer {
+        func rank(_ state: RunnerState) -> ByteBuffer {
+            ByteBuffer(string: "\(state.displayName)#\(state.rank ?? 0)")
+        }
+
+        func update(runners: [ByteBuffer], ranks: [ByteBuffer]) -> ByteBuffer {
             updates.withLock { $0 += 1 }
-            return ByteBuffer(string: "U[" + runners.map { String(buffer: $0) }.joined(separator: ",") + "]")
+            func list(_ items: [ByteBuffer]) -> String { items.map { String(buffer: $0) }.joined(separator: ",") }
+            return ByteBuffer(string: "U[" + list(runners) + "|" + list(ranks) + "]")
         }
     }
 
@@ -71,8 +77,7 @@ struct LiveRunHubTests {
     @Test(.timeLimit(.minutes(1))) func spectatorsAtTheSamePointShareOneRenderedUpdate() async throws {
         let wire = CountingWire(), loads = Counter()
         let (hub, id) = try Self.hub(wire: wire, loads: loads, stored: [Self.state(0, metres: 100, second: 30)])
-        let first = try await hub.subscribe(to: id), second = try await hub.subscribe(to: id)
-        var a = first.messages.makeAsyncIterator(), b = second.messages.makeAsyncIterator()
+        var a = try await Watcher.watch(hub, id), b = try await Watcher.watch(hub, id)
         #expect(await a.next().map { String(buffer: $0) } == "S[R0@100#1]")
         #expect(await b.next().map { String(buffer: $0) } == "S[R0@100#1]")
         #expect(loads.value == 1)   // one load for both spectators
@@ -80,54 +85,61 @@ struct LiveRunHubTests {
         let rendered = wire.states.withLock { $0 }
         hub.receive(Self.announcement(id, Self.state(1, metres: 150, second: 30)))
         let (x, y) = (await a.next().map { String(buffer: $0) }, await b.next().map { String(buffer: $0) })
-        // R1 overtakes: its own state and R0's new rank, leader first, rendered once for both.
-        #expect(x == "U[R1@150#1,R0@100#2]" && y == x)
+        // R1 overtakes: its own state and (a rank entry only) R0's new rank, rendered once for both.
+        #expect(x == "U[R1@150#1|R0#2]" && y == x)
         #expect(wire.states.withLock { $0 } == rendered + 2 && wire.updates.withLock { $0 } == 1)
-        hub.unsubscribe(first)
-        hub.unsubscribe(second)
+
+        // A spectator arriving now gets R0's full state with its new rank.
+        var c = try await Watcher.watch(hub, id)
+        #expect(await c.next().map { String(buffer: $0) } == "S[R1@150#1,R0@100#2]")
+        hub.unsubscribe(c.subscription)
+        hub.unsubscribe(a.subscription)
+        hub.unsubscribe(b.subscription)
         #expect(hub.spectatorCount == 0)
     }
 
     @Test(.timeLimit(.minutes(1))) func aSlowSpectatorGetsEachRunnersLatestStateOnce() async throws {
         let wire = CountingWire(), loads = Counter()
         let (hub, id) = try Self.hub(wire: wire, loads: loads)
-        let fast = try await hub.subscribe(to: id), slow = try await hub.subscribe(to: id)
-        defer { hub.unsubscribe(fast); hub.unsubscribe(slow) }
-        var f = fast.messages.makeAsyncIterator(), s = slow.messages.makeAsyncIterator()
+        var f = try await Watcher.watch(hub, id), s = try await Watcher.watch(hub, id)
+        defer { hub.unsubscribe(f.subscription); hub.unsubscribe(s.subscription) }
         #expect(await f.next().map { String(buffer: $0) } == "S[]")
         #expect(await s.next().map { String(buffer: $0) } == "S[]")
 
         // Ten seconds of three runners while the slow spectator reads nothing: the fast one
         // sees every batch, the slow one holds no queue.
-        let reader = Task { [f] in
-            var f = f, messages = 0, latest: [String: String] = [:]
-            while latest.values.sorted() != ["R0@30#3", "R1@40#2", "R2@50#1"], let message = await f.next() {
-                messages += 1
-                for state in String(buffer: message).dropFirst(2).dropLast().split(separator: ",") { latest[String(state.prefix(2))] = String(state) }
+        let runners = Task {
+            for second in 1...10 {
+                for runner in 0..<3 { hub.receive(Self.announcement(id, Self.state(runner, metres: Double(second * (3 + runner)), second: Double(second)))) }
+                try await Task.sleep(for: .milliseconds(30))
             }
-            return messages
         }
-        for second in 1...10 {
-            for runner in 0..<3 { hub.receive(Self.announcement(id, Self.state(runner, metres: Double(second * (3 + runner)), second: Double(second)))) }
-            try await Task.sleep(for: .milliseconds(30))
+        var fastMessages = 0, latest: [String: String] = [:]
+        while latest.values.sorted() != ["R0@30#3", "R1@40#2", "R2@50#1"], let message = await f.next() {
+            fastMessages += 1
+            let parts = String(buffer: message).dropFirst(2).dropLast().split(separator: "|", omittingEmptySubsequences: false)
+            for state in parts[0].split(separator: ",") { latest[String(state.prefix(2))] = String(state) }
+            for entry in parts[1].split(separator: ",") {   // "R0#2": a new rank for the state shown
+                let name = String(entry.prefix(2))
+                latest[name] = latest[name].map { String($0.prefix { $0 != "#" }) + entry.dropFirst(2) }
+            }
         }
-        let fastMessages = await reader.value
+        try await runners.value
         #expect(fastMessages >= 5)
         // The slow spectator's next message: each runner once, as they are now.
-        #expect(await s.next().map { String(buffer: $0) } == "U[R2@50#1,R1@40#2,R0@30#3]")
+        #expect(await s.next().map { String(buffer: $0) } == "U[R2@50#1,R1@40#2,R0@30#3|]")
 
         // An older state crossing a newer one is ignored.
         hub.receive(Self.announcement(id, Self.state(0, metres: 5, second: 2)))
         hub.receive(Self.announcement(id, Self.state(0, metres: 33, second: 11)))
-        #expect(await s.next().map { String(buffer: $0) } == "U[R0@33#3]")
+        #expect(await s.next().map { String(buffer: $0) } == "U[R0@33#3|]")
     }
 
     @Test(.timeLimit(.minutes(1))) func aChangeOfTheEventSendsEverySpectatorANewSnapshot() async throws {
         let wire = CountingWire(), loads = Counter()
         let (hub, id) = try Self.hub(wire: wire, loads: loads, stored: [Self.state(0, metres: 10, second: 5)])
-        let spectator = try await hub.subscribe(to: id)
-        defer { hub.unsubscribe(spectator) }
-        var messages = spectator.messages.makeAsyncIterator()
+        var messages = try await Watcher.watch(hub, id)
+        defer { hub.unsubscribe(messages.subscription) }
         #expect(await messages.next().map { String(buffer: $0) } == "S[R0@10#1]")
         hub.receive(#"{"runId":"\#(id)","event":true}"#)
         #expect(await messages.next().map { String(buffer: $0) } == "S[R0@10#1]")
@@ -141,7 +153,27 @@ struct LiveRunHubTests {
     @Test(.timeLimit(.minutes(1))) func anUnknownEventIsRefusedAndLeavesNothingBehind() async throws {
         let wire = CountingWire(), loads = Counter()
         let (hub, _) = try Self.hub(wire: wire, loads: loads)
-        await #expect(throws: RunEventError.self) { try await hub.subscribe(to: UUID()) }
+        await #expect(throws: RunEventError.self) { try await hub.subscribe(to: UUID()) {} }
         #expect(hub.spectatorCount == 0)
+    }
+}
+
+/// A spectator as the socket is one: takes a message after each wake-up, the next when it has
+/// "written" the previous one.
+struct Watcher {
+    let subscription: LiveRunHub.Subscription
+    private var wakeups: AsyncStream<Void>.Iterator
+
+    static func watch(_ hub: LiveRunHub, _ id: UUID) async throws -> Watcher {
+        let (stream, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        let subscription = try await hub.subscribe(to: id) { continuation.yield() }
+        return Watcher(subscription: subscription, wakeups: stream.makeAsyncIterator())
+    }
+
+    mutating func next() async -> ByteBuffer? {
+        while await wakeups.next() != nil {
+            if let message = subscription.next() { return message }
+        }
+        return nil
     }
 }

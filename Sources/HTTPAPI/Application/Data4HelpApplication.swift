@@ -67,7 +67,7 @@ package func buildApplication(
     } else {
         logger.warning("SOS_DISPATCH_URL is not set: this instance detects emergencies but dispatches none")
     }
-    let webSockets = Router(context: BasicWebSocketRequestContext.self)
+    let webSockets = Router(context: LiveSocketContext.self)
     let liveSocket = RunLiveSocket(hub: components.liveHub)
     liveSocket.addRoutes(to: webSockets)
     liveSocket.addPlainRoute(to: router)

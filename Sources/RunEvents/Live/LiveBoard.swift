@@ -16,9 +16,19 @@ package struct LiveBoard: Sendable {
         )
     }
 
+    /// What a batch of new states changed, leader first.
+    package struct Changes: Sendable, Equatable {
+        /// Runners with a new state of their own (their new rank included).
+        package var moved: [RunnerState] = []
+        /// Runners whose rank alone changed, because others passed them or they passed others.
+        package var reranked: [RunnerState] = []
+
+        package var isEmpty: Bool { moved.isEmpty && reranked.isEmpty }
+    }
+
     /// Applies new states (an older one than shown, from a notification that crossed the
-    /// snapshot, is ignored) and answers the runners whose state or rank changed, leader first.
-    package mutating func apply(_ records: [RunnerStateRecord]) -> [RunnerState] {
+    /// snapshot, is ignored) and answers which runners changed, and how.
+    package mutating func apply(_ records: [RunnerStateRecord]) -> Changes {
         let before = Dictionary(uniqueKeysWithValues: ranked.map { ($0.runnerId, $0) })
         var updated = before
         for record in records {
@@ -26,6 +36,16 @@ package struct LiveBoard: Sendable {
             updated[record.runnerId] = RunnerState(record, startsAt: event.startsAt, lengthMeters: event.path.lengthMeters)
         }
         ranked = RunnerState.ranked(Array(updated.values), startsAt: event.startsAt)
-        return ranked.filter { before[$0.runnerId] != $0 }
+        var changes = Changes()
+        for state in ranked {
+            guard var previous = before[state.runnerId] else {
+                changes.moved.append(state)
+                continue
+            }
+            guard previous != state else { continue }
+            previous.rank = state.rank
+            if previous == state { changes.reranked.append(state) } else { changes.moved.append(state) }
+        }
+        return changes
     }
 }

@@ -11,8 +11,10 @@ package protocol LiveWireFormat: Sendable {
     /// The first message on a connection (and after the event or its roster changed): the event
     /// and every runner, leader first.
     func snapshot(event: RunEvent, runners: [ByteBuffer]) -> ByteBuffer
-    /// The runners whose state or rank changed, leader first.
-    func update(runners: [ByteBuffer]) -> ByteBuffer
+    /// A runner's rank alone (when others passed them: their own state is unchanged).
+    func rank(_ state: RunnerState) -> ByteBuffer
+    /// The runners whose state changed, and those whose rank alone changed, leader first.
+    func update(runners: [ByteBuffer], ranks: [ByteBuffer]) -> ByteBuffer
 }
 
 /// Fans runners' new states out to this instance's spectators.
@@ -20,9 +22,11 @@ package protocol LiveWireFormat: Sendable {
 /// Every instance listens on `RunPositionStore.channel`, so a position posted to any instance
 /// reaches spectators on all of them. Per event with spectators here, the hub keeps one
 /// `LiveBoard` (loaded from the database once), applies announced states at most once per
-/// `interval` (a batch), ranks once and renders each changed runner once. A spectator's
-/// connection takes, whenever it is free to write, every runner that changed since what it last
-/// sent — as one message, shared byte for byte with every spectator at the same point. A slow
+/// `interval` (a batch), ranks once and renders each changed runner once (a runner whose rank
+/// alone changed is also rendered as a short rank entry: in a dense pack one runner's move
+/// re-ranks many, and their full states would be most of the bytes). A spectator's connection
+/// takes, whenever it is free to write, every runner that changed since what it last sent — as
+/// one message, shared byte for byte with every spectator at the same point. A slow
 /// spectator therefore gets fewer, larger messages with each runner's latest state; it never
 /// holds a queue, and never makes the hub or other spectators wait.
 package final class LiveRunHub: Sendable {
@@ -42,13 +46,16 @@ package final class LiveRunHub: Sendable {
         self.load = load
     }
 
-    /// Starts watching an event: the subscription's first message is the snapshot. Throws
-    /// `RunEventError.notFound` for an unknown event.
-    package func subscribe(to runId: UUID) async throws -> Subscription {
+    /// Starts watching an event. `wake` is called whenever the spectator has something new to
+    /// take with `Subscription.next()` — first the snapshot (called once before this returns), then
+    /// after each batch. It must only schedule the taking (it runs under the hub's batching loop),
+    /// and may be called again before the previous message was taken: wake-ups coalesce.
+    /// Throws `RunEventError.notFound` for an unknown event.
+    package func subscribe(to runId: UUID, wake: @escaping @Sendable () -> Void) async throws -> Subscription {
         let subscription = runs.withLock { runs in
             let run = runs[runId] ?? LiveRun(id: runId, interval: interval, wire: wire, load: load)
             runs[runId] = run
-            return run.add()
+            return run.add(wake: wake)
         }
         do {
             try await subscription.run.ready()
@@ -56,6 +63,7 @@ package final class LiveRunHub: Sendable {
             unsubscribe(subscription)
             throw error
         }
+        subscription.wake()   // the snapshot is due
         return subscription
     }
 
@@ -88,25 +96,26 @@ package final class LiveRunHub: Sendable {
     /// One spectator's view of one event.
     package final class Subscription: Sendable {
         let run: LiveRun
-        private let wakeups: AsyncStream<Void>
-        private let continuation: AsyncStream<Void>.Continuation
+        private let onWake: @Sendable () -> Void
+        private let finished = Atomic(false)
 
-        init(run: LiveRun) {
+        init(run: LiveRun, wake: @escaping @Sendable () -> Void) {
             self.run = run
-            (wakeups, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
-            continuation.yield()   // the snapshot is due
+            onWake = wake
         }
 
-        /// The messages to send, each taken when the previous one has been written: the
-        /// snapshot first, then updates.
-        package var messages: AsyncCompactMapSequence<AsyncStream<Void>, ByteBuffer> {
-            wakeups.compactMap { [run, self] in run.message(for: self) }
+        /// The message to send now — the snapshot first, then every runner changed since the
+        /// previous one — or nil when there is nothing new (or the spectator left). Take the next
+        /// one when this one has been written: what waits meanwhile is each runner's latest state.
+        package func next() -> ByteBuffer? {
+            finished.load(ordering: .relaxed) ? nil : run.message(for: self)
         }
 
-        /// Something new to take (coalesced: one wake-up for any number of batches).
-        func wake() { continuation.yield() }
+        func wake() {
+            if !finished.load(ordering: .relaxed) { onWake() }
+        }
 
-        func finish() { continuation.finish() }
+        func finish() { finished.store(true, ordering: .relaxed) }
     }
 }
 
@@ -133,14 +142,20 @@ final class LiveRun: Sendable {
         var reloadWanted = false
         /// Announced states not applied yet.
         var pending: [RunnerStateRecord] = []
+        /// Each runner's full state as it is now (rank included) and the batch that last
+        /// changed it (not counting rank-only changes)…
         var rendered: [UUID: ByteBuffer] = [:]
         var changedIn: [UUID: UInt64] = [:]
+        /// …and its rank entry and the batch that last changed its rank alone.
+        var renderedRank: [UUID: ByteBuffer] = [:]
+        var rerankedIn: [UUID: UInt64] = [:]
         /// The newest batch.
         var batch: UInt64 = 0
         var lastBatchAt: ContinuousClock.Instant = .now - .seconds(3_600)
-        /// The update from the previous batch to the newest, built by the first spectator that
-        /// needed it and shared with the others.
-        var sharedUpdate: (from: UInt64, to: UInt64, message: ByteBuffer)?
+        /// The updates to the newest batch, by the batch they start from: built by the first
+        /// spectator that needs one and shared with the others at the same point (most are one
+        /// batch behind; a loaded machine spreads them over a few).
+        var sharedUpdates: (to: UInt64, from: [UInt64: ByteBuffer]) = (0, [:])
         var sharedSnapshot: (generation: Int, batch: UInt64, phase: RunPhase, message: ByteBuffer)?
         var viewers: [ObjectIdentifier: Viewer] = [:]
         var waiting: [CheckedContinuation<Void, any Error>] = []
@@ -159,8 +174,8 @@ final class LiveRun: Sendable {
 
     var subscriberCount: Int { state.withLock { $0.viewers.count } }
 
-    func add() -> LiveRunHub.Subscription {
-        let subscription = LiveRunHub.Subscription(run: self)
+    func add(wake: @escaping @Sendable () -> Void) -> LiveRunHub.Subscription {
+        let subscription = LiveRunHub.Subscription(run: self, wake: wake)
         state.withLock { $0.viewers[ObjectIdentifier(subscription)] = Viewer(subscription: subscription) }
         return subscription
     }
@@ -265,7 +280,8 @@ final class LiveRun: Sendable {
             state.batch += 1
             state.rendered = rendered
             state.changedIn = rendered.mapValues { _ in state.batch }
-            state.sharedUpdate = nil
+            state.renderedRank = [:]
+            state.rerankedIn = [:]
             state.lastBatchAt = .now
             return (state.waiting, state.viewers.values.map(\.subscription))
         }
@@ -282,15 +298,21 @@ final class LiveRun: Sendable {
         }) else { return }
         var updated = board
         let changed = updated.apply(records)
-        let rendered = changed.map { ($0.runnerId, wire.state($0)) }
+        let moved = changed.moved.map { ($0.runnerId, wire.state($0)) }
+        let reranked = changed.reranked.map { ($0.runnerId, wire.state($0), wire.rank($0)) }
         let viewers = state.withLock { state -> [LiveRunHub.Subscription] in
             state.lastBatchAt = .now
             guard !changed.isEmpty else { return [] }
             state.board = updated
             state.batch += 1
-            for (runner, bytes) in rendered {
+            for (runner, bytes) in moved {
                 state.rendered[runner] = bytes
                 state.changedIn[runner] = state.batch
+            }
+            for (runner, bytes, rank) in reranked {
+                state.rendered[runner] = bytes   // for spectators that have not had its last change yet
+                state.renderedRank[runner] = rank
+                state.rerankedIn[runner] = state.batch
             }
             return state.viewers.values.map(\.subscription)
         }
@@ -311,12 +333,19 @@ final class LiveRun: Sendable {
             }
             guard viewer.seen < state.batch else { return nil }
             defer { viewer.seen = state.batch }
-            if let shared = state.sharedUpdate, shared.from == viewer.seen, shared.to == state.batch { return shared.message }
+            if state.sharedUpdates.to != state.batch { state.sharedUpdates = (state.batch, [:]) }
             let since = viewer.seen
-            let message = wire.update(runners: board.ranked.compactMap { runner in
-                (state.changedIn[runner.runnerId] ?? 0) > since ? state.rendered[runner.runnerId] : nil
-            })
-            if since == state.batch - 1 { state.sharedUpdate = (since, state.batch, message) }
+            if let shared = state.sharedUpdates.from[since] { return shared }
+            var runners: [ByteBuffer] = [], ranks: [ByteBuffer] = []
+            for runner in board.ranked {
+                if (state.changedIn[runner.runnerId] ?? 0) > since {
+                    state.rendered[runner.runnerId].map { runners.append($0) }
+                } else if (state.rerankedIn[runner.runnerId] ?? 0) > since {
+                    state.renderedRank[runner.runnerId].map { ranks.append($0) }
+                }
+            }
+            let message = wire.update(runners: runners, ranks: ranks)
+            state.sharedUpdates.from[since] = message
             return message
         }
     }

@@ -108,10 +108,13 @@ struct LiveBenchCommand: AsyncParsableCommand {
             }
             let latencies = tally.latencies.withLock { $0 }.sorted()
             let messages = watchers.reduce(0) { $0 + $1.messageCount }
+            let bytes = watchers.reduce(0) { $0 + $1.byteCount }
+            let statesPerSpectator = Double(watchers.prefix(measured).reduce(0) { $0 + $1.stateCount }) / Double(max(1, measured))
             print(String(format: "posted %d positions in %.1f s (%.0f/s), %d failed", total, streamed.inSeconds, Double(total) / streamed.inSeconds, tally.failed.withLock { $0 }))
             print(String(format: "fix posted → update received (%d measuring spectators, %d samples): p50 %.1f ms   p99 %.1f ms   max %.1f ms",
                          measured, latencies.count, percentile(latencies, 0.5), percentile(latencies, 0.99), latencies.last ?? .nan))
-            print(String(format: "messages delivered to spectators: %d (%.0f/s)", messages, Double(messages) / streamed.inSeconds))
+            print(String(format: "messages delivered to spectators: %d (%.0f/s, %.1f MB/s); runner states per measuring spectator: %.0f for %d posted",
+                         messages, Double(messages) / streamed.inSeconds, Double(bytes) / streamed.inSeconds / 1e6, statesPerSpectator, total))
             print(String(format: "CPU of this process (both servers and every client) while posting: %.2f of %d cores", cpu / streamed.inSeconds, ProcessInfo.processInfo.activeProcessorCount))
             print("spectators still connected at the end: \(open) of \(spectators)")
             let reasons = Dictionary(grouping: watchers.compactMap(\.lostBecause), by: { $0 }).mapValues(\.count)
@@ -150,7 +153,7 @@ final class LiveTally: Sendable {
 /// frames; a measuring spectator parses each, the others count them and, once the final
 /// positions are being posted, note each runner's newest time (a byte scan, not a JSON parse).
 final class LiveWatcher: Sendable {
-    private let state = Mutex<(connected: Bool, messages: Int, newest: [String: String], channel: (any Channel)?)>((false, 0, [:], nil))
+    private let state = Mutex<(connected: Bool, messages: Int, bytes: Int, states: Int, newest: [String: String], channel: (any Channel)?)>((false, 0, 0, 0, [:], nil))
     private let measuring: Bool
     private let tally: LiveTally
     /// Runner and time of the states already measured (a state re-sent because a rank changed is not a new delivery).
@@ -187,6 +190,9 @@ final class LiveWatcher: Sendable {
 
     var connected: Bool { state.withLock { $0.connected } }
     var messageCount: Int { state.withLock { $0.messages } }
+    var byteCount: Int { state.withLock { $0.bytes } }
+    /// Runner states received by a measuring spectator.
+    var stateCount: Int { state.withLock { $0.states } }
     var open: Bool { state.withLock { $0.channel?.isActive ?? false } }
 
     func stop() {
@@ -208,47 +214,59 @@ final class LiveWatcher: Sendable {
 
     fileprivate func received(_ message: ByteBuffer) {
         let arrived = ContinuousClock.now
-        let newest = tally.finalPhase.withLock { $0 } ? Self.runnerTimes(in: message) : []
+        let finalPhase = tally.finalPhase.withLock { $0 }
+        let states = measuring || finalPhase ? Self.runnerTimes(in: message) : []
         state.withLock { state in
             state.messages += 1
-            for (runner, time) in newest where state.newest[runner].map({ time > $0 }) ?? true { state.newest[runner] = time }
+            state.bytes += message.readableBytes
+            state.states += measuring ? states.count : 0
+            guard finalPhase else { return }
+            for (runner, time) in states where state.newest[runner].map({ time > $0 }) ?? true { state.newest[runner] = time }
         }
-        guard measuring, let json = try? JSONSerialization.jsonObject(with: Data(message.readableBytesView)) as? [String: Any],
-              json["type"] as? String == "update" else { return }
-        for runner in (json["runners"] as? [[String: Any]]) ?? [] {
-            guard let id = runner["runnerId"] as? String, let time = runner["time"] as? String,
-                  measured.withLock({ $0.insert(id + "|" + time).inserted }), let sent = tally.sent.withLock({ $0[id + "|" + time] }) else { continue }
+        // Updates only: a snapshot re-sends states delivered before.
+        guard measuring, message.readableBytesView.starts(with: Self.updatePrefix) else { return }
+        for (id, time) in states {
+            guard measured.withLock({ $0.insert(id + "|" + time).inserted }), let sent = tally.sent.withLock({ $0[id + "|" + time] }) else { continue }
             tally.latencies.withLock { $0.append((arrived - sent).inSeconds * 1000) }
         }
     }
-    /// Every `"runnerId":"…"` in a message with the `"time":"…"` of the same state object (the
-    /// server writes keys sorted, so the time follows the id before the next state begins).
+
+    private static let updatePrefix = Array(#"{"type":"update""#.utf8)
+
+    /// Every `"runnerId":"…"` in a message with the `"time":"…"` of the same state (the server
+    /// writes keys sorted, so the time follows the id). This scan runs on every spectator's every
+    /// message in the final phase, on the machine being measured: it jumps with memchr from one
+    /// `I` (rare in these messages) to the next and compares bytes there, rather than parsing.
     static func runnerTimes(in buffer: ByteBuffer) -> [(String, String)] {
-        let idKey = Array(#""runnerId":""#.utf8), timeKey = Array(#""time":""#.utf8)
-        return buffer.readableBytesView.withUnsafeBytes { bytes -> [(String, String)] in
-            func find(_ key: [UInt8], from start: Int) -> Int? {
-                var index = start
-                while index + key.count <= bytes.count {
-                    if bytes[index] == key[0], zip(key.indices, key).allSatisfy({ bytes[index + $0] == $1 }) { return index + key.count }
-                    index += 1
-                }
-                return nil
+        buffer.readableBytesView.withUnsafeBytes { bytes -> [(String, String)] in
+            guard let base = bytes.baseAddress else { return [] }
+            let count = bytes.count
+            func matches(_ key: [UInt8], at start: Int) -> Bool {
+                start >= 0 && start + key.count <= count && memcmp(base + start, key, key.count) == 0
             }
             func string(from start: Int) -> (String, Int)? {
-                guard let end = (start..<bytes.count).first(where: { bytes[$0] == UInt8(ascii: "\"") }) else { return nil }
-                return (String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self), end)
+                guard start < count, let quote = memchr(base + start, Int32(UInt8(ascii: "\"")), count - start) else { return nil }
+                let end = base.distance(to: UnsafeRawPointer(quote))
+                return (String(decoding: UnsafeRawBufferPointer(start: base + start, count: end - start), as: UTF8.self), end)
             }
             var found: [(String, String)] = []
             var cursor = 0
-            while let idStart = find(idKey, from: cursor), let (id, idEnd) = string(from: idStart) {
-                let next = find(idKey, from: idEnd) ?? bytes.count
+            while cursor < count, let marker = memchr(base + cursor, Int32(UInt8(ascii: "I")), count - cursor) {
+                let keyStart = base.distance(to: UnsafeRawPointer(marker)) - Self.idKeyMarkerOffset
+                cursor = keyStart + Self.idKeyMarkerOffset + 1
+                guard matches(Self.idKey, at: keyStart), let (id, idEnd) = string(from: keyStart + Self.idKey.count) else { continue }
                 cursor = idEnd
-                guard let timeStart = find(timeKey, from: idEnd), timeStart < next, let (time, _) = string(from: timeStart) else { continue }
+                guard matches(Self.timeKey, at: idEnd + 1), let (time, timeEnd) = string(from: idEnd + 1 + Self.timeKey.count) else { continue }
+                cursor = timeEnd
                 found.append((id, time))
             }
             return found
         }
     }
+
+    private static let idKey = Array(#""runnerId":""#.utf8)
+    private static let idKeyMarkerOffset = 7   // where the `I` of `"runnerId":"` is
+    private static let timeKey = Array(#","time":""#.utf8)
 }
 
 /// Hands a spectator's text frames to it and answers the server's pings.

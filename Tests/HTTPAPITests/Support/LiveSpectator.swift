@@ -30,6 +30,9 @@ final class LiveSpectator: Sendable {
     /// Runner states of every update so far, in arrival order.
     var updates: [[String: Any]] { received.filter { $0["type"] as? String == "update" }.flatMap { ($0["runners"] as? [[String: Any]]) ?? [] } }
 
+    /// Rank entries (`{ runnerId, rank }`: runners whose rank alone changed) of every update so far.
+    var ranks: [[String: Any]] { received.filter { $0["type"] as? String == "update" }.flatMap { ($0["ranks"] as? [[String: Any]]) ?? [] } }
+
     func wait(timeout: Duration = .seconds(10), until condition: ([[String: Any]]) -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while !condition(received) {
