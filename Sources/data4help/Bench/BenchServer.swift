@@ -22,8 +22,11 @@ struct BenchServer: Sendable {
     let logger: Logger
 
     /// `instances` servers share the one database (each with its own port).
+    /// - Parameter clientConnections: the HTTP client's connections per instance (requests beyond
+    ///   them queue in the client, as a browser's would).
     static func run(
-        instances: Int = 1, configure: (inout AppConfiguration) -> Void = { _ in }, _ body: (BenchServer) async throws -> Void
+        instances: Int = 1, clientConnections: Int = 8, configure: (inout AppConfiguration) -> Void = { _ in },
+        _ body: (BenchServer) async throws -> Void
     ) async throws {
         var logger = Logger(label: "data4help.bench")
         logger.logLevel = .warning
@@ -35,7 +38,7 @@ struct BenchServer: Sendable {
         let cluster = try await EmbeddedPostgres.start(.init(directory: directory.appendingPathComponent("pg")), logger: logger)
         do {
             let url = try await cluster.database(named: "bench", logger: logger)
-            try await serve(databaseURL: url, instances: instances, configure: configure, logger: logger, body)
+            try await serve(databaseURL: url, instances: instances, clientConnections: clientConnections, configure: configure, logger: logger, body)
             try await cluster.stop()
         } catch {
             try? await cluster.stop()
@@ -44,7 +47,7 @@ struct BenchServer: Sendable {
     }
 
     private static func serve(
-        databaseURL: DatabaseURL, instances: Int, configure: (inout AppConfiguration) -> Void, logger: Logger,
+        databaseURL: DatabaseURL, instances: Int, clientConnections: Int, configure: (inout AppConfiguration) -> Void, logger: Logger,
         _ body: (BenchServer) async throws -> Void
     ) async throws {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
@@ -59,7 +62,9 @@ struct BenchServer: Sendable {
             bases.append("http://127.0.0.1:\(configuration.port)")
         }
         let serviceGroup = ServiceGroup(configuration: .init(services: services, logger: logger))
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: .init(timeout: .init(connect: .seconds(5), read: .seconds(120))))
+        var clientConfiguration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(120)))
+        clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = clientConnections
+        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
         let server = BenchServer(bases: bases, databaseURL: databaseURL, client: client, logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {

@@ -28,7 +28,9 @@ struct LiveBenchCommand: AsyncParsableCommand {
     @Option(help: "LIVE_UPDATE_INTERVAL_MS of both instances.") var intervalMs = 50
 
     func run() async throws {
-        try await BenchServer.run(instances: 2, configure: { [intervalMs] in
+        // Every runner is a phone of its own: posts must not queue behind a handful of client
+        // connections (AsyncHTTPClient's default is 8 per host), or the benchmark measures that queue.
+        try await BenchServer.run(instances: 2, clientConnections: 128, configure: { [intervalMs] in
             $0.databasePoolSize = 16
             $0.liveUpdateInterval = .milliseconds(intervalMs)
         }) { server in
@@ -70,11 +72,11 @@ struct LiveBenchCommand: AsyncParsableCommand {
 
             // Runner i runs at 2.5–4.5 m/s; second s's fix is posted at start + s + i/n to the first instance.
             let speeds = (0..<runners).map { 2.5 + 2.0 * Double($0) / Double(max(1, runners - 1)) }
-            let begin = ContinuousClock.now, cpuAtBegin = processCPUSeconds()
+            let begin = ContinuousClock.now, cpuAtBegin = processCPUSeconds(), machineAtBegin = machineBusySeconds()
             let next = WorkCounter()
             let runnerCount = runners, duration = seconds, total = runners * seconds
             try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<32 {
+                for _ in 0..<128 {
                     group.addTask {
                         while case let k = next.take(), k < total {
                             let (second, runner) = (k / runnerCount + 1, k % runnerCount)
@@ -85,10 +87,12 @@ struct LiveBenchCommand: AsyncParsableCommand {
                             let point = course.point(at: speeds[runner] * Double(second))
                             let stamp = time.wireTime
                             tally.posted(runner: runnerIds[runner], time: stamp)
+                            let postedAt = ContinuousClock.now
                             let (status, _) = try await server.send(.POST, "/api/users/runs/\(id)/positions", token: tokens[runner], json: """
                                 {"positions":[{"latitude":\(point.latitude),"longitude":\(point.longitude),"accuracy":5,"time":"\(stamp)"}]}
                                 """)
                             if status != .ok { tally.failed.withLock { $0 += 1 } }
+                            tally.postLatencies.withLock { $0.append((ContinuousClock.now - postedAt).inSeconds * 1000) }
                             if second == duration { tally.finalTimes.withLock { $0[runner] = stamp } }
                         }
                     }
@@ -96,6 +100,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
                 try await group.waitForAll()
             }
             let streamed = ContinuousClock.now - begin, cpu = processCPUSeconds() - cpuAtBegin
+            let machine = machineBusySeconds().map { end in machineAtBegin.map { end - $0 } ?? .nan } ?? .nan
             try await Task.sleep(for: .seconds(3))   // the last updates
             let open = watchers.filter(\.open).count
             for watcher in watchers { watcher.stop() }
@@ -111,11 +116,14 @@ struct LiveBenchCommand: AsyncParsableCommand {
             let bytes = watchers.reduce(0) { $0 + $1.byteCount }
             let statesPerSpectator = Double(watchers.prefix(measured).reduce(0) { $0 + $1.stateCount }) / Double(max(1, measured))
             print(String(format: "posted %d positions in %.1f s (%.0f/s), %d failed", total, streamed.inSeconds, Double(total) / streamed.inSeconds, tally.failed.withLock { $0 }))
+            let posts = tally.postLatencies.withLock { $0 }.sorted()
+            print(String(format: "post round trip (fix stored and announced): p50 %.1f ms   p99 %.1f ms", percentile(posts, 0.5), percentile(posts, 0.99)))
             print(String(format: "fix posted → update received (%d measuring spectators, %d samples): p50 %.1f ms   p99 %.1f ms   max %.1f ms",
                          measured, latencies.count, percentile(latencies, 0.5), percentile(latencies, 0.99), latencies.last ?? .nan))
             print(String(format: "messages delivered to spectators: %d (%.0f/s, %.1f MB/s); runner states per measuring spectator: %.0f for %d posted",
                          messages, Double(messages) / streamed.inSeconds, Double(bytes) / streamed.inSeconds / 1e6, statesPerSpectator, total))
-            print(String(format: "CPU of this process (both servers and every client) while posting: %.2f of %d cores", cpu / streamed.inSeconds, ProcessInfo.processInfo.activeProcessorCount))
+            print(String(format: "CPU while posting: this process (both servers and every client) %.2f, whole machine (PostgreSQL included) %.2f of %d cores",
+                         cpu / streamed.inSeconds, machine / streamed.inSeconds, ProcessInfo.processInfo.activeProcessorCount))
             print("spectators still connected at the end: \(open) of \(spectators)")
             let reasons = Dictionary(grouping: watchers.compactMap(\.lostBecause), by: { $0 }).mapValues(\.count)
             for (reason, count) in reasons.sorted(by: { $0.value > $1.value }) { print("  lost \(count): \(reason)") }
@@ -133,10 +141,23 @@ func processCPUSeconds() -> Double {
     return seconds(usage.ru_utime) + seconds(usage.ru_stime)
 }
 
+/// CPU time every core of the machine has spent busy so far (`/proc/stat`: all but idle and
+/// iowait), nil where there is no such file.
+func machineBusySeconds() -> Double? {
+    guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
+          let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") }) else { return nil }
+    let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
+    guard ticks.count >= 5 else { return nil }
+    let busy = ticks.reduce(0, +) - ticks[3] - ticks[4]   // idle, iowait
+    return busy / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
 /// What the posting side and the measuring spectators note down.
 final class LiveTally: Sendable {
     let sent = Mutex<[String: ContinuousClock.Instant]>([:])   // "runnerId|time" → when its post began
     let latencies = Mutex<[Double]>([])
+    /// Each post's round trip (ms): the part of the delivery latency spent before the fix is stored.
+    let postLatencies = Mutex<[Double]>([])
     let failed = Mutex(0)
     let finalPhase = Mutex(false)
     /// Each runner's last fix time (by runner index).
