@@ -7,12 +7,15 @@ import Foundation
 /// principal once a `BearerAuthenticationMiddleware` has established it.
 package struct AppRequestContext: RequestContext {
     package var coreContext: CoreRequestContextStorage
-    /// Set by `BearerAuthenticationMiddleware`; nil on public routes.
+    /// Set by `BearerAuthenticationMiddleware` or `WebSessionMiddleware`; nil on public routes.
     package var principal: Principal?
+    /// The form token of a portal page's browser session (`WebSessionMiddleware`).
+    package var csrfToken: String?
 
     package init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.principal = nil
+        self.csrfToken = nil
     }
 
     package var requestDecoder: JSONDecoder { WireFormat.decoder() }

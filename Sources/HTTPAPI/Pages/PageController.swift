@@ -39,9 +39,16 @@ struct HTML: ResponseGenerator {
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
+        response
+    }
+
+    var response: Response {
         Response(
             status: .ok,
-            headers: [.contentType: "text/html; charset=utf-8", .contentSecurityPolicy: "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'"],
+            headers: [
+                .contentType: "text/html; charset=utf-8",
+                .contentSecurityPolicy: "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'",
+            ],
             body: .init(byteBuffer: ByteBuffer(string: text))
         )
     }

@@ -1,0 +1,47 @@
+import Foundation
+import Hummingbird
+
+/// A portal form post (`application/x-www-form-urlencoded`), read once: the body stays on the
+/// request for the handler after the CSRF check has looked at it.
+struct PortalForm {
+    private let fields: [String: String]
+    let text: String
+
+    /// Reads the form body (at most `limit` bytes) and puts it back on the request.
+    init(_ request: inout Request, limit: Int) async throws {
+        let buffer = try await request.body.collect(upTo: limit)
+        request.body = .init(buffer: buffer)
+        text = String(buffer: buffer)
+        let contentType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard text.isEmpty || contentType == "application/x-www-form-urlencoded" else {
+            throw Problem(.unsupportedMediaType, slug: "form-expected", title: "Form expected",
+                          detail: "Portal forms are sent as application/x-www-form-urlencoded.")
+        }
+        fields = (try? URLEncodedFormDecoder().decode([String: String].self, from: text)) ?? [:]
+    }
+
+    subscript(_ name: String) -> String? { fields[name] }
+
+    /// The form as one of the API's body types, so that the portal validates exactly as the API
+    /// does (fields the type does not know are ignored; a value of the wrong shape is missing).
+    func decode<Value: Decodable>(_ type: Value.Type) throws -> Value {
+        do {
+            return try URLEncodedFormDecoder().decode(Value.self, from: text)
+        } catch {
+            throw Problem.malformedBody("The form could not be read.")
+        }
+    }
+
+    static let csrfRefused = Problem(
+        .forbidden, slug: "csrf-token", title: "Form token missing or wrong",
+        detail: "This form was not sent from a page of this portal (or the page is too old): reload it and try again."
+    )
+
+    /// 303 to `path` (after a form post, or to the sign-in), optionally setting cookies.
+    static func redirect(to path: String, setting cookies: Cookie..., clearing cleared: Cookie? = nil) -> Response {
+        var response = Response(status: .seeOther, headers: [.location: path, .cacheControl: "no-store"])
+        for cookie in cookies { response.setCookie(cookie) }
+        if let cleared { response.setCookie(cleared) }
+        return response
+    }
+}

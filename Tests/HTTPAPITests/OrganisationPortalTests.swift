@@ -1,0 +1,131 @@
+import Foundation
+import HTTPTypes
+import Testing
+
+/// A browser's view of the portal over the test client: keeps cookies, reads forms' tokens.
+struct PortalBrowser {
+    let api: APIClient
+    private(set) var cookies: [String: String] = [:]
+
+    init(_ api: APIClient) {
+        self.api = api
+    }
+
+    /// Sends `form` (URL-encoded) or a GET, with this browser's cookies; keeps the ones set.
+    mutating func send(_ method: HTTPRequest.Method, _ path: String, form: [(String, String)]? = nil) async throws -> APIClient.Reply {
+        var headers: HTTPFields = [:]
+        if !cookies.isEmpty { headers[.cookie] = cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
+        var raw: String?
+        if let form {
+            headers[.contentType] = "application/x-www-form-urlencoded"
+            raw = form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")
+        }
+        let reply = try await api.send(method, path, raw: raw, headers: headers)
+        for cookie in reply.headers[values: .setCookie] {
+            let pair = cookie.split(separator: ";")[0].split(separator: "=", maxSplits: 1).map(String.init)
+            guard pair.count == 2 else { continue }
+            if pair[1].isEmpty || cookie.contains("Max-Age=0") { cookies.removeValue(forKey: pair[0]) } else { cookies[pair[0]] = pair[1] }
+        }
+        return reply
+    }
+
+    /// The CSRF token of the first form of a page.
+    static func csrf(_ reply: APIClient.Reply) throws -> String {
+        let html = String(decoding: reply.data, as: UTF8.self)
+        let match = try #require(html.firstMatch(of: /name="csrf" value="([^"]+)"/))
+        return String(match.1)
+    }
+
+    static func html(_ reply: APIClient.Reply) -> String { String(decoding: reply.data, as: UTF8.self) }
+}
+
+@Suite("Organisations' portal: sessions, CSRF, API keys")
+struct OrganisationPortalTests {
+    static func signUp(_ browser: inout PortalBrowser, name: String) async throws -> String {
+        let page = try await browser.send(.get, "/portal/signup")
+        #expect(page.status == .ok && page.headers[.contentType]?.hasPrefix("text/html") == true)
+        let email = "\(UUID().uuidString.prefix(8).lowercased())@\(name.lowercased()).example"
+        let created = try await browser.send(.post, "/portal/signup", form: [
+            ("csrf", try PortalBrowser.csrf(page)), ("name", name), ("email", email), ("password", "correct horse battery staple"),
+        ])
+        #expect(created.status == .seeOther && created.headers[.location] == "/portal")
+        let cookie = try #require(created.headers[values: .setCookie].first { $0.hasPrefix("d4h_portal=") })
+        #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax") && cookie.contains("Path=/portal"))
+        return email
+    }
+
+    @Test func signUpCreateAKeySeeItOnceRevokeItAndSignOut() async throws {
+        try await TestServer.run { api in
+            var acme = PortalBrowser(api)
+            _ = try await Self.signUp(&acme, name: "Acme")
+            let keysPage = try await acme.send(.get, "/portal/keys")
+            #expect(keysPage.status == .ok && PortalBrowser.html(keysPage).contains("No keys yet."))
+            #expect(keysPage.headers[.cacheControl] == "no-store")
+
+            // A bad name: 422, the API's message next to the field, nothing created.
+            let bad = try await acme.send(.post, "/portal/keys", form: [("csrf", try PortalBrowser.csrf(keysPage)), ("name", "")])
+            #expect(bad.status == .unprocessableContent)
+            #expect(PortalBrowser.html(bad).contains(#"id="name-error""#) && PortalBrowser.html(bad).contains("No keys yet."))
+
+            let created = try await acme.send(.post, "/portal/keys", form: [("csrf", try PortalBrowser.csrf(keysPage)), ("name", "Nightly import")])
+            #expect(created.status == .created)
+            let html = PortalBrowser.html(created)
+            let key = try #require(html.firstMatch(of: /id="new-key">([^<]+)</)).1
+            // The key works on the API, and the list shows its prefix, never the key again.
+            #expect(try await api.send(.get, "/api/thirdparties/me", token: String(key)).status == .ok)
+            let listed = PortalBrowser.html(try await acme.send(.get, "/portal/keys"))
+            #expect(listed.contains("Nightly import") && !listed.contains(String(key)))
+
+            // Another organisation sees none of it, and cannot revoke it.
+            var other = PortalBrowser(api)
+            _ = try await Self.signUp(&other, name: "Globex")
+            let otherPage = try await other.send(.get, "/portal/keys")
+            #expect(!PortalBrowser.html(otherPage).contains("Nightly import"))
+            let keyId = try #require(listed.firstMatch(of: /data-key="([^"]+)"/)).1
+            #expect(try await other.send(.post, "/portal/keys/\(keyId)/revoke", form: [("csrf", try PortalBrowser.csrf(otherPage))]).status == .notFound)
+
+            // A form post without the session's token is refused and changes nothing.
+            #expect(try await acme.send(.post, "/portal/keys/\(keyId)/revoke", form: []).status == .forbidden)
+            #expect(try await acme.send(.post, "/portal/keys/\(keyId)/revoke", form: [("csrf", try PortalBrowser.csrf(otherPage))]).status == .forbidden)
+            #expect(try await api.send(.get, "/api/thirdparties/me", token: String(key)).status == .ok)
+
+            let revoked = try await acme.send(.post, "/portal/keys/\(keyId)/revoke", form: [("csrf", try PortalBrowser.csrf(keysPage))])
+            #expect(revoked.status == .seeOther && revoked.headers[.location] == "/portal/keys")
+            #expect(try await api.send(.get, "/api/thirdparties/me", token: String(key)).status == .unauthorized)
+
+            // Signing out revokes the session on the server: the old cookie no longer opens a page.
+            let session = try #require(acme.cookies["d4h_portal"])
+            #expect(try await acme.send(.post, "/portal/logout", form: [("csrf", try PortalBrowser.csrf(keysPage))]).status == .seeOther)
+            let replay = try await api.send(.get, "/portal/keys", headers: [.cookie: "d4h_portal=\(session)"])
+            #expect(replay.status == .seeOther && replay.headers[.location] == "/portal/login")
+        }
+    }
+
+    @Test func signInAndSignUpFormsCheckTheirTokenAndShowTheAPIsMessages() async throws {
+        try await TestServer.run { api in
+            var browser = PortalBrowser(api)
+            let email = try await Self.signUp(&browser, name: "Initech")
+            var fresh = PortalBrowser(api)
+            let login = try await fresh.send(.get, "/portal/login")
+            // Without the token (or with a token not matching the cookie): refused.
+            #expect(try await fresh.send(.post, "/portal/login", form: [("email", email), ("password", "correct horse battery staple")]).status == .forbidden)
+            #expect(try await api.send(.post, "/portal/login", raw: "csrf=x&email=a&password=b", headers: [.contentType: "application/x-www-form-urlencoded"]).status == .forbidden)
+            // Wrong password: the API's problem shown on the form, no session.
+            let wrong = try await fresh.send(.post, "/portal/login", form: [("csrf", try PortalBrowser.csrf(login)), ("email", email), ("password", "wrong password!!")])
+            #expect(wrong.status == .unauthorized && PortalBrowser.html(wrong).contains(#"role="alert""#) && fresh.cookies["d4h_portal"] == nil)
+            // Sign-up with bad fields: each message next to its field.
+            let signup = try await fresh.send(.get, "/portal/signup")
+            let invalid = try await fresh.send(.post, "/portal/signup", form: [("csrf", try PortalBrowser.csrf(signup)), ("name", ""), ("email", "nope"), ("password", "short")])
+            let html = PortalBrowser.html(invalid)
+            #expect(invalid.status == .unprocessableContent)
+            #expect(html.contains(#"id="name-error""#) && html.contains(#"id="email-error""#) && html.contains(#"id="password-error""#))
+            #expect(html.contains(#"value="nope""#))   // what was typed stays (not the password)
+            let signedIn = try await fresh.send(.post, "/portal/login", form: [("csrf", try PortalBrowser.csrf(login)), ("email", email), ("password", "correct horse battery staple")])
+            #expect(signedIn.status == .seeOther && fresh.cookies["d4h_portal"] != nil)
+            #expect(PortalBrowser.html(try await fresh.send(.get, "/portal")).contains("Initech"))
+            // No session: pages send the browser to sign in.
+            let anonymous = try await api.send(.get, "/portal")
+            #expect(anonymous.status == .seeOther && anonymous.headers[.location] == "/portal/login")
+        }
+    }
+}
