@@ -129,3 +129,40 @@ struct OrganisationPortalTests {
         }
     }
 }
+
+@Suite("Organisations' portal: webhook")
+struct OrganisationPortalWebhookTests {
+    @Test func setTheEndpointSeeTheSecretOnceTestRedeliverAndStayWithinTheTenant() async throws {
+        try await TestServer.run { api in
+            var acme = PortalBrowser(api)
+            _ = try await OrganisationPortalTests.signUp(&acme, name: "Acme")
+            let empty = try await acme.send(.get, "/portal/webhook")
+            #expect(empty.status == .ok && PortalBrowser.html(empty).contains("No deliveries yet."))
+            let csrf = try PortalBrowser.csrf(empty)
+
+            let bad = try await acme.send(.post, "/portal/webhook", form: [("csrf", csrf), ("url", "ftp://nowhere")])
+            #expect(bad.status == .unprocessableContent && PortalBrowser.html(bad).contains(#"id="url-error""#))
+
+            let set = try await acme.send(.post, "/portal/webhook", form: [("csrf", csrf), ("url", "https://hooks.acme.example/data4help")])
+            #expect(set.status == .created)
+            let secret = try #require(PortalBrowser.html(set).firstMatch(of: /id="new-secret">([^<]+)</)).1
+            let again = PortalBrowser.html(try await acme.send(.get, "/portal/webhook"))
+            #expect(again.contains("https://hooks.acme.example/data4help") && !again.contains(String(secret)))
+
+            #expect(try await acme.send(.post, "/portal/webhook/test", form: [("csrf", csrf)]).status == .seeOther)
+            let logged = PortalBrowser.html(try await acme.send(.get, "/portal/webhook"))
+            let delivery = try #require(logged.firstMatch(of: /data-delivery="([^"]+)"/)).1
+            #expect(logged.contains("ping"))
+            // Still being delivered (nobody answers at that address): a redelivery is refused, and the page says why.
+            let early = try await acme.send(.post, "/portal/webhook/deliveries/\(delivery)/redeliver", form: [("csrf", csrf)])
+            #expect(early.status == .conflict && PortalBrowser.html(early).contains(#"role="alert""#), "\(early.status)")
+
+            // Another organisation: no endpoint, no deliveries, no redelivering Acme's.
+            var other = PortalBrowser(api)
+            _ = try await OrganisationPortalTests.signUp(&other, name: "Globex")
+            let theirs = try await other.send(.get, "/portal/webhook")
+            #expect(!PortalBrowser.html(theirs).contains("hooks.acme.example") && PortalBrowser.html(theirs).contains("No deliveries yet."))
+            #expect(try await other.send(.post, "/portal/webhook/deliveries/\(delivery)/redeliver", form: [("csrf", try PortalBrowser.csrf(theirs))]).status == .notFound)
+        }
+    }
+}

@@ -173,10 +173,7 @@ func buildRouter(
     PublicRunController(runs: components.runEvents).addRoutes(to: router)
     PublicRunLiveController(live: components.livePositions).addRoutes(to: router)
     PageController(library: pages, runs: components.runEvents).addRoutes(to: router)
-    OrganisationPortalController(
-        pages: PortalPages(library: pages), accounts: components.thirdParties, sessions: components.sessions, keys: components.apiKeys,
-        authenticator: components.authenticator, maxBodyBytes: configuration.maxBodyBytes
-    ).addRoutes(to: router)
+    OrganisationPortal(pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 
     // /api/users — individuals.

@@ -43,11 +43,7 @@ struct SessionController<Context: AuthenticatedRequestContext> {
             guard let login = try await body.decodeIfPresent(LoginBody.self, from: request, context: context) else {
                 throw AuthenticationError.missingLoginCredentials
             }
-            var fields = FieldValidator()
-            let parsedEmail = fields.required("email", login.email) { (raw: String) throws(InvalidValue) in raw }
-            let parsedPassword = fields.required("password", login.password) { (raw: String) throws(InvalidValue) in raw }
-            try fields.finish()
-            (email, password) = (parsedEmail!, parsedPassword!)
+            (email, password) = try login.validated()
         }
         let issued = try await sessions.login(on: Context.surface, email: email, password: password)
         return EditedResponse(headers: [.cacheControl: "no-store"], response: IssuedTokenBody(issued))

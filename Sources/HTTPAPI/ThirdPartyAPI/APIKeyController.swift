@@ -12,10 +12,7 @@ struct APIKeyController {
     func addRoutes(to group: some RouterMethods<ThirdPartyRequestContext>) {
         group.post("keys") { request, context -> EditedResponse<CreatedAPIKeyBody> in
             let form = try await body.decode(APIKeyCreationBody.self, from: request, context: context)
-            var fields = FieldValidator()
-            let name = fields.required("name", form.name, APIKeyName.init(parsing:))
-            try fields.finish()
-            let created = try await keys.create(for: context.principal, name: name!)
+            let created = try await keys.create(for: context.principal, name: try form.validated())
             return EditedResponse(
                 status: .created,
                 headers: [.location: "/api/thirdparties/keys/\(created.record.publicId.wireString)", .cacheControl: "no-store"],
@@ -45,6 +42,15 @@ struct APIKeyController {
 
 struct APIKeyCreationBody: Decodable {
     var name: String?
+}
+
+extension APIKeyCreationBody {
+    func validated() throws(Problem) -> APIKeyName {
+        var fields = FieldValidator()
+        let name = fields.required("name", name, APIKeyName.init(parsing:))
+        try fields.finish()
+        return name!
+    }
 }
 
 /// A key just created: `key` is the secret, shown this once.

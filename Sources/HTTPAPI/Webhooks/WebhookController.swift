@@ -15,10 +15,7 @@ struct WebhookController<Context: AuthenticatedRequestContext> {
         let base = prefix
         group.put(RouterPath(base)) { request, context -> EditedResponse<WebhookEndpointBody> in
             let form = try await body.decode(WebhookEndpointForm.self, from: request, context: context)
-            var fields = FieldValidator()
-            let url = fields.required("url", form.url) { (text: String) throws(InvalidValue) in text }
-            try fields.finish()
-            let (endpoint, secret) = try await endpoints.register(context.principal, url: url!)
+            let (endpoint, secret) = try await endpoints.register(context.principal, url: try form.validated())
             return EditedResponse(
                 status: secret == nil ? .ok : .created,
                 headers: [.cacheControl: "no-store"],

@@ -1,0 +1,44 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import Hummingbird
+
+/// `/portal/keys`: an organisation's API keys — created (the key shown once), listed, revoked.
+struct PortalKeyPages {
+    let portal: OrganisationPortal
+
+    private var keys: APIKeyService { portal.components.apiKeys }
+
+    func addRoutes(to group: some RouterMethods<AppRequestContext>) {
+        group.get("keys") { _, context in
+            try await page(context)
+        }
+        group.post("keys") { request, context in
+            try await portal.submit(request, context, rerender: { values, status in
+                try await page(context, values: values, status: status)
+            }) { form in
+                let created = try await keys.create(for: try context.signedIn(), name: try form.decode(APIKeyCreationBody.self).validated())
+                return try await page(context, values: ["created": ["name": created.record.name, "key": created.key]], status: .created)
+            }
+        }
+        group.post("keys/{keyId}/revoke") { request, context in
+            try await portal.submit(request, context, rerender: { values, status in try await page(context, values: values, status: status) }) { _ in
+                guard let id = context.parameters.get("keyId", as: UUID.self) else { throw APIKeyError.notFound }
+                _ = try await keys.revoke(for: try context.signedIn(), publicId: id)
+                return PortalForm.redirect(to: "/portal/keys")
+            }
+        }
+    }
+
+    private func page(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
+        let rows = try await keys.list(for: try context.signedIn(), beforeId: nil, limit: 100)
+        let listed: [[String: Any]] = rows.map { key in
+            [
+                "id": key.publicId.wireString, "name": key.name, "prefix": key.prefix,
+                "createdAt": PortalPages.shown(key.createdAt), "lastUsedAt": key.lastUsedAt.map(PortalPages.shown) ?? "never",
+                "revoked": key.revokedAt != nil,
+            ]
+        }
+        return try await portal.page("portal-keys", title: "API keys", context, values: values.merging(["keys": listed, "hasKeys": !listed.isEmpty]) { $1 }, status: status)
+    }
+}
