@@ -166,3 +166,54 @@ struct OrganisationPortalWebhookTests {
         }
     }
 }
+
+@Suite("Organisations' portal: access requests")
+struct OrganisationPortalRequestTests {
+    @Test func askFollowAndReadTheGrantedData() async throws {
+        try await TestServer.run { api in
+            var acme = PortalBrowser(api)
+            _ = try await OrganisationPortalTests.signUp(&acme, name: "Acme")
+            let (person, account) = try await api.individualSession()
+            let fiscalCode = try #require(account["fiscalCode"] as? String)
+            let page = try await acme.send(.get, "/portal/requests")
+            #expect(PortalBrowser.html(page).contains("No requests yet.") && PortalBrowser.html(page).contains(#"value="heartRate""#))
+            let csrf = try PortalBrowser.csrf(page)
+
+            // Bad fields: every one named next to its input, what was typed kept, nothing filed.
+            let bad = try await acme.send(.post, "/portal/requests", form: [("csrf", csrf), ("fiscalCode", "x"), ("dataFrom", "soon"), ("purpose", "Study")])
+            let badHTML = PortalBrowser.html(bad)
+            #expect(bad.status == .unprocessableContent)
+            #expect(badHTML.contains(#"id="fiscalCode-error""#) && badHTML.contains(#"id="types-error""#) && badHTML.contains(#"id="dataFrom-error""#))
+            #expect(badHTML.contains(">Study</textarea>") && badHTML.contains("No requests yet."))
+
+            let filed = try await acme.send(.post, "/portal/requests", form: [
+                ("csrf", csrf), ("fiscalCode", fiscalCode), ("types", "heartRate"), ("types", "stepCount"), ("dataFrom", "2026-01-01"), ("purpose", "Cardio study"),
+            ])
+            let problems = PortalBrowser.html(filed).matches(of: /(field-error|problem)"[^>]*>([^<]+)/).map { String($0.2) }
+            #expect(filed.status == .seeOther, "\(problems)")
+            let location = try #require(filed.headers[.location])
+            let pending = PortalBrowser.html(try await acme.send(.get, location))
+            #expect(pending.contains(#"id="status">pending<"#) && pending.contains("heartRate stepCount") && pending.contains("2026-01-01T00:00:00"))
+
+            // The individual accepts heart rate only and has data: the page shows the grant and the data.
+            let id = String(location.split(separator: "/").last!)
+            #expect(try await api.send(.put, "/api/users/requests/\(id)", token: person, json: ["decision": "accept", "types": ["heartRate"]]).status == .ok)
+            let items: [any Sendable] = (0..<60).map { minute in
+                ["type": "heartRate", "value": 60 + minute % 30, "unit": "bpm", "start": "2026-11-20T10:\(String(format: "%02d", minute)):00Z"] as JSONObject
+            } + [["type": "stepCount", "value": 100, "unit": "count", "start": "2026-11-20T10:00:00Z", "end": "2026-11-20T10:01:00Z"] as JSONObject]
+            #expect(try await api.send(.post, "/api/users/data", token: person, json: ["items": items]).json["accepted"] as? Int == 61)
+            let granted = PortalBrowser.html(try await acme.send(.get, location))
+            #expect(granted.contains(#"id="status">granted<"#) && granted.contains(#"id="granted">heartRate"#))
+            #expect(granted.components(separatedBy: "<td>heartRate</td>").count - 1 == 50 && !granted.contains("<td>stepCount</td>"))
+            let next = try #require(granted.firstMatch(of: /href="([^"]+)" rel="next"/)).1.replacingOccurrences(of: "&amp;", with: "&")
+            let older = PortalBrowser.html(try await acme.send(.get, String(next)))
+            #expect(older.components(separatedBy: "<td>heartRate</td>").count - 1 == 10)
+
+            // Another organisation: not in its list, and the page is a 404.
+            var other = PortalBrowser(api)
+            _ = try await OrganisationPortalTests.signUp(&other, name: "Globex")
+            #expect(!PortalBrowser.html(try await other.send(.get, "/portal/requests")).contains(fiscalCode))
+            #expect(try await other.send(.get, location).status == .notFound)
+        }
+    }
+}

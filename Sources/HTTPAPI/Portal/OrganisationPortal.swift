@@ -59,6 +59,7 @@ struct OrganisationPortal {
         }
         PortalKeyPages(portal: self).addRoutes(to: portal)
         PortalWebhookPages(portal: self).addRoutes(to: portal)
+        PortalRequestPages(portal: self).addRoutes(to: portal)
     }
 
     /// Sets the session cookie and goes to the overview.

@@ -4,7 +4,6 @@ import Hummingbird
 /// A portal form post (`application/x-www-form-urlencoded`), read once: the body stays on the
 /// request for the handler after the CSRF check has looked at it.
 struct PortalForm {
-    private let fields: [String: String]
     let text: String
 
     /// Reads the form body (at most `limit` bytes) and puts it back on the request.
@@ -17,10 +16,25 @@ struct PortalForm {
             throw Problem(.unsupportedMediaType, slug: "form-expected", title: "Form expected",
                           detail: "Portal forms are sent as application/x-www-form-urlencoded.")
         }
-        fields = (try? URLEncodedFormDecoder().decode([String: String].self, from: text)) ?? [:]
+        // Read here rather than with Hummingbird's URLEncodedFormDecoder: a browser sends the
+        // checkboxes of one name as repeated fields (`types=a&types=b`), which that decoder refuses.
+        pairs = text.split(separator: "&").map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
+                String($0).replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? ""
+            }
+            return (parts[0], parts.count > 1 ? parts[1] : "")
+        }
     }
 
-    subscript(_ name: String) -> String? { fields[name] }
+    private let pairs: [(name: String, value: String)]
+
+    /// The field's value (the first, if sent more than once).
+    subscript(_ name: String) -> String? { pairs.first { $0.name == name }?.value }
+
+    /// Every value of a field sent more than once (checkboxes of one name), in order.
+    func values(_ name: String) -> [String] {
+        pairs.filter { $0.name == name }.map(\.value)
+    }
 
     /// The form as one of the API's body types, so that the portal validates exactly as the API
     /// does (fields the type does not know are ignored; a value of the wrong shape is missing).

@@ -36,6 +36,12 @@ struct PortalPages {
         return (["problem": problem.detail, "errors": fields], HTTPResponse.Status(code: problem.status))
     }
 
+    /// An API body as template values: the page shows exactly what the API would answer.
+    static func values(of body: some Encodable) -> Any {
+        guard let data = try? WireFormat.encoder().encode(body) else { return [:] as [String: Any] }
+        return (try? JSONSerialization.jsonObject(with: data)) ?? [:] as [String: Any]
+    }
+
     /// A pre-session form's token must match its cookie.
     static func checkAnonymousCSRF(_ form: PortalForm, _ request: Request) throws {
         guard let cookie = request.cookies[WebSession.anonymousCSRFCookie]?.value, !cookie.isEmpty,

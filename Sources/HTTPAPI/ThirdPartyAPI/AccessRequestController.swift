@@ -12,18 +12,7 @@ struct AccessRequestController {
     func addRoutes(to group: some RouterMethods<ThirdPartyRequestContext>) {
         group.post("requests") { request, context -> EditedResponse<AccessRequestBody> in
             let form = try await body.decode(AccessRequestForm.self, from: request, context: context)
-            var fields = FieldValidator()
-            let fiscalCode = fields.required("fiscalCode", form.fiscalCode, FiscalCode.init(parsing:))
-            let kinds = fields.required("types", form.types, AccessScopeFields.kinds)
-            let dataFrom = fields.optional("dataFrom", form.dataFrom, AccessScopeFields.instant)
-            let dataTo = fields.optional("dataTo", form.dataTo, AccessScopeFields.instant)
-            let accessUntil = fields.optional("accessUntil", form.accessUntil, AccessScopeFields.instant)
-            let purpose = fields.required("purpose", form.purpose, AccessPurpose.init(parsing:))
-            try fields.finish()
-            let scope = try AccessScope(kinds: kinds!, dataFrom: dataFrom, dataTo: dataTo, accessUntil: accessUntil)
-            let filed = try await requests.request(
-                by: context.principal, fiscalCode: fiscalCode!, scope: scope, purpose: purpose!, subscribe: form.subscribe ?? false
-            )
+            let filed = try await form.file(by: context.principal, with: requests)
             // 202: the individual decides later; an unknown fiscal code gets exactly this answer too.
             return EditedResponse(
                 status: .accepted,
@@ -53,4 +42,20 @@ struct AccessRequestForm: Decodable {
     var accessUntil: String?
     var purpose: String?
     var subscribe: Bool?
+}
+
+extension AccessRequestForm {
+    /// Validates the form (every bad field named at once) and files the request.
+    func file(by principal: Principal, with requests: AccessRequestService) async throws -> AccessRequest {
+        var fields = FieldValidator()
+        let fiscalCode = fields.required("fiscalCode", fiscalCode, FiscalCode.init(parsing:))
+        let kinds = fields.required("types", types, AccessScopeFields.kinds)
+        let dataFrom = fields.optional("dataFrom", dataFrom, AccessScopeFields.instant)
+        let dataTo = fields.optional("dataTo", dataTo, AccessScopeFields.instant)
+        let accessUntil = fields.optional("accessUntil", accessUntil, AccessScopeFields.instant)
+        let purpose = fields.required("purpose", purpose, AccessPurpose.init(parsing:))
+        try fields.finish()
+        let scope = try AccessScope(kinds: kinds!, dataFrom: dataFrom, dataTo: dataTo, accessUntil: accessUntil)
+        return try await requests.request(by: principal, fiscalCode: fiscalCode!, scope: scope, purpose: purpose!, subscribe: subscribe ?? false)
+    }
 }

@@ -1,0 +1,80 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import HealthSharing
+import Hummingbird
+
+/// `/portal/requests`: an organisation asks individuals for their data, follows its requests,
+/// and pages through the data of an accepted one (within the grant, logged in the individual's
+/// access log like any API read).
+struct PortalRequestPages {
+    let portal: OrganisationPortal
+
+    private var requests: AccessRequestService { portal.components.accessRequests }
+
+    func addRoutes(to group: some RouterMethods<AppRequestContext>) {
+        group.get("requests") { _, context in
+            try await listPage(context)
+        }
+        group.post("requests") { request, context in
+            var typed: [String: Any] = [:]
+            return try await portal.submit(request, context, rerender: { values, status in
+                try await listPage(context, values: values.merging(typed) { $1 }, status: status)
+            }) { form in
+                let types = form.values("types")
+                typed = [
+                    "fiscalCode": form["fiscalCode"] ?? "", "purpose": form["purpose"] ?? "", "dataFrom": form["dataFrom"] ?? "",
+                    "dataTo": form["dataTo"] ?? "", "accessUntil": form["accessUntil"] ?? "", "subscribe": form["subscribe"] != nil,
+                    "checked": Dictionary(uniqueKeysWithValues: types.map { ($0, true) }),
+                ]
+                let filed = try await AccessRequestForm(
+                    fiscalCode: form["fiscalCode"], types: types.isEmpty ? nil : types,
+                    dataFrom: Self.instant(form["dataFrom"], endOfDay: false), dataTo: Self.instant(form["dataTo"], endOfDay: true),
+                    accessUntil: Self.instant(form["accessUntil"], endOfDay: true), purpose: form["purpose"], subscribe: form["subscribe"] != nil
+                ).file(by: try context.signedIn(), with: requests)
+                return PortalForm.redirect(to: "/portal/requests/\(filed.record.publicId.wireString)")
+            }
+        }
+        group.get("requests/{requestId}") { request, context in
+            let id = try AccessScopeFields.requestId(context.parameters)
+            let principal = try context.signedIn()
+            let filed = try await requests.request(of: principal, id: id)
+            var values: [String: Any] = ["request": PortalPages.values(of: AccessRequestBody(filed, for: .thirdParty))]
+            if filed.record.status == AccessStatus.granted.rawValue {
+                do {
+                    let query = try SampleListingQuery(request)
+                    let page = query.page(try await portal.components.grantedData.samples(
+                        for: principal, request: id, types: query.types, from: query.range.from, to: query.range.to,
+                        order: query.range.order, limit: min(query.range.limit, 50), after: query.after
+                    ))
+                    values["samples"] = PortalPages.values(of: page.items)
+                    values["hasSamples"] = !page.items.isEmpty
+                    if let cursor = page.nextCursor?.addingPercentEncoding(withAllowedCharacters: .alphanumerics) {
+                        values["next"] = "/portal/requests/\(id.wireString)?cursor=\(cursor)"
+                    }
+                } catch {
+                    values["dataProblem"] = PortalPages.errorValues(error, logger: context.logger).values["problem"]
+                }
+            }
+            return try await portal.page("portal-request", title: "Request", context, values: values)
+        }
+    }
+
+    private func listPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
+        let rows = try await requests.requests(of: try context.signedIn(), status: nil, beforeId: nil, limit: 100)
+        let checked = values["checked"] as? [String: Bool] ?? [:]
+        var all = values
+        all["requests"] = PortalPages.values(of: rows.map { AccessRequestBody($0, for: .thirdParty) })
+        all["hasRequests"] = !rows.isEmpty
+        all["kinds"] = DataKind.allWireNames.map { ["name": $0, "checked": checked[$0] ?? false] }
+        return try await portal.page("portal-requests", title: "Access requests", context, values: all, status: status)
+    }
+
+    /// A date field (`YYYY-MM-DD`, as a browser's date input sends it) as the API's instant: the
+    /// start of that day in UTC, or its end; anything else goes to the API's validation as typed.
+    static func instant(_ text: String?, endOfDay: Bool) -> String? {
+        guard let text = text?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        guard text.wholeMatch(of: /\d{4}-\d{2}-\d{2}/) != nil else { return text }
+        return text + (endOfDay ? "T23:59:59Z" : "T00:00:00Z")
+    }
+}
