@@ -1,4 +1,7 @@
+import DatabaseLink
+import DatabaseTestSupport
 import Foundation
+import HTTPAPI
 import HTTPTypes
 import Testing
 
@@ -214,6 +217,51 @@ struct OrganisationPortalRequestTests {
             _ = try await OrganisationPortalTests.signUp(&other, name: "Globex")
             #expect(!PortalBrowser.html(try await other.send(.get, "/portal/requests")).contains(fiscalCode))
             #expect(try await other.send(.get, location).status == .notFound)
+        }
+    }
+}
+
+@Suite("Organisations' portal: aggregates")
+struct OrganisationPortalAggregateTests {
+    @Test func queryFormBudgetTableAndChart() async throws {
+        let database = try await TestPostgres.shared.migratedDatabase()
+        try await TestServer.run(database: database, configure: { $0.aggregateMinimumGroup = 5 }) { api in
+            let seeding = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+            try await seeding.whileRunning { try await PopulationSeeder(database: seeding).seed(individuals: 300, days: 40, tag: "portal") }
+            var acme = PortalBrowser(api)
+            _ = try await OrganisationPortalTests.signUp(&acme, name: "Acme")
+            let form = try await acme.send(.get, "/portal/aggregates")
+            #expect(PortalBrowser.html(form).contains("today 0 of 2 spent") && PortalBrowser.html(form).contains("No queries yet."))
+            let csrf = try PortalBrowser.csrf(form)
+
+            let bad = try await acme.send(.post, "/portal/aggregates", form: [("csrf", csrf), ("statistic", "mean"), ("from", "2026-02-30"), ("areas", "Milan")])
+            let badHTML = PortalBrowser.html(bad)
+            #expect(bad.status == .unprocessableContent)
+            for field in ["type", "from", "to", "areas"] { #expect(badHTML.contains(#"id="\#(field)-error""#), "\(field)") }
+            #expect(badHTML.contains(#"<option value="mean" selected>"#) && badHTML.contains("today 0 of 2 spent"))
+
+            let today = Date()
+            let from = ISO8601DateFormatter.string(from: today.addingTimeInterval(-29 * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
+            let to = ISO8601DateFormatter.string(from: today, timeZone: .gmt, formatOptions: .withFullDate)
+            let answered = try await acme.send(.post, "/portal/aggregates", form: [
+                ("csrf", csrf), ("type", "stepCount"), ("statistic", "mean"), ("from", from), ("to", to), ("groupBy", "sex"), ("epsilon", "0.6"),
+            ])
+            let html = PortalBrowser.html(answered)
+            #expect(answered.status == .created)
+            #expect(html.contains("Budget before: ε 1 at most per query; today 0 of 2 spent") && html.contains("Budget after: ε 1 at most per query; today 0.60 of 2 spent"))
+            // One bar and one error bar per group, and the same groups in the table.
+            let bars = html.components(separatedBy: #"class="bar""#).count - 1
+            #expect(bars >= 2 && html.components(separatedBy: #"class="error-bar""#).count - 1 == bars)
+            #expect(html.components(separatedBy: "<tr><td>").count - 1 == bars)
+            #expect(html.contains(#"<svg xmlns="http://www.w3.org/2000/svg" class="chart""#) && html.contains("<title id=\"chart-title\">mean of stepCount"))
+
+            let list = PortalBrowser.html(try await acme.send(.get, "/portal/aggregates"))
+            let link = try #require(list.firstMatch(of: /href="(\/portal\/aggregates\/[^"]+)"/)).1
+            #expect(PortalBrowser.html(try await acme.send(.get, String(link))).contains("Budget now:"))
+            var other = PortalBrowser(api)
+            _ = try await OrganisationPortalTests.signUp(&other, name: "Globex")
+            #expect(try await other.send(.get, String(link)).status == .notFound)
+            #expect(PortalBrowser.html(try await other.send(.get, "/portal/aggregates")).contains("No queries yet."))
         }
     }
 }

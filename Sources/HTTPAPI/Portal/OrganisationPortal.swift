@@ -60,6 +60,7 @@ struct OrganisationPortal {
         PortalKeyPages(portal: self).addRoutes(to: portal)
         PortalWebhookPages(portal: self).addRoutes(to: portal)
         PortalRequestPages(portal: self).addRoutes(to: portal)
+        PortalAggregatePages(portal: self).addRoutes(to: portal)
     }
 
     /// Sets the session cookie and goes to the overview.
