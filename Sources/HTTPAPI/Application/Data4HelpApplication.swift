@@ -173,7 +173,8 @@ func buildRouter(
     PublicRunController(runs: components.runEvents).addRoutes(to: router)
     PublicRunLiveController(live: components.livePositions).addRoutes(to: router)
     PageController(library: pages, runs: components.runEvents).addRoutes(to: router)
-    OrganisationPortal(pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes).addRoutes(to: router)
+    OrganisationPortal(site: PortalSite(surface: .thirdParty, pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes))
+        .addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 
     // /api/users — individuals.

@@ -7,7 +7,7 @@ import Hummingbird
 /// `/portal/aggregates`: the structured query form, the privacy budget before and after, and
 /// each answer as a table and an SVG chart with its 95 % intervals as error bars.
 struct PortalAggregatePages {
-    let portal: OrganisationPortal
+    let portal: PortalSite
 
     private var aggregates: AggregateService { portal.components.aggregates }
 

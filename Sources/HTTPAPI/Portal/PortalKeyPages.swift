@@ -5,7 +5,7 @@ import Hummingbird
 
 /// `/portal/keys`: an organisation's API keys — created (the key shown once), listed, revoked.
 struct PortalKeyPages {
-    let portal: OrganisationPortal
+    let portal: PortalSite
 
     private var keys: APIKeyService { portal.components.apiKeys }
 

@@ -8,7 +8,7 @@ import Hummingbird
 /// and pages through the data of an accepted one (within the grant, logged in the individual's
 /// access log like any API read).
 struct PortalRequestPages {
-    let portal: OrganisationPortal
+    let portal: PortalSite
 
     private var requests: AccessRequestService { portal.components.accessRequests }
 

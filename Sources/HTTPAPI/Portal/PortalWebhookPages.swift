@@ -7,7 +7,7 @@ import Hummingbird
 /// `/portal/webhook`: an organisation's webhook — its URL, the signing secret (shown once, when
 /// set or rotated), a test event, and the delivery log with each attempt and a redeliver button.
 struct PortalWebhookPages {
-    let portal: OrganisationPortal
+    let portal: PortalSite
 
     private var endpoints: WebhookEndpoints { portal.components.webhooks }
 

@@ -1,0 +1,152 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import Hummingbird
+
+/// One of the two web portals: `/portal` for organisations (`.thirdParty`), `/me` for
+/// individuals. Sign-in and sign-out, the signed-in group of pages behind `WebSessionMiddleware`,
+/// and how a page is rendered and a form handled; the pages themselves are in `Portal*Pages`
+/// (organisations) and `Me*Pages` (individuals).
+///
+/// Every page calls the same logic-tier services as the API, and reads its forms into the API's
+/// own body types, so a form is validated exactly as the API validates the same request and
+/// shows the API's problem messages.
+struct PortalSite {
+    let surface: Surface
+    let pages: PortalPages
+    let components: Components
+    let maxBodyBytes: Int
+
+    var base: String { WebSession.path(surface) }
+
+    /// Sign-in, sign-out, and the signed-in group the pages are added to.
+    func addSignIn(to router: some RouterMethods<AppRequestContext>) -> RouterGroup<AppRequestContext> {
+        router.get(RouterPath("\(base.dropFirst())/login")) { request, _ in
+            pages.anonymousPage("portal-login", title: "Sign in", request: request, values: site)
+        }
+        router.post(RouterPath("\(base.dropFirst())/login")) { request, context in
+            var request = request
+            let form = try await PortalForm(&request, limit: maxBodyBytes)
+            try PortalPages.checkAnonymousCSRF(form, request)
+            do {
+                let (email, password) = try form.decode(LoginBody.self).validated()
+                return signedIn(try await components.sessions.login(on: surface, email: email, password: password), request: request)
+            } catch {
+                let (values, status) = PortalPages.errorValues(error, logger: context.logger)
+                return pages.anonymousPage("portal-login", title: "Sign in", request: request,
+                                           values: values.merging(site) { $1 }.merging(["email": form["email"] ?? ""]) { $1 }, status: status)
+            }
+        }
+        let group = router.group(RouterPath(String(base.dropFirst())))
+            .add(middleware: WebSessionMiddleware(authenticator: components.authenticator, surface: surface, maxBodyBytes: maxBodyBytes))
+        group.post("logout") { request, context in
+            try await components.sessions.logout(try context.signedIn())
+            return PortalForm.redirect(to: "\(base)/login", clearing: WebSession.clearedSessionCookie(surface, request: request))
+        }
+        return group
+    }
+
+    /// Sets the session cookie and goes to the portal's first page.
+    func signedIn(_ issued: IssuedToken, request: Request) -> Response {
+        PortalForm.redirect(to: base, setting: WebSession.sessionCookie(surface, token: issued.token, expires: issued.record.expiresAt, request: request))
+    }
+
+    /// What the shared header needs: the portal's name, its links, where to sign in.
+    var site: [String: Any] {
+        let links: [(String, String)] = surface == .thirdParty
+            ? [("", "Overview"), ("/keys", "API keys"), ("/requests", "Access requests"), ("/aggregates", "Aggregates"), ("/webhook", "Webhook")]
+            : [("", "Requests"), ("/access-log", "Access log"), ("/health", "My data"), ("/sos", "AutomatedSOS")]
+        return [
+            "base": base,
+            "brand": surface == .thirdParty ? "Data4Help for organisations" : "Data4Help — my data",
+            "nav": links.map { ["href": base + $0.0, "label": $0.1] },
+            "signUp": surface == .thirdParty,
+        ]
+    }
+
+    /// A signed-in page: the account's name in the header, the session's form token in every form.
+    func page(
+        _ template: String, title: String, _ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok
+    ) async throws -> Response {
+        let principal = try context.signedIn()
+        let name = surface == .thirdParty
+            ? try await components.thirdParties.profile(of: principal).name
+            : try await components.individuals.profile(of: principal).fullName
+        return pages.page(template, title: title, csrf: context.csrfToken ?? "", values: values.merging(site) { $1 }.merging(["account": name]) { $1 }, status: status)
+    }
+
+    /// Runs a form's action; an error re-renders the page (`rerender`) with the problem shown.
+    func submit(
+        _ request: Request, _ context: AppRequestContext, rerender: ([String: Any], HTTPResponse.Status) async throws -> Response,
+        _ action: (PortalForm) async throws -> Response
+    ) async throws -> Response {
+        var request = request
+        let form = try await PortalForm(&request, limit: maxBodyBytes)
+        do {
+            return try await action(form)
+        } catch {
+            let (values, status) = PortalPages.errorValues(error, logger: context.logger)
+            return try await rerender(values, status)
+        }
+    }
+}
+
+/// `/portal`: the organisations' portal — sign up as well as in, then keys, requests,
+/// aggregates and the webhook.
+struct OrganisationPortal {
+    let site: PortalSite
+
+    func addRoutes(to router: some RouterMethods<AppRequestContext>) {
+        router.get("portal/signup") { request, _ in
+            site.pages.anonymousPage("portal-signup", title: "Sign up", request: request, values: site.site)
+        }
+        router.post("portal/signup") { request, context in
+            var request = request
+            let form = try await PortalForm(&request, limit: site.maxBodyBytes)
+            try PortalPages.checkAnonymousCSRF(form, request)
+            do {
+                let record = try await site.components.thirdParties.register(try form.decode(ThirdPartyRegistrationBody.self).validated())
+                return site.signedIn(try await site.components.sessions.issue(for: .thirdParty(record.id)), request: request)
+            } catch {
+                let (values, status) = PortalPages.errorValues(error, logger: context.logger)
+                return site.pages.anonymousPage("portal-signup", title: "Sign up", request: request,
+                                                values: values.merging(site.site) { $1 }.merging(["name": form["name"] ?? "", "email": form["email"] ?? ""]) { $1 },
+                                                status: status)
+            }
+        }
+        let portal = site.addSignIn(to: router)
+        portal.get { _, context in
+            try await site.page("portal-home", title: "Overview", context)
+        }
+        PortalKeyPages(portal: site).addRoutes(to: portal)
+        PortalRequestPages(portal: site).addRoutes(to: portal)
+        PortalAggregatePages(portal: site).addRoutes(to: portal)
+        PortalWebhookPages(portal: site).addRoutes(to: portal)
+    }
+}
+
+extension AppRequestContext {
+    /// The principal `WebSessionMiddleware` signed in.
+    func signedIn() throws -> Principal {
+        guard let principal else { throw AuthenticationError.missingCredentials }
+        return principal
+    }
+}
+
+extension LoginBody {
+    /// The email and password, both required (checked by the credentials, not by shape).
+    func validated() throws(Problem) -> (email: String, password: String) {
+        var fields = FieldValidator()
+        let email = fields.required("email", email) { (raw: String) throws(InvalidValue) in raw }
+        let password = fields.required("password", password) { (raw: String) throws(InvalidValue) in raw }
+        try fields.finish()
+        return (email!, password!)
+    }
+}
+
+extension PortalPages {
+    /// A time as pages show it: UTC, to the second.
+    static func shown(_ date: Date) -> String {
+        date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day().dateTimeSeparator(.space).time(includingFractionalSeconds: false)) + " UTC"
+    }
+}
