@@ -40,6 +40,11 @@ struct PortalBrowser {
     }
 
     static func html(_ reply: APIClient.Reply) -> String { String(decoding: reply.data, as: UTF8.self) }
+
+    /// The problems a page shows (its alert and each field's message), for failure messages.
+    static func problems(_ reply: APIClient.Reply) -> [String] {
+        html(reply).matches(of: /(field-error|problem)"[^>]*>([^<]+)/).map { String($0.2) }
+    }
 }
 
 @Suite("Organisations' portal: sessions, CSRF, API keys")
@@ -192,8 +197,7 @@ struct OrganisationPortalRequestTests {
             let filed = try await acme.send(.post, "/portal/requests", form: [
                 ("csrf", csrf), ("fiscalCode", fiscalCode), ("types", "heartRate"), ("types", "stepCount"), ("dataFrom", "2026-01-01"), ("purpose", "Cardio study"),
             ])
-            let problems = PortalBrowser.html(filed).matches(of: /(field-error|problem)"[^>]*>([^<]+)/).map { String($0.2) }
-            #expect(filed.status == .seeOther, "\(problems)")
+            #expect(filed.status == .seeOther, "\(PortalBrowser.problems(filed))")
             let location = try #require(filed.headers[.location])
             let pending = PortalBrowser.html(try await acme.send(.get, location))
             #expect(pending.contains(#"id="status">pending<"#) && pending.contains("heartRate stepCount") && pending.contains("2026-01-01T00:00:00"))

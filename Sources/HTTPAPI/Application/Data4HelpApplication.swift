@@ -175,6 +175,10 @@ func buildRouter(
     PageController(library: pages, runs: components.runEvents).addRoutes(to: router)
     OrganisationPortal(site: PortalSite(surface: .thirdParty, pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes))
         .addRoutes(to: router)
+    IndividualPortal(site: PortalSite(
+        surface: .individual, pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes,
+        allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks
+    )).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 
     // /api/users — individuals.

@@ -16,6 +16,8 @@ struct PortalSite {
     let pages: PortalPages
     let components: Components
     let maxBodyBytes: Int
+    /// Webhook URLs (SOS contacts) may point into private networks (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`).
+    var allowPrivateWebhooks = false
 
     var base: String { WebSession.path(surface) }
 

@@ -26,21 +26,8 @@ struct UserRequestController {
         group.put("requests/{requestId}") { request, context in
             let id = try AccessScopeFields.requestId(context.parameters)
             let form = try await body.decode(DecisionForm.self, from: request, context: context)
-            var fields = FieldValidator()
-            let accept = fields.required("decision", form.decision) { (raw: String) throws(InvalidValue) -> Bool in
-                switch raw {
-                case "accept": return true
-                case "deny": return false
-                default: throw InvalidValue("must be accept or deny")
-                }
-            }
-            var narrowing = AccessScopeNarrowing()
-            narrowing.kinds = fields.optional("types", form.types, AccessScopeFields.kinds)
-            narrowing.dataFrom = fields.optional("dataFrom", form.dataFrom, AccessScopeFields.instant)
-            narrowing.dataTo = fields.optional("dataTo", form.dataTo, AccessScopeFields.instant)
-            narrowing.accessUntil = fields.optional("accessUntil", form.accessUntil, AccessScopeFields.instant)
-            try fields.finish()
-            let decided = try await requests.decide(context.principal, id: id, accept: accept!, narrowing: narrowing)
+            let (accept, narrowing) = try form.validated()
+            let decided = try await requests.decide(context.principal, id: id, accept: accept, narrowing: narrowing)
             return AccessRequestBody(decided, for: .individual)
         }
         group.post("requests/{requestId}/revoke") { _, context in
@@ -80,6 +67,27 @@ struct DecisionForm: Decodable {
     var dataFrom: String?
     var dataTo: String?
     var accessUntil: String?
+}
+
+extension DecisionForm {
+    /// Accept or deny, and what an acceptance narrows (every bad field named at once).
+    func validated() throws(Problem) -> (accept: Bool, narrowing: AccessScopeNarrowing) {
+        var fields = FieldValidator()
+        let accept = fields.required("decision", decision) { (raw: String) throws(InvalidValue) -> Bool in
+            switch raw {
+            case "accept": return true
+            case "deny": return false
+            default: throw InvalidValue("must be accept or deny")
+            }
+        }
+        var narrowing = AccessScopeNarrowing()
+        narrowing.kinds = fields.optional("types", types, AccessScopeFields.kinds)
+        narrowing.dataFrom = fields.optional("dataFrom", dataFrom, AccessScopeFields.instant)
+        narrowing.dataTo = fields.optional("dataTo", dataTo, AccessScopeFields.instant)
+        narrowing.accessUntil = fields.optional("accessUntil", accessUntil, AccessScopeFields.instant)
+        try fields.finish()
+        return (accept!, narrowing)
+    }
 }
 
 struct BlockForm: Decodable {

@@ -1,0 +1,221 @@
+import AccessManager
+import DatabaseLink
+import Foundation
+import HealthSharing
+import Hummingbird
+import SOSManager
+
+/// `/me`: an individual's pages for when they are not on their phone — requests to decide
+/// (accept, narrowing what is shared, or deny; block an organisation), grants to revoke, the
+/// access log, a chart of their own heart rate and steps, AutomatedSOS settings and incidents.
+struct IndividualPortal {
+    let site: PortalSite
+
+    private var requests: AccessRequestService { site.components.accessRequests }
+
+    func addRoutes(to router: some RouterMethods<AppRequestContext>) {
+        let me = site.addSignIn(to: router)
+        me.get { _, context in
+            try await requestsPage(context)
+        }
+        me.post("requests/{requestId}/decision") { request, context in
+            try await site.submit(request, context, rerender: { values, status in try await requestsPage(context, values: values, status: status) }) { form in
+                let id = try AccessScopeFields.requestId(context.parameters)
+                let types = form.values("types")
+                let (accept, narrowing) = try DecisionForm(
+                    decision: form["decision"], types: form["decision"] == "accept" && !types.isEmpty ? types : nil,
+                    dataFrom: PortalRequestPages.instant(form["dataFrom"], endOfDay: false), dataTo: PortalRequestPages.instant(form["dataTo"], endOfDay: true),
+                    accessUntil: PortalRequestPages.instant(form["accessUntil"], endOfDay: true)
+                ).validated()
+                _ = try await requests.decide(try context.signedIn(), id: id, accept: accept, narrowing: narrowing)
+                return PortalForm.redirect(to: "/me")
+            }
+        }
+        me.post("requests/{requestId}/revoke") { request, context in
+            try await site.submit(request, context, rerender: { values, status in try await requestsPage(context, values: values, status: status) }) { _ in
+                _ = try await requests.revoke(try context.signedIn(), id: try AccessScopeFields.requestId(context.parameters))
+                return PortalForm.redirect(to: "/me")
+            }
+        }
+        me.post("blocked/{organisationId}") { request, context in
+            try await site.submit(request, context, rerender: { values, status in try await requestsPage(context, values: values, status: status) }) { _ in
+                guard let organisation = context.parameters.get("organisationId", as: UUID.self) else { throw AccessRequestError.notFound }
+                try await requests.block(try context.signedIn(), organisation: organisation)
+                return PortalForm.redirect(to: "/me")
+            }
+        }
+        me.post("blocked/{organisationId}/unblock") { request, context in
+            try await site.submit(request, context, rerender: { values, status in try await requestsPage(context, values: values, status: status) }) { _ in
+                guard let organisation = context.parameters.get("organisationId", as: UUID.self) else { throw AccessRequestError.notFound }
+                try await requests.unblock(try context.signedIn(), organisation: organisation)
+                return PortalForm.redirect(to: "/me")
+            }
+        }
+        me.get("access-log") { _, context in
+            let entries = try await site.components.accessLog.entries(for: try context.signedIn(), beforeId: nil, limit: 200)
+            return try await site.page("me-access-log", title: "Access log", context, values: [
+                "entries": PortalPages.values(of: entries.map(DisclosureBody.init)), "hasEntries": !entries.isEmpty,
+            ])
+        }
+        MeHealthPage(site: site).addRoutes(to: me)
+        MeSOSPages(site: site).addRoutes(to: me)
+    }
+
+    private func requestsPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
+        let principal = try context.signedIn()
+        let all = try await requests.requests(for: principal, status: nil, beforeId: nil, limit: 200)
+        func shown(_ request: AccessRequest) -> Any { PortalPages.values(of: AccessRequestBody(request, for: .individual)) }
+        let pending = all.filter { $0.record.status == AccessStatus.pending.rawValue }
+        let granted = all.filter { $0.record.status == AccessStatus.granted.rawValue }
+        let closed = all.filter { $0.record.status != AccessStatus.pending.rawValue && $0.record.status != AccessStatus.granted.rawValue }
+        let blocked = try await requests.blocked(by: principal)
+        var page = values
+        page["pending"] = pending.map { request -> Any in
+            var shownRequest = shown(request) as? [String: Any] ?? [:]
+            shownRequest["kinds"] = request.asked.kinds.map { ["name": $0.wireName] }
+            return shownRequest
+        }
+        page["hasPending"] = !pending.isEmpty
+        page["granted"] = granted.map(shown)
+        page["hasGranted"] = !granted.isEmpty
+        page["closed"] = closed.map(shown)
+        page["hasClosed"] = !closed.isEmpty
+        page["blocked"] = blocked.map { ["id": $0.organisation.wireString, "name": $0.name, "since": PortalPages.shown($0.since)] }
+        page["hasBlocked"] = !blocked.isEmpty
+        return try await site.page("me-requests", title: "Requests for my data", context, values: page, status: status)
+    }
+}
+
+/// `/me/health`: my heart rate (mean) and steps (total) over the last day, by hour, or the last
+/// week, by day — from the same summaries as `GET /api/users/data/summary`.
+struct MeHealthPage {
+    let site: PortalSite
+
+    func addRoutes(to group: some RouterMethods<AppRequestContext>) {
+        group.get("health") { request, context in
+            let week = request.uri.queryParameters["period"] == "week"
+            let bucket: SummaryBucket = week ? .day : .hour
+            let to = Date(), from = to.addingTimeInterval(week ? -7 * 86_400 : -86_400)
+            let principal = try context.signedIn()
+            var charts: [[String: Any]] = []
+            for (type, statistic, title) in [(SampleType.heartRate, "mean", "Heart rate (mean)"), (.stepCount, "sum", "Steps (total)")] {
+                let body = SummaryBody(try await site.components.ownData.summary(of: principal, type: type, bucket: bucket, from: from, to: to))
+                let bars = body.items.map { item in
+                    AggregateChart.Bar(label: Self.label(item.start, week: week), value: statistic == "sum" ? (item.sum ?? item.mean * Double(item.count)) : item.mean)
+                }
+                charts.append(["title": title, "svg": AggregateChart.svg(bars, title: "\(title), \(week ? "last 7 days" : "last 24 hours")", unit: body.unit), "empty": bars.isEmpty])
+            }
+            return try await site.page("me-health", title: "My data", context, values: ["charts": charts, "week": week])
+        }
+    }
+
+    /// `HH:00` for an hour, `MM-DD` for a day (the bucket starts are in the individual's time zone).
+    private static func label(_ start: String, week: Bool) -> String {
+        let parts = start.split(separator: "T")
+        guard parts.count == 2 else { return start }
+        return week ? String(parts[0].dropFirst(5)) : String(parts[1].prefix(5))
+    }
+}
+
+/// `/me/sos`: AutomatedSOS settings (the API's validation) and incidents, with cancel.
+struct MeSOSPages {
+    let site: PortalSite
+
+    private var settings: SOSSettingsService { site.components.sosSettings }
+
+    func addRoutes(to group: some RouterMethods<AppRequestContext>) {
+        group.get("sos") { _, context in
+            try await page(context)
+        }
+        group.post("sos") { request, context in
+            var typed: [String: Any] = [:]
+            return try await site.submit(request, context, rerender: { values, status in
+                try await page(context, values: values.merging(typed) { $1 }, status: status)
+            }) { form in
+                let settingsForm = try Self.form(form)
+                typed = ["typed": PortalPages.values(of: SOSSettingsEcho(settingsForm))]
+                _ = try await settings.replace(try settingsForm.settings(allowPrivateNetworks: site.allowPrivateWebhooks), for: try context.signedIn())
+                return PortalForm.redirect(to: "/me/sos")
+            }
+        }
+        group.post("sos/incidents/{incidentId}/cancel") { request, context in
+            try await site.submit(request, context, rerender: { values, status in try await page(context, values: values, status: status) }) { _ in
+                _ = try await site.components.sosIncidents.cancel(try SOSIncidentController.incidentId(context), by: try context.signedIn())
+                return PortalForm.redirect(to: "/me/sos")
+            }
+        }
+    }
+
+    private func page(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
+        let principal = try context.signedIn()
+        let (current, updatedAt) = try await settings.settings(of: principal)
+        let incidents = try await site.components.sosIncidents.incidents(of: principal, before: nil, limit: 50)
+        var shown = PortalPages.values(of: SOSSettingsBody(current, updatedAt: updatedAt)) as? [String: Any] ?? [:]
+        if let typed = values["typed"] as? [String: Any] { shown.merge(typed) { $1 } }   // what was typed, beside its problems
+        var contacts = shown["contacts"] as? [[String: Any]] ?? []
+        while contacts.count < SOSSettings.maximumContacts { contacts.append([:]) }
+        let errors = values["errors"] as? [String: String] ?? [:]
+        shown["contacts"] = contacts.enumerated().map { index, contact in
+            // A contact's problems are named `contacts[i].phone`: shown beside its row.
+            let own = errors.filter { $0.key.hasPrefix("contacts[\(index)].") }.sorted { $0.key < $1.key }
+                .map { "\($0.key.split(separator: ".").last ?? ""): \($0.value)" }
+            var row = contact.merging(["index": index]) { $1 }
+            if !own.isEmpty { row["contactError"] = own.joined(separator: "; ") }
+            return row
+        }
+        var all = values
+        all["settings"] = shown
+        all["incidents"] = PortalPages.values(of: incidents.map(SOSIncidentBody.init))
+        all["hasIncidents"] = !incidents.isEmpty
+        return try await site.page("me-sos", title: "AutomatedSOS", context, values: all, status: status)
+    }
+
+    /// The form as the API's settings body: contacts are numbered rows, an empty row left out.
+    static func form(_ form: PortalForm) throws -> SOSSettingsForm {
+        func number(_ name: String) throws -> Double? {
+            guard let raw = form[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
+            guard let value = Double(raw) else { throw Problem.invalidField(name, "must be a number") }
+            return value
+        }
+        var contacts: [SOSSettingsForm.Contact] = []
+        for index in 0..<SOSSettings.maximumContacts {
+            func field(_ name: String) -> String? { form["contacts[\(index)].\(name)"].flatMap { $0.trimmingCharacters(in: .whitespaces).nonEmpty } }
+            guard field("name") != nil || field("phone") != nil || field("email") != nil else { continue }
+            contacts.append(.init(name: field("name"), phone: field("phone"), email: field("email"), webhookUrl: nil))
+        }
+        return SOSSettingsForm(
+            enabled: form["enabled"] != nil, minHeartRate: try number("minHeartRate"), maxHeartRate: try number("maxHeartRate"),
+            minOxygenSaturation: try number("minOxygenSaturation"), consecutiveReadings: try number("consecutiveReadings").map { Int($0) },
+            cancelWindowSeconds: try number("cancelWindowSeconds").map { Int($0) }, contacts: contacts, medicalNotes: form["medicalNotes"]
+        )
+    }
+}
+
+/// The settings form as typed, for showing it again beside its problems.
+private struct SOSSettingsEcho: Encodable {
+    struct Contact: Encodable {
+        let name: String?
+        let phone: String?
+        let email: String?
+    }
+
+    let enabled: Bool?
+    let minHeartRate: Double?
+    let maxHeartRate: Double?
+    let minOxygenSaturation: Double?
+    let consecutiveReadings: Int?
+    let cancelWindowSeconds: Int?
+    let medicalNotes: String?
+    let contacts: [Contact]
+
+    init(_ form: SOSSettingsForm) {
+        enabled = form.enabled
+        minHeartRate = form.minHeartRate
+        maxHeartRate = form.maxHeartRate
+        minOxygenSaturation = form.minOxygenSaturation
+        consecutiveReadings = form.consecutiveReadings
+        cancelWindowSeconds = form.cancelWindowSeconds
+        medicalNotes = form.medicalNotes
+        contacts = (form.contacts ?? []).map { Contact(name: $0.name, phone: $0.phone, email: $0.email) }
+    }
+}
