@@ -100,7 +100,7 @@ final class DevToolsSession: @unchecked Sendable {
 
     /// Evaluates a JavaScript expression in the page and returns its value (JSON-compatible).
     func evaluate(_ expression: String) async throws -> Any? {
-        let result = try await call("Runtime.evaluate", ["expression": expression, "returnByValue": true])
+        let result = try await call("Runtime.evaluate", ["expression": expression, "returnByValue": true, "awaitPromise": true])
         return (result["result"] as? [String: Any])?["value"]
     }
 
@@ -108,7 +108,8 @@ final class DevToolsSession: @unchecked Sendable {
     func wait(for expression: String, timeout: Duration = .seconds(20), until condition: (Any?) -> Bool) async throws -> Any? {
         let deadline = ContinuousClock.now + timeout
         while true {
-            let value = try await evaluate(expression)
+            // While a page is being replaced there is no context to evaluate in: try again.
+            let value = try? await evaluate(expression)
             if condition(value) { return value }
             guard ContinuousClock.now < deadline else { throw HeadlessChromium.BrowserError("timed out waiting for \(expression); last value \(String(describing: value))") }
             try await Task.sleep(for: .milliseconds(100))

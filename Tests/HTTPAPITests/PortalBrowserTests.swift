@@ -1,0 +1,135 @@
+import DatabaseLink
+import DatabaseTestSupport
+import Foundation
+import HTTPAPI
+import HTTPTypes
+import HummingbirdTesting
+import Synchronization
+import Testing
+
+/// The portals in a real browser (headless Chromium over the DevTools protocol): an
+/// organisation and an individual, each in a browser of their own, go through the whole flow
+/// with the page's own forms; the assertions are on the DOM.
+@Suite("The portals in a real browser (headless Chromium)")
+struct PortalBrowserTests {
+    /// A JavaScript string literal.
+    static func js(_ text: String) -> String {
+        String(decoding: try! JSONSerialization.data(withJSONObject: [text], options: [.fragmentsAllowed]), as: UTF8.self).dropFirst().dropLast().description
+    }
+
+    /// Fills the form whose action is `action` (text fields by name, checkboxes by `name=value`)
+    /// and submits it with its button `button` (or the first).
+    static func submit(_ session: DevToolsSession, _ action: String, fields: [(String, String)] = [], ticks: [(String, String)] = [], button: String? = nil) async throws {
+        var script = "(() => { const f = document.querySelector('form[action=\(js(action))]'); if (!f) return false;"
+        for (name, value) in fields { script += " f.elements[\(js(name))].value = \(js(value));" }
+        for (name, value) in ticks { script += " f.querySelector('input[name=' + \(js(name)) + '][value=' + \(js(value)) + ']').checked = true;" }
+        script += button.map { " f.requestSubmit(f.querySelector(\(js($0))));" } ?? " f.requestSubmit();"
+        script += " return true; })()"
+        let done = try await session.evaluate(script) as? Bool
+        #expect(done == true, "no form \(action)")
+    }
+
+    static func go(_ session: DevToolsSession, _ path: String) async throws {
+        _ = try await session.evaluate("location.href = \(js(path)); true")
+    }
+
+    /// Waits until a page whose path starts with `path` shows `selector` with text `matching`,
+    /// and answers the text.
+    @discardableResult
+    static func text(_ session: DevToolsSession, at path: String, of selector: String, matching: @escaping (String) -> Bool = { _ in true }) async throws -> String {
+        let expression = "location.pathname.startsWith(\(js(path))) && document.readyState === 'complete' && document.querySelector(\(js(selector))) ? document.querySelector(\(js(selector))).textContent.trim() : null"
+        return try await session.wait(for: expression) { ($0 as? String).map(matching) ?? false } as? String ?? ""
+    }
+
+    static func count(_ session: DevToolsSession, _ selector: String) async throws -> Int {
+        try await session.evaluate("document.querySelectorAll(\(js(selector))).length") as? Int ?? -1
+    }
+
+    @Test(.timeLimit(.minutes(3))) func signUpKeyRequestAcceptDataAndAnAggregateChart() async throws {
+        let database = try await TestPostgres.shared.migratedDatabase()
+        try await TestServer.run(database: database, configure: { $0.aggregateMinimumGroup = 5 }) { api in
+            let seeding = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+            try await seeding.whileRunning { try await PopulationSeeder(database: seeding).seed(individuals: 200, days: 10, tag: "browser") }
+            let (person, account) = try await api.individualSession()
+            _ = try await api.send(.post, "/api/users/data", token: person, json: ["items": [["type": "heartRate", "value": 71, "unit": "bpm", "start": "2026-11-20T10:00:00Z"] as JSONObject]])
+            let base = "http://127.0.0.1:\(try #require(api.client.port))"
+            let fiscalCode = try #require(account["fiscalCode"] as? String), email = try #require(account["email"] as? String)
+            let organisation = try await HeadlessChromium(), individual = try await HeadlessChromium()
+            defer { organisation.stop(); individual.stop() }
+            let found = Mutex<(request: String, key: String)>(("", ""))
+
+            // The organisation signs up, creates a key and asks for the individual's heart rate.
+            try await organisation.withPage("\(base)/portal/signup") { session in
+                try await Self.text(session, at: "/portal/signup", of: "h1")
+                try await Self.submit(session, "/portal/signup", fields: [
+                    ("name", "Cardio Lab"), ("email", "lab-\(UUID().uuidString.prefix(6).lowercased())@cardio.example"), ("password", "correct horse battery staple"),
+                ])
+                try await Self.text(session, at: "/portal", of: "header form span") { $0 == "Cardio Lab" }
+                try await Self.go(session, "/portal/keys")
+                try await Self.text(session, at: "/portal/keys", of: "h1")
+                try await Self.submit(session, "/portal/keys", fields: [("name", "Nightly import")])
+                let key = try await Self.text(session, at: "/portal/keys", of: "#new-key") { $0.hasPrefix("d4hk_") }
+                #expect(try await session.evaluate("document.querySelector('#keys tbody tr td').textContent") as? String == "Nightly import")
+
+                // A POST from a script of this very page, with the session cookie but without the form token: refused.
+                let status = try await session.evaluate("fetch('/portal/keys', {method: 'POST', body: new URLSearchParams({name: 'sneaky'})}).then(r => r.status)") as? Int
+                #expect(status == 403)
+
+                try await Self.go(session, "/portal/requests")
+                try await Self.text(session, at: "/portal/requests", of: "h1")
+                try await Self.submit(session, "/portal/requests", fields: [("fiscalCode", fiscalCode), ("purpose", "Resting heart rate study")], ticks: [("types", "heartRate")])
+                try await Self.text(session, at: "/portal/requests/", of: "#status") { $0 == "pending" }
+                let path = try await session.evaluate("location.pathname") as? String ?? ""
+                found.withLock { $0 = (String(path.split(separator: "/").last ?? ""), key) }
+            }
+            let (request, key) = found.withLock { $0 }
+
+            // The individual, in a browser of their own, signs in and accepts.
+            try await individual.withPage("\(base)/me/login") { session in
+                try await Self.text(session, at: "/me/login", of: "h1")
+                try await Self.submit(session, "/me/login", fields: [("email", email), ("password", Fixtures.password)])
+                try await Self.text(session, at: "/me", of: "form[data-request=\(Self.js(request))] h3") { $0 == "Cardio Lab" }
+                try await Self.submit(session, "/me/requests/\(request)/decision", button: "button[value=accept]")
+                try await Self.text(session, at: "/me", of: "#granted tbody tr td") { $0 == "Cardio Lab" }
+                // This browser has no organisation's session: the portal sends it to sign in.
+                try await Self.go(session, "/portal/keys")
+                try await Self.text(session, at: "/portal/login", of: "h1") { $0 == "Sign in" }
+            }
+
+            // Back in the organisation's browser: granted, and the data is on the page.
+            try await organisation.withPage("\(base)/portal/requests/\(request)") { session in
+                try await Self.text(session, at: "/portal/requests/", of: "#status") { $0 == "granted" }
+                try await Self.text(session, at: "/portal/requests/", of: "#samples tbody tr td:nth-child(2)") { $0.hasPrefix("71") }
+                #expect(try await Self.count(session, "#samples tbody tr") == 1)
+
+                // An aggregate: the answer's table and chart, one bar and one error bar per group.
+                try await Self.go(session, "/portal/aggregates")
+                try await Self.text(session, at: "/portal/aggregates", of: "#budget")
+                let to = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: .withFullDate)
+                let from = ISO8601DateFormatter.string(from: Date().addingTimeInterval(-8 * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
+                _ = try await session.evaluate("""
+                    (() => { const f = document.querySelector('form[action="/portal/aggregates"]');
+                      f.elements.type.value = 'stepCount'; f.elements.statistic.value = 'mean'; f.elements.groupBy.value = 'sex'; return true })()
+                    """)
+                try await Self.submit(session, "/portal/aggregates", fields: [("from", from), ("to", to), ("epsilon", "0.5")])
+                try await Self.text(session, at: "/portal/aggregates", of: "#answer-status") { $0.hasPrefix("Status: answered") }
+                let heading = try await Self.text(session, at: "/portal/aggregates", of: "#query-title")
+                #expect(heading.hasSuffix("by sex"), "\(heading)")
+                let bars = try await Self.count(session, "svg.chart rect.bar")
+                let errorBars = try await Self.count(session, "svg.chart path.error-bar"), rows = try await Self.count(session, "#answer tbody tr")
+                #expect(bars >= 1 && errorBars == bars && rows == bars, "\(bars) bars, \(errorBars) error bars, \(rows) rows")
+                let screenshot = try await session.call("Page.captureScreenshot", ["format": "png"])
+                if let data = (screenshot["data"] as? String).flatMap({ Data(base64Encoded: $0) }) {
+                    try? data.write(to: FileManager.default.temporaryDirectory.appendingPathComponent("data4help-portal-aggregate.png"))
+                }
+                // This browser has no individual's session: /me sends it to sign in.
+                try await Self.go(session, "/me")
+                try await Self.text(session, at: "/me/login", of: "h1") { $0 == "Sign in" }
+            }
+
+            // The key made in the browser works on the API, on the granted data.
+            let pulled = try await api.send(.get, "/api/thirdparties/requests/\(request)/data", token: key)
+            #expect(pulled.status == .ok && pulled.items.count == 1)
+        }
+    }
+}
