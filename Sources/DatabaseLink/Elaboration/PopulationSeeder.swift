@@ -17,16 +17,17 @@ package struct PopulationSeeder: Sendable {
     }
 
     /// Adds `individuals` people in batches of `batch`, calling `progress` with the number done.
-    /// `tag` keeps repeated seedings apart (emails and fiscal codes are unique).
+    /// `tag` keeps repeated seedings apart (emails and fiscal codes are unique); `startingAt`
+    /// continues a tag's numbering, to add people to an earlier seeding of it.
     package func seed(
-        individuals: Int, days: Int, tag: String = "seed", batch: Int = 500, randomSeed: Double = 0.42,
+        individuals: Int, days: Int, tag: String = "seed", startingAt: Int = 0, batch: Int = 500, randomSeed: Double = 0.42,
         progress: (Int) -> Void = { _ in }
     ) async throws {
         let today = Date()
         var done = 0
         while done < individuals {
             let count = min(batch, individuals - done)
-            let first = done
+            let first = startingAt + done
             try await database.withTransaction { connection in
                 let logger = database.logger
                 _ = try await connection.query("SELECT setseed(\(randomSeed * Double(first % 997 + 1) / 998))", logger: logger).collect()

@@ -14,6 +14,8 @@ struct SeedCommand: AsyncParsableCommand {
     @Option(help: "Individuals to add.") var individuals = 10_000
     @Option(help: "Days of history each, ending today.") var days = 365
     @Option(help: "Prefix of the seeded accounts' emails and fiscal codes (seed again with another to add more).") var tag = "seed"
+    @Flag(help: "Instead: demo accounts to sign in with (an organisation, an individual with a week of data and a request waiting) and a population of 3,000 for aggregates.")
+    var demo = false
 
     func validate() throws {
         guard individuals >= 1, (1...3650).contains(days) else { throw ValidationError("--individuals must be ≥ 1 and --days 1…3650") }
@@ -31,6 +33,11 @@ struct SeedCommand: AsyncParsableCommand {
                 let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: logger)
                 try await database.whileRunning {
                     _ = try await Migrator(database: database, migrations: migrations).migrate()
+                    if demo {
+                        try await DemoAccounts(database: database, logger: logger).seed()
+                        print(DemoAccounts.summary(base: "http://localhost:\(configuration.port)"))
+                        return
+                    }
                     let started = ContinuousClock.now
                     let bar = ProgressBar(total: individuals, label: "seeding")
                     try await PopulationSeeder(database: database).seed(individuals: individuals, days: days, tag: tag, progress: bar.update)
