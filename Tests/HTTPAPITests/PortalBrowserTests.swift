@@ -37,8 +37,30 @@ struct PortalBrowserTests {
     /// and answers the text.
     @discardableResult
     static func text(_ session: DevToolsSession, at path: String, of selector: String, matching: @escaping (String) -> Bool = { _ in true }) async throws -> String {
-        let expression = "location.pathname.startsWith(\(js(path))) && document.readyState === 'complete' && document.querySelector(\(js(selector))) ? document.querySelector(\(js(selector))).textContent.trim() : null"
+        let expression = "(location.pathname + location.search).startsWith(\(js(path))) && document.readyState === 'complete' && document.querySelector(\(js(selector))) ? document.querySelector(\(js(selector))).textContent.trim() : null"
         return try await session.wait(for: expression) { ($0 as? String).map(matching) ?? false } as? String ?? ""
+    }
+
+    /// Opens each page at a phone's width and checks it: one `h1`, a label (or `aria-label`) for
+    /// every visible input, and nothing wider than the screen.
+    static func checkPhoneWidthAndLabels(_ session: DevToolsSession, pages: [String]) async throws {
+        _ = try await session.call("Emulation.setDeviceMetricsOverride", ["width": 375, "height": 800, "deviceScaleFactor": 2, "mobile": true])
+        for page in pages {
+            try await go(session, page)
+            try await text(session, at: page, of: "h1")
+            let report = try await session.evaluate("""
+                JSON.stringify({
+                  h1: document.querySelectorAll('h1').length,
+                  unlabelled: [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
+                    .filter(e => e.labels.length === 0 && !e.getAttribute('aria-label')).map(e => e.name || e.id),
+                  width: document.documentElement.scrollWidth
+                })
+                """) as? String ?? ""
+            let parsed = (try? JSONSerialization.jsonObject(with: Data(report.utf8))) as? [String: Any] ?? [:]
+            #expect(parsed["h1"] as? Int == 1, "\(page): \(report)")
+            #expect((parsed["unlabelled"] as? [Any])?.isEmpty == true, "\(page): \(report)")
+            #expect((parsed["width"] as? Int ?? 9_999) <= 375, "\(page): \(report)")
+        }
     }
 
     static func count(_ session: DevToolsSession, _ selector: String) async throws -> Int {
@@ -91,6 +113,7 @@ struct PortalBrowserTests {
                 try await Self.text(session, at: "/me", of: "form[data-request=\(Self.js(request))] h3") { $0 == "Cardio Lab" }
                 try await Self.submit(session, "/me/requests/\(request)/decision", button: "button[value=accept]")
                 try await Self.text(session, at: "/me", of: "#granted tbody tr td") { $0 == "Cardio Lab" }
+                try await Self.checkPhoneWidthAndLabels(session, pages: ["/me", "/me/access-log", "/me/health", "/me/health?period=week", "/me/sos"])
                 // This browser has no organisation's session: the portal sends it to sign in.
                 try await Self.go(session, "/portal/keys")
                 try await Self.text(session, at: "/portal/login", of: "h1") { $0 == "Sign in" }
@@ -122,6 +145,9 @@ struct PortalBrowserTests {
                 if let data = (screenshot["data"] as? String).flatMap({ Data(base64Encoded: $0) }) {
                     try? data.write(to: FileManager.default.temporaryDirectory.appendingPathComponent("data4help-portal-aggregate.png"))
                 }
+                try await Self.checkPhoneWidthAndLabels(session, pages: [
+                    "/portal", "/portal/keys", "/portal/requests", "/portal/requests/\(request)", "/portal/aggregates", "/portal/webhook",
+                ])
                 // This browser has no individual's session: /me sends it to sign in.
                 try await Self.go(session, "/me")
                 try await Self.text(session, at: "/me/login", of: "h1") { $0 == "Sign in" }

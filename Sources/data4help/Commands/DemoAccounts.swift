@@ -13,8 +13,8 @@ struct DemoAccounts {
     static let organisationEmail = "demo-lab@data4help.example"
     static let individualEmail = "demo@data4help.example"
     static let password = "demo password 2026"
-    /// A well-formed codice fiscale (the usual textbook example), used only by the demo.
-    static let fiscalCode = "RSSMRA85T10A562S"
+    /// A well-formed codice fiscale (check character included) for the demo person.
+    static let fiscalCode = "BNCLRA90A41F205I"
     static let populationTag = "demo"
     static let population = 3_000
 
@@ -45,8 +45,8 @@ struct DemoAccounts {
         do {
             person = try await individuals.register(IndividualRegistration(
                 email: try EmailAddress(parsing: Self.individualEmail), password: try Password(parsing: Self.password),
-                fiscalCode: try FiscalCode(parsing: Self.fiscalCode), fullName: try PersonName(parsing: "Mario Rossi"),
-                birthDate: try BirthDate(parsing: "1985-12-10"), sex: try Sex(parsing: "male"), homeArea: try AreaCode(parsing: "IT-MI")
+                fiscalCode: try FiscalCode(parsing: Self.fiscalCode), fullName: try PersonName(parsing: "Laura Bianchi"),
+                birthDate: try BirthDate(parsing: "1990-01-01"), sex: try Sex(parsing: "female"), homeArea: try AreaCode(parsing: "IT-MI")
             ))
         } catch AccountError.alreadyRegistered {
             person = nil
