@@ -35,6 +35,8 @@ build: deps
 	swift build --product data4help
 
 run: build
+	@echo "Data4Help: http://localhost:8080 — organisations' portal /portal, individuals' pages /me, API /api (openapi.yaml)."
+	@echo "Demo accounts: run '.build/debug/data4help seed --demo' in another terminal."
 	.build/debug/data4help serve
 
 ## schemathesis and openapi-spec-validator from PyPI, in a virtualenv under .build/.
