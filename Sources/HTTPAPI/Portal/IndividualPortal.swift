@@ -24,8 +24,8 @@ struct IndividualPortal {
                 let types = form.values("types")
                 let (accept, narrowing) = try DecisionForm(
                     decision: form["decision"], types: form["decision"] == "accept" && !types.isEmpty ? types : nil,
-                    dataFrom: PortalRequestPages.instant(form["dataFrom"], endOfDay: false), dataTo: PortalRequestPages.instant(form["dataTo"], endOfDay: true),
-                    accessUntil: PortalRequestPages.instant(form["accessUntil"], endOfDay: true)
+                    dataFrom: form.instant("dataFrom", endOfDay: false), dataTo: form.instant("dataTo", endOfDay: true),
+                    accessUntil: form.instant("accessUntil", endOfDay: true)
                 ).validated()
                 _ = try await requests.decide(try context.signedIn(), id: id, accept: accept, narrowing: narrowing)
                 return PortalForm.redirect(to: "/me")
@@ -133,7 +133,7 @@ struct MeSOSPages {
                 try await page(context, values: values.merging(typed) { $1 }, status: status)
             }) { form in
                 let settingsForm = try Self.form(form)
-                typed = ["typed": PortalPages.values(of: SOSSettingsEcho(settingsForm))]
+                typed = ["typed": PortalPages.values(of: settingsForm)]
                 _ = try await settings.replace(try settingsForm.settings(allowPrivateNetworks: site.allowPrivateWebhooks), for: try context.signedIn())
                 return PortalForm.redirect(to: "/me/sos")
             }
@@ -188,34 +188,5 @@ struct MeSOSPages {
             minOxygenSaturation: try number("minOxygenSaturation"), consecutiveReadings: try number("consecutiveReadings").map { Int($0) },
             cancelWindowSeconds: try number("cancelWindowSeconds").map { Int($0) }, contacts: contacts, medicalNotes: form["medicalNotes"]
         )
-    }
-}
-
-/// The settings form as typed, for showing it again beside its problems.
-private struct SOSSettingsEcho: Encodable {
-    struct Contact: Encodable {
-        let name: String?
-        let phone: String?
-        let email: String?
-    }
-
-    let enabled: Bool?
-    let minHeartRate: Double?
-    let maxHeartRate: Double?
-    let minOxygenSaturation: Double?
-    let consecutiveReadings: Int?
-    let cancelWindowSeconds: Int?
-    let medicalNotes: String?
-    let contacts: [Contact]
-
-    init(_ form: SOSSettingsForm) {
-        enabled = form.enabled
-        minHeartRate = form.minHeartRate
-        maxHeartRate = form.maxHeartRate
-        minOxygenSaturation = form.minOxygenSaturation
-        consecutiveReadings = form.consecutiveReadings
-        cancelWindowSeconds = form.cancelWindowSeconds
-        medicalNotes = form.medicalNotes
-        contacts = (form.contacts ?? []).map { Contact(name: $0.name, phone: $0.phone, email: $0.email) }
     }
 }

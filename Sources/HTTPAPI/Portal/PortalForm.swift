@@ -36,6 +36,14 @@ struct PortalForm {
         pairs.filter { $0.name == name }.map(\.value)
     }
 
+    /// A date field (`YYYY-MM-DD`, as a browser's date input sends it) as the API's instant: the
+    /// start of that day in UTC, or its end; anything else goes to the API's validation as typed.
+    func instant(_ name: String, endOfDay: Bool) -> String? {
+        guard let text = self[name]?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
+        guard text.wholeMatch(of: /\d{4}-\d{2}-\d{2}/) != nil else { return text }
+        return text + (endOfDay ? "T23:59:59Z" : "T00:00:00Z")
+    }
+
     /// The form as one of the API's body types, so that the portal validates exactly as the API
     /// does (fields the type does not know are ignored; a value of the wrong shape is missing).
     func decode<Value: Decodable>(_ type: Value.Type) throws -> Value {

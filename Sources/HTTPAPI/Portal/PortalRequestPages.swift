@@ -29,8 +29,8 @@ struct PortalRequestPages {
                 ]
                 let filed = try await AccessRequestForm(
                     fiscalCode: form["fiscalCode"], types: types.isEmpty ? nil : types,
-                    dataFrom: Self.instant(form["dataFrom"], endOfDay: false), dataTo: Self.instant(form["dataTo"], endOfDay: true),
-                    accessUntil: Self.instant(form["accessUntil"], endOfDay: true), purpose: form["purpose"], subscribe: form["subscribe"] != nil
+                    dataFrom: form.instant("dataFrom", endOfDay: false), dataTo: form.instant("dataTo", endOfDay: true),
+                    accessUntil: form.instant("accessUntil", endOfDay: true), purpose: form["purpose"], subscribe: form["subscribe"] != nil
                 ).file(by: try context.signedIn(), with: requests)
                 return PortalForm.redirect(to: "/portal/requests/\(filed.record.publicId.wireString)")
             }
@@ -68,13 +68,5 @@ struct PortalRequestPages {
         all["hasRequests"] = !rows.isEmpty
         all["kinds"] = DataKind.allWireNames.map { ["name": $0, "checked": checked[$0] ?? false] }
         return try await portal.page("portal-requests", title: "Access requests", context, values: all, status: status)
-    }
-
-    /// A date field (`YYYY-MM-DD`, as a browser's date input sends it) as the API's instant: the
-    /// start of that day in UTC, or its end; anything else goes to the API's validation as typed.
-    static func instant(_ text: String?, endOfDay: Bool) -> String? {
-        guard let text = text?.trimmingCharacters(in: .whitespaces), !text.isEmpty else { return nil }
-        guard text.wholeMatch(of: /\d{4}-\d{2}-\d{2}/) != nil else { return text }
-        return text + (endOfDay ? "T23:59:59Z" : "T00:00:00Z")
     }
 }

@@ -25,8 +25,9 @@ struct SOSSettingsController {
 }
 
 /// The settings as sent: the whole representation; a field left out takes its default.
-struct SOSSettingsForm: Decodable {
-    struct Contact: Decodable {
+/// (Encodable too: the portal shows a refused form again as it was typed.)
+struct SOSSettingsForm: Codable {
+    struct Contact: Codable {
         var name: String?
         var phone: String?
         var email: String?
