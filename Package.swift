@@ -128,6 +128,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
+            // Page templates are files read from PAGES_DIR at start-up, not compiled in.
+            exclude: ["Pages/Templates"],
             swiftSettings: swiftSettings
         ),
         .executableTarget(

@@ -92,8 +92,9 @@ struct OrganisationPortalTests {
             let keyId = try #require(listed.firstMatch(of: /data-key="([^"]+)"/)).1
             #expect(try await other.send(.post, "/portal/keys/\(keyId)/revoke", form: [("csrf", try PortalBrowser.csrf(otherPage))]).status == .notFound)
 
-            // A form post without the session's token is refused and changes nothing.
-            #expect(try await acme.send(.post, "/portal/keys/\(keyId)/revoke", form: []).status == .forbidden)
+            // A form post without the session's token is refused (a page saying so) and changes nothing.
+            let refused = try await acme.send(.post, "/portal/keys/\(keyId)/revoke", form: [])
+            #expect(refused.status == .forbidden && PortalBrowser.html(refused).contains("This form was not sent from a page of this portal"))
             #expect(try await acme.send(.post, "/portal/keys/\(keyId)/revoke", form: [("csrf", try PortalBrowser.csrf(otherPage))]).status == .forbidden)
             #expect(try await api.send(.get, "/api/thirdparties/me", token: String(key)).status == .ok)
 
@@ -220,7 +221,10 @@ struct OrganisationPortalRequestTests {
             var other = PortalBrowser(api)
             _ = try await OrganisationPortalTests.signUp(&other, name: "Globex")
             #expect(!PortalBrowser.html(try await other.send(.get, "/portal/requests")).contains(fiscalCode))
-            #expect(try await other.send(.get, location).status == .notFound)
+            // A browser is shown a page, not the API's problem+json.
+            let missing = try await other.send(.get, location)
+            #expect(missing.status == .notFound && missing.headers[.contentType]?.hasPrefix("text/html") == true)
+            #expect(PortalBrowser.html(missing).contains("There is no such request."))
         }
     }
 }

@@ -14,7 +14,7 @@ struct IndividualPortal {
     private var requests: AccessRequestService { site.components.accessRequests }
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
-        let me = site.addSignIn(to: router)
+        let me = site.routes(on: router).signedIn
         me.get { _, context in
             try await requestsPage(context)
         }

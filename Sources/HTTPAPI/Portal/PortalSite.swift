@@ -5,7 +5,7 @@ import Hummingbird
 
 /// One of the two web portals: `/portal` for organisations (`.thirdParty`), `/me` for
 /// individuals. Sign-in and sign-out, the signed-in group of pages behind `WebSessionMiddleware`,
-/// and how a page is rendered and a form handled; the pages themselves are in `Portal*Pages`
+/// errors shown as pages (`PortalErrorMiddleware`), and how a page is rendered and a form handled; the pages themselves are in `Portal*Pages`
 /// (organisations) and `Me*Pages` (individuals).
 ///
 /// Every page calls the same logic-tier services as the API, and reads its forms into the API's
@@ -21,12 +21,14 @@ struct PortalSite {
 
     var base: String { WebSession.path(surface) }
 
-    /// Sign-in, sign-out, and the signed-in group the pages are added to.
-    func addSignIn(to router: some RouterMethods<AppRequestContext>) -> RouterGroup<AppRequestContext> {
-        router.get(RouterPath("\(base.dropFirst())/login")) { request, _ in
+    /// The portal's two groups of routes, both showing errors as HTML pages: `open` (sign-in,
+    /// and sign-up where there is one) and `signedIn` (behind the session; sign-out is added here).
+    func routes(on router: some RouterMethods<AppRequestContext>) -> (open: RouterGroup<AppRequestContext>, signedIn: RouterGroup<AppRequestContext>) {
+        let open = router.group(RouterPath(String(base.dropFirst()))).add(middleware: PortalErrorMiddleware(site: self))
+        open.get("login") { request, _ in
             pages.anonymousPage("portal-login", title: "Sign in", request: request, values: site)
         }
-        router.post(RouterPath("\(base.dropFirst())/login")) { request, context in
+        open.post("login") { request, context in
             var request = request
             let form = try await PortalForm(&request, limit: maxBodyBytes)
             try PortalPages.checkAnonymousCSRF(form, request)
@@ -39,13 +41,13 @@ struct PortalSite {
                                            values: values.merging(site) { $1 }.merging(["email": form["email"] ?? ""]) { $1 }, status: status)
             }
         }
-        let group = router.group(RouterPath(String(base.dropFirst())))
+        let session = open.group()
             .add(middleware: WebSessionMiddleware(authenticator: components.authenticator, surface: surface, maxBodyBytes: maxBodyBytes))
-        group.post("logout") { request, context in
+        session.post("logout") { request, context in
             try await components.sessions.logout(try context.signedIn())
             return PortalForm.redirect(to: "\(base)/login", clearing: WebSession.clearedSessionCookie(surface, request: request))
         }
-        return group
+        return (open, session)
     }
 
     /// Sets the session cookie and goes to the portal's first page.
@@ -99,10 +101,11 @@ struct OrganisationPortal {
     let site: PortalSite
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
-        router.get("portal/signup") { request, _ in
+        let (open, portal) = site.routes(on: router)
+        open.get("signup") { request, _ in
             site.pages.anonymousPage("portal-signup", title: "Sign up", request: request, values: site.site)
         }
-        router.post("portal/signup") { request, context in
+        open.post("signup") { request, context in
             var request = request
             let form = try await PortalForm(&request, limit: site.maxBodyBytes)
             try PortalPages.checkAnonymousCSRF(form, request)
@@ -116,7 +119,6 @@ struct OrganisationPortal {
                                                 status: status)
             }
         }
-        let portal = site.addSignIn(to: router)
         portal.get { _, context in
             try await site.page("portal-home", title: "Overview", context)
         }
