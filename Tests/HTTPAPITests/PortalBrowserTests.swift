@@ -151,6 +151,25 @@ struct PortalBrowserTests {
                 // This browser has no individual's session: /me sends it to sign in.
                 try await Self.go(session, "/me")
                 try await Self.text(session, at: "/me/login", of: "h1") { $0 == "Sign in" }
+
+                // Signed out and up again as another organisation: none of Cardio Lab's keys or
+                // requests show, and its request's page is a "no such request" page.
+                try await Self.go(session, "/portal")
+                try await Self.text(session, at: "/portal", of: "header form span") { $0 == "Cardio Lab" }
+                try await Self.submit(session, "/portal/logout")
+                try await Self.text(session, at: "/portal/login", of: "h1") { $0 == "Sign in" }
+                try await Self.go(session, "/portal/signup")
+                try await Self.text(session, at: "/portal/signup", of: "h1")
+                try await Self.submit(session, "/portal/signup", fields: [
+                    ("name", "Other Lab"), ("email", "other-\(UUID().uuidString.prefix(6).lowercased())@lab.example"), ("password", "correct horse battery staple"),
+                ])
+                try await Self.text(session, at: "/portal", of: "header form span") { $0 == "Other Lab" }
+                try await Self.go(session, "/portal/keys")
+                try await Self.text(session, at: "/portal/keys", of: "#main p:last-of-type") { $0 == "No keys yet." }
+                try await Self.go(session, "/portal/requests")
+                try await Self.text(session, at: "/portal/requests", of: "#list-title + p") { $0 == "No requests yet." }
+                try await Self.go(session, "/portal/requests/\(request)")
+                try await Self.text(session, at: "/portal/requests/", of: "#problem") { $0 == "There is no such request." }
             }
 
             // The key made in the browser works on the API, on the granted data.
