@@ -92,6 +92,24 @@ struct RunPositionTests {
                 cursor = page.json["nextCursor"] as? String
             } while cursor != nil
             #expect(times.count == 8 + 4 + 2 + 3 && times == times.sorted())
+
+            // The leader's export has the event, their enrolment and each of their kept positions;
+            // the organiser's has the event only.
+            func export(_ token: String) async throws -> [[String: Any]] {
+                let reply = try await api.send(.get, "/api/users/export", token: token)
+                return String(decoding: reply.data, as: UTF8.self).split(separator: "\n").compactMap {
+                    (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any]
+                }
+            }
+            let mine = try await export(leader)
+            #expect(mine.filter { $0["kind"] as? String == "run" }.map { $0["id"] as? String } == [id])
+            let enrolment = try #require(mine.first { $0["kind"] as? String == "enrolment" })
+            #expect(enrolment["runId"] as? String == id && enrolment["displayName"] as? String == "Leader" && enrolment["finishedAt"] is String)
+            let positions = mine.filter { $0["kind"] as? String == "runPosition" }
+            #expect(positions.count == 8 + 4 + 3 && positions.allSatisfy { $0["runId"] as? String == id && $0["runnerId"] as? String == enrolment["runnerId"] as? String })
+            #expect(mine.last?["kind"] as? String == "end" && mine.last?["runPositions"] as? Int == 15)
+            let organisers = try await export(organiser)
+            #expect(organisers.filter { $0["kind"] as? String == "run" }.count == 1 && !organisers.contains { $0["kind"] as? String == "enrolment" })
         }
     }
 }

@@ -142,6 +142,20 @@ package struct RunPositionStore: Sendable {
         }
     }
 
+    /// An individual's enrolments, oldest first: the event's public id, when they enrolled, and
+    /// their runner's state (for their export).
+    package func enrolments(individualId: Int64) async throws -> [(runId: UUID, enrolledAt: Date, state: RunnerStateRecord)] {
+        try await database.query("""
+            SELECT e.public_id, p.enrolled_at, \(unescaped: RunnerStateRecord.columns)
+            FROM run_participants p JOIN run_events e ON e.id = p.run_id
+            WHERE p.individual_id = \(individualId)
+            ORDER BY p.enrolled_at, p.run_id
+            """).map { row in
+            let cells = row.makeRandomAccess()
+            return (try cells[0].decode(UUID.self), try cells[1].decode(Date.self), try RunnerStateRecord(row: row, from: 2))
+        }
+    }
+
     /// Every runner's state, for a snapshot or the leaderboard.
     package func states(runId: Int64) async throws -> [RunnerStateRecord] {
         try await database.query("""

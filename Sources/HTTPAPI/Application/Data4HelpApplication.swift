@@ -195,7 +195,7 @@ func buildRouter(
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
     UserExportController(
         accounts: components.individuals, ownData: components.ownData, requests: components.accessRequests, accessLog: components.accessLog,
-        sos: components.sosSettings, incidents: components.sosIncidents
+        sos: components.sosSettings, incidents: components.sosIncidents, runs: components.runEvents, runPositions: components.livePositions
     ).addRoutes(to: authenticatedUsers)
     UserRequestController(requests: components.accessRequests, accessLog: components.accessLog, body: body).addRoutes(to: authenticatedUsers)
     WebhookController<IndividualRequestContext>(endpoints: components.webhooks, body: body, prefix: "notifications").addRoutes(to: authenticatedUsers)

@@ -3,6 +3,7 @@ import DatabaseLink
 import Foundation
 import HealthSharing
 import Hummingbird
+import RunEvents
 import SOSManager
 import Logging
 import NIOCore
@@ -12,8 +13,10 @@ import NIOCore
 ///
 /// Lines: one `profile`, my AutomatedSOS settings (`sos`, once set: contacts and medical notes
 /// are mine too), then every `sample` and `location` oldest first, every `request` naming
-/// me (the consents I gave or refused), every `disclosure` of my data, every SOS `incident`, then `end` with the
-/// counts, so a client can tell a complete export from one cut short by a broken connection.
+/// me (the consents I gave or refused), every `disclosure` of my data, every SOS `incident`, every
+/// Track4Run event I organise or run in (`run`), my `enrolment` in each with my runner's state, my
+/// stored positions (`runPosition`), then `end` with the counts, so a client can tell a complete
+/// export from one cut short by a broken connection.
 struct UserExportController {
     let accounts: IndividualAccounts
     let ownData: OwnDataReader
@@ -21,6 +24,8 @@ struct UserExportController {
     let accessLog: AccessLog
     let sos: SOSSettingsService
     let incidents: SOSIncidentService
+    let runs: RunEventService
+    let runPositions: LivePositions
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("export") { _, context in
@@ -36,7 +41,7 @@ struct UserExportController {
                     data.append(UInt8(ascii: "\n"))
                     return ByteBuffer(bytes: data)
                 }
-                var samples = 0, locations = 0
+                var samples = 0, locations = 0, positions = 0
                 do {
                     try await writer.write(line(ExportLine(kind: "profile", record: IndividualProfileBody(profile))))
                     if let updatedAt = sosSettings.updatedAt {
@@ -76,7 +81,29 @@ struct UserExportController {
                         try await writer.write(buffer)
                         before = page.count == 500 ? page.last?.sequence : nil
                     } while before != nil
-                    try await writer.write(line(ExportEnd(samples: samples, locations: locations)))
+                    var beforeRun: Int64?
+                    repeat {
+                        let page = try await runs.events(of: principal, role: nil, before: beforeRun, limit: 500)
+                        var buffer = ByteBuffer()
+                        for event in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "run", record: RunEventBody(event)))) }
+                        try await writer.write(buffer)
+                        beforeRun = page.count == 500 ? page.last?.sequence : nil
+                    } while beforeRun != nil
+                    for enrolment in try await runPositions.enrolments(of: principal) {
+                        try await writer.write(line(ExportLine(kind: "enrolment", record: ExportEnrolmentBody(enrolment))))
+                        var after: (timeMs: Int64, runnerId: UUID)?
+                        repeat {
+                            let page = try await runPositions.replay(of: enrolment.runId, runner: enrolment.state.runnerId, from: nil, to: nil, after: after, limit: 500)
+                            var buffer = ByteBuffer()
+                            for row in page {
+                                buffer.writeImmutableBuffer(try line(ExportLine(kind: "runPosition", record: ExportRunPositionBody(runId: enrolment.runId, row))))
+                            }
+                            positions += page.count
+                            try await writer.write(buffer)
+                            after = page.count == 500 ? page.last.map { ($0.position.timeMs, $0.runnerId) } : nil
+                        } while after != nil
+                    }
+                    try await writer.write(line(ExportEnd(samples: samples, locations: locations, runPositions: positions)))
                 } catch {
                     // Headers are gone already: end the stream without its `end` line.
                     logger.error("export stopped before its end", metadata: ["error.type": "\(type(of: error))"])
@@ -116,4 +143,52 @@ struct ExportEnd: Encodable {
     let complete = true
     let samples: Int
     let locations: Int
+    let runPositions: Int
+}
+
+/// My enrolment in a run event: my runner (what spectators saw) and where my run stands.
+struct ExportEnrolmentBody: Encodable {
+    let runId: String
+    let runnerId: String
+    let displayName: String
+    let enrolledAt: Date
+    let firstFixAt: Date?
+    let lastFixAt: Date?
+    let distanceMeters: Double
+    let offCourse: Bool
+    let finishedAt: Date?
+    let droppedFixes: Int
+
+    init(_ enrolment: (runId: UUID, enrolledAt: Date, state: RunnerStateRecord)) {
+        let state = enrolment.state
+        runId = enrolment.runId.wireString
+        runnerId = state.runnerId.wireString
+        displayName = state.displayName
+        enrolledAt = enrolment.enrolledAt
+        firstFixAt = state.firstFixAt
+        lastFixAt = state.lastFixAt
+        distanceMeters = state.distanceMeters
+        offCourse = state.offCourse
+        finishedAt = state.finishedAt
+        droppedFixes = state.droppedFixes
+    }
+}
+
+/// One of my stored positions in a run event, as replay shows it, with the event.
+struct ExportRunPositionBody: Encodable {
+    let runId: String
+    let position: ReplayPositionBody
+
+    init(runId: UUID, _ row: (runnerId: UUID, position: RunPositionRecord)) {
+        self.runId = runId.wireString
+        position = ReplayPositionBody(row)
+    }
+
+    private enum CodingKeys: String, CodingKey { case runId }
+
+    func encode(to encoder: any Encoder) throws {
+        try position.encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(runId, forKey: .runId)
+    }
 }

@@ -67,6 +67,12 @@ package struct LivePositions: Sendable {
         }, startsAt: event.startsAt)
     }
 
+    /// The individual's enrolments, oldest first, with their runner's state (for their export).
+    package func enrolments(of principal: Principal) async throws -> [(runId: UUID, enrolledAt: Date, state: RunnerStateRecord)] {
+        guard case .individual(let individualId) = principal.account else { throw RunEventError.notFound }
+        return try await store.enrolments(individualId: individualId)
+    }
+
     /// Stored positions in time order, for replay (public: runner ids and display names only).
     package func replay(
         of runId: UUID, runner: UUID?, from: Date?, to: Date?, after: (timeMs: Int64, runnerId: UUID)?, limit: Int
