@@ -12,7 +12,7 @@ VENV := .build/venv
 PYTHON_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: help run test bench build deps python-tools contract-test unit-test clean-data
+.PHONY: help run test bench build deps python-tools deploy-check contract-test unit-test clean-data
 
 help:
 	@echo "make run    build and serve Data4Help on http://localhost:8080 (embedded PostgreSQL under .data/)"
@@ -43,6 +43,14 @@ run: build
 python-tools:
 	@[ -x $(VENV)/bin/schemathesis ] || { $(PYTHON) -m venv $(VENV) && $(VENV)/bin/pip install -q --disable-pip-version-check $(PYTHON_TOOLS); }
 
+## deploy/ checked against the Kubernetes schemas and the Compose specification (no Docker or
+## Kubernetes here): kubernetes-validate, and docker-compose 1.29.2 for its bundled schema only.
+DEPLOY_TOOLS := kubernetes-validate==1.37.0
+deploy-check: python-tools
+	@[ -x $(VENV)/bin/kubernetes-validate ] || { $(VENV)/bin/pip install -q --disable-pip-version-check $(DEPLOY_TOOLS) \
+	  && $(VENV)/bin/pip install -q --disable-pip-version-check --no-deps docker-compose==1.29.2; }
+	$(VENV)/bin/python Tests/Deploy/check-deploy.py .
+
 contract-test: build python-tools
 	Tests/Contract/run-schemathesis.sh .build/debug/data4help $(VENV)/bin
 
@@ -51,7 +59,7 @@ unit-test: deps
 	swift test --skip-build
 
 ## The contract test first, so that the test suite's own summary closes the output.
-test: contract-test unit-test
+test: deploy-check contract-test unit-test
 
 ## Benchmarks print figures; they assert nothing. Release build, throwaway database.
 bench: deps
