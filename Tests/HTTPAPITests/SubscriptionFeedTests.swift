@@ -7,7 +7,7 @@ import Testing
 struct SubscriptionFeedTests {
     /// A person who granted a (new, or the given) party a request for `types`.
     static func subscribe(
-        _ api: APIClient, party existing: String? = nil, subscribe: Bool = true, types: [String] = ["heartRate", "location"],
+        _ api: some APISending, party existing: String? = nil, subscribe: Bool = true, types: [String] = ["heartRate", "location"],
         decision: JSONObject = ["decision": "accept"]
     ) async throws -> (person: String, party: String, request: String) {
         let (person, account) = try await api.individualSession()

@@ -36,7 +36,7 @@ enum Fixtures {
     }
 }
 
-extension APIClient {
+extension APISending {
     /// Registers an individual and logs in; returns the login token and the registration body.
     func individualSession(_ overrides: [String: any Sendable] = [:]) async throws -> (token: String, account: [String: any Sendable]) {
         let account = Fixtures.individual(overrides)

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import DatabaseLink
 import DatabaseTestSupport
 import Foundation
@@ -7,6 +8,7 @@ import Hummingbird
 import HummingbirdTesting
 import Metrics
 import NIOCore
+import NIOHTTP1
 import Prometheus
 
 /// Runs the real application — the same `buildApplication` as `data4help serve` — on a free
@@ -42,8 +44,38 @@ enum TestServer {
     }
 }
 
+/// What sends requests to a Data4Help server and reads the replies: the application under test
+/// (`APIClient`) or a server at a URL (`RemoteAPI`: real processes, a load balancer).
+protocol APISending: Sendable {
+    func send(
+        _ method: HTTPRequest.Method, _ path: String, token: String?, json: [String: any Sendable]?, raw: String?, headers extraHeaders: HTTPFields
+    ) async throws -> APIClient.Reply
+}
+
+extension APISending {
+    func send(
+        _ method: HTTPRequest.Method, _ path: String, token: String? = nil, json: [String: any Sendable]? = nil, raw: String? = nil
+    ) async throws -> APIClient.Reply {
+        try await send(method, path, token: token, json: json, raw: raw, headers: [:])
+    }
+
+    /// The body of a request: `json` serialised, or `raw` as is; and its headers.
+    static func request(token: String?, json: [String: any Sendable]?, raw: String?, headers: HTTPFields) throws -> (HTTPFields, ByteBuffer?) {
+        var headers = headers
+        if let token { headers[.authorization] = "Bearer \(token)" }
+        var body: ByteBuffer?
+        if let json {
+            body = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))
+        } else if let raw {
+            body = ByteBuffer(string: raw)
+        }
+        if body != nil, headers[.contentType] == nil { headers[.contentType] = "application/json" }
+        return (headers, body)
+    }
+}
+
 /// A JSON-speaking wrapper over Hummingbird's live test client.
-struct APIClient: Sendable {
+struct APIClient: APISending {
     let client: any TestClientProtocol
 
     struct Reply: Sendable {
@@ -73,17 +105,30 @@ struct APIClient: Sendable {
         _ method: HTTPRequest.Method, _ path: String, token: String? = nil, json: [String: any Sendable]? = nil,
         raw: String? = nil, headers extraHeaders: HTTPFields = [:]
     ) async throws -> Reply {
-        var headers = extraHeaders
-        if let token { headers[.authorization] = "Bearer \(token)" }
-        var body: ByteBuffer?
-        if let json {
-            body = ByteBuffer(bytes: try JSONSerialization.data(withJSONObject: json))
-        } else if let raw {
-            body = ByteBuffer(string: raw)
-        }
-        if body != nil, headers[.contentType] == nil { headers[.contentType] = "application/json" }
+        let (headers, body) = try Self.request(token: token, json: json, raw: raw, headers: extraHeaders)
         return try await client.execute(uri: path, method: method, headers: headers, body: body) { response in
             Reply(status: response.status, headers: response.headers, data: Data(response.body.readableBytesView))
         }
+    }
+}
+
+/// A Data4Help server at a URL (a real process, or a load balancer in front of several).
+struct RemoteAPI: APISending {
+    let base: String
+
+    func send(
+        _ method: HTTPRequest.Method, _ path: String, token: String? = nil, json: [String: any Sendable]? = nil,
+        raw: String? = nil, headers extraHeaders: HTTPFields = [:]
+    ) async throws -> APIClient.Reply {
+        let (headers, body) = try Self.request(token: token, json: json, raw: raw, headers: extraHeaders)
+        var request = HTTPClientRequest(url: base + path)
+        request.method = .init(rawValue: method.rawValue)
+        for field in headers { request.headers.add(name: field.name.rawName, value: field.value) }
+        if let body { request.body = .bytes(body) }
+        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        var fields = HTTPFields()
+        for (name, value) in response.headers { if let field = HTTPField.Name(name) { fields.append(HTTPField(name: field, value: value)) } }
+        let data = try await response.body.collect(upTo: 1 << 26)
+        return APIClient.Reply(status: HTTPResponse.Status(code: Int(response.status.code)), headers: fields, data: Data(data.readableBytesView))
     }
 }
