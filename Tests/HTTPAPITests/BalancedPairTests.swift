@@ -106,7 +106,7 @@ struct BalancedPairTests {
             for try await (count, distinct) in rows.decode((Int32, Int32).self) { return count == distinct ? Int(count) : -1 }
             return 0
         }
-        #expect(applied == files.count, "\(applied ?? 0) rows for \(files.count) files")
+        #expect(applied == files.count, "\(applied) rows for \(files.count) files")
 
         let balancer = try Balancer(upstreams: [first.port, second.port], nginx: try #require(Self.nginx))
         defer { balancer.stop() }
