@@ -121,9 +121,7 @@ struct BalancedPairTests {
 
         // Server-sent events through nginx, as they happen: the party hears of the grant and the data.
         let party = try await api.thirdPartySession().token
-        let http = HTTPClient(eventLoopGroupProvider: .singleton)
-        defer { try? http.shutdown().wait() }
-        var stream = try await EventStreamReader.open(http, port: balancer.port, token: party)
+        var stream = try await EventStreamReader.open(HTTPClient.shared, port: balancer.port, token: party)
         #expect(stream.response.status == .ok)
         let request = try #require(try await api.send(.post, "/api/thirdparties/requests", token: party, json: [
             "fiscalCode": account["fiscalCode"]!, "types": ["heartRate"], "purpose": "Monitoring", "subscribe": true,
