@@ -19,7 +19,7 @@ struct IndividualPortal {
             try await requestsPage(context)
         }
         me.post("requests/{requestId}/decision") { request, context in
-            try await site.submit(request, context, rerender: { values, status in try await requestsPage(context, values: values, status: status) }) { form in
+            try await site.submit(request, context, showing: requestsPage) { form in
                 let id = try AccessScopeFields.requestId(context.parameters)
                 let types = form.values("types")
                 let (accept, narrowing) = try DecisionForm(
@@ -32,20 +32,20 @@ struct IndividualPortal {
             }
         }
         me.post("requests/{requestId}/revoke") { request, context in
-            try await site.submit(request, context, rerender: { values, status in try await requestsPage(context, values: values, status: status) }) { _ in
+            try await site.submit(request, context, showing: requestsPage) { _ in
                 _ = try await requests.revoke(try context.signedIn(), id: try AccessScopeFields.requestId(context.parameters))
                 return PortalForm.redirect(to: "/me")
             }
         }
         me.post("blocked/{organisationId}") { request, context in
-            try await site.submit(request, context, rerender: { values, status in try await requestsPage(context, values: values, status: status) }) { _ in
+            try await site.submit(request, context, showing: requestsPage) { _ in
                 guard let organisation = context.parameters.get("organisationId", as: UUID.self) else { throw AccessRequestError.notFound }
                 try await requests.block(try context.signedIn(), organisation: organisation)
                 return PortalForm.redirect(to: "/me")
             }
         }
         me.post("blocked/{organisationId}/unblock") { request, context in
-            try await site.submit(request, context, rerender: { values, status in try await requestsPage(context, values: values, status: status) }) { _ in
+            try await site.submit(request, context, showing: requestsPage) { _ in
                 guard let organisation = context.parameters.get("organisationId", as: UUID.self) else { throw AccessRequestError.notFound }
                 try await requests.unblock(try context.signedIn(), organisation: organisation)
                 return PortalForm.redirect(to: "/me")
@@ -129,7 +129,7 @@ struct MeSOSPages {
         }
         group.post("sos") { request, context in
             var typed: [String: Any] = [:]
-            return try await site.submit(request, context, rerender: { values, status in
+            return try await site.submit(request, context, showing: { context, values, status in
                 try await page(context, values: values.merging(typed) { $1 }, status: status)
             }) { form in
                 let settingsForm = try Self.form(form)
@@ -139,7 +139,7 @@ struct MeSOSPages {
             }
         }
         group.post("sos/incidents/{incidentId}/cancel") { request, context in
-            try await site.submit(request, context, rerender: { values, status in try await page(context, values: values, status: status) }) { _ in
+            try await site.submit(request, context, showing: page) { _ in
                 _ = try await site.components.sosIncidents.cancel(try SOSIncidentController.incidentId(context), by: try context.signedIn())
                 return PortalForm.redirect(to: "/me/sos")
             }

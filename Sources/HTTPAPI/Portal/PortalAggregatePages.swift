@@ -17,7 +17,7 @@ struct PortalAggregatePages {
         }
         group.post("aggregates") { request, context in
             var typed: [String: Any] = [:]
-            return try await portal.submit(request, context, rerender: { values, status in
+            return try await portal.submit(request, context, showing: { context, values, status in
                 try await formPage(context, values: values.merging(typed) { $1 }, status: status)
             }) { form in
                 typed = Self.typed(form)

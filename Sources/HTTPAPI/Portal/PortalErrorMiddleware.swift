@@ -16,7 +16,7 @@ struct PortalErrorMiddleware: RouterMiddleware {
             let problem = ErrorMapping.problem(for: error, logger: context.logger)
             var response = site.pages.page(
                 "portal-error", title: problem.title, csrf: context.csrfToken ?? "",
-                values: site.site.merging(["problem": problem.detail, "back": site.base]) { $1 },
+                values: site.headerValues.merging(["problem": problem.detail, "back": site.base]) { $1 },
                 status: HTTPResponse.Status(code: problem.status)
             )
             for field in problem.headers { response.headers.append(field) }

@@ -14,15 +14,13 @@ struct PortalKeyPages {
             try await page(context)
         }
         group.post("keys") { request, context in
-            try await portal.submit(request, context, rerender: { values, status in
-                try await page(context, values: values, status: status)
-            }) { form in
+            try await portal.submit(request, context, showing: page) { form in
                 let created = try await keys.create(for: try context.signedIn(), name: try form.decode(APIKeyCreationBody.self).validated())
                 return try await page(context, values: ["created": ["name": created.record.name, "key": created.key]], status: .created)
             }
         }
         group.post("keys/{keyId}/revoke") { request, context in
-            try await portal.submit(request, context, rerender: { values, status in try await page(context, values: values, status: status) }) { _ in
+            try await portal.submit(request, context, showing: page) { _ in
                 guard let id = context.parameters.get("keyId", as: UUID.self) else { throw APIKeyError.notFound }
                 _ = try await keys.revoke(for: try context.signedIn(), publicId: id)
                 return PortalForm.redirect(to: "/portal/keys")

@@ -18,7 +18,7 @@ struct PortalRequestPages {
         }
         group.post("requests") { request, context in
             var typed: [String: Any] = [:]
-            return try await portal.submit(request, context, rerender: { values, status in
+            return try await portal.submit(request, context, showing: { context, values, status in
                 try await listPage(context, values: values.merging(typed) { $1 }, status: status)
             }) { form in
                 let types = form.values("types")

@@ -26,7 +26,7 @@ struct PortalSite {
     func routes(on router: some RouterMethods<AppRequestContext>) -> (open: RouterGroup<AppRequestContext>, signedIn: RouterGroup<AppRequestContext>) {
         let open = router.group(RouterPath(String(base.dropFirst()))).add(middleware: PortalErrorMiddleware(site: self))
         open.get("login") { request, _ in
-            pages.anonymousPage("portal-login", title: "Sign in", request: request, values: site)
+            pages.anonymousPage("portal-login", title: "Sign in", request: request, values: headerValues)
         }
         open.post("login") { request, context in
             var request = request
@@ -38,7 +38,7 @@ struct PortalSite {
             } catch {
                 let (values, status) = PortalPages.errorValues(error, logger: context.logger)
                 return pages.anonymousPage("portal-login", title: "Sign in", request: request,
-                                           values: values.merging(site) { $1 }.merging(["email": form["email"] ?? ""]) { $1 }, status: status)
+                                           values: values.merging(headerValues) { $1 }.merging(["email": form["email"] ?? ""]) { $1 }, status: status)
             }
         }
         let session = open.group()
@@ -56,7 +56,7 @@ struct PortalSite {
     }
 
     /// What the shared header needs: the portal's name, its links, where to sign in.
-    var site: [String: Any] {
+    var headerValues: [String: Any] {
         let links: [(String, String)] = surface == .thirdParty
             ? [("", "Overview"), ("/keys", "API keys"), ("/requests", "Access requests"), ("/aggregates", "Aggregates"), ("/webhook", "Webhook")]
             : [("", "Requests"), ("/access-log", "Access log"), ("/health", "My data"), ("/sos", "AutomatedSOS")]
@@ -76,13 +76,15 @@ struct PortalSite {
         let name = surface == .thirdParty
             ? try await components.thirdParties.profile(of: principal).name
             : try await components.individuals.profile(of: principal).fullName
-        return pages.page(template, title: title, csrf: context.csrfToken ?? "", values: values.merging(site) { $1 }.merging(["account": name]) { $1 }, status: status)
+        return pages.page(template, title: title, csrf: context.csrfToken ?? "", values: values.merging(headerValues) { $1 }.merging(["account": name]) { $1 }, status: status)
     }
 
-    /// Runs a form's action; an error re-renders the page (`rerender`) with the problem shown.
+    /// A page of a portal, given the values to show besides its own (a form's problems) and the status.
+    typealias Page = (AppRequestContext, [String: Any], HTTPResponse.Status) async throws -> Response
+
+    /// Runs a form's action; an error shows `page` again with the problem beside its fields.
     func submit(
-        _ request: Request, _ context: AppRequestContext, rerender: ([String: Any], HTTPResponse.Status) async throws -> Response,
-        _ action: (PortalForm) async throws -> Response
+        _ request: Request, _ context: AppRequestContext, showing page: Page, _ action: (PortalForm) async throws -> Response
     ) async throws -> Response {
         var request = request
         let form = try await PortalForm(&request, limit: maxBodyBytes)
@@ -90,7 +92,7 @@ struct PortalSite {
             return try await action(form)
         } catch {
             let (values, status) = PortalPages.errorValues(error, logger: context.logger)
-            return try await rerender(values, status)
+            return try await page(context, values, status)
         }
     }
 }
@@ -103,7 +105,7 @@ struct OrganisationPortal {
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         let (open, portal) = site.routes(on: router)
         open.get("signup") { request, _ in
-            site.pages.anonymousPage("portal-signup", title: "Sign up", request: request, values: site.site)
+            site.pages.anonymousPage("portal-signup", title: "Sign up", request: request, values: site.headerValues)
         }
         open.post("signup") { request, context in
             var request = request
@@ -115,7 +117,7 @@ struct OrganisationPortal {
             } catch {
                 let (values, status) = PortalPages.errorValues(error, logger: context.logger)
                 return site.pages.anonymousPage("portal-signup", title: "Sign up", request: request,
-                                                values: values.merging(site.site) { $1 }.merging(["name": form["name"] ?? "", "email": form["email"] ?? ""]) { $1 },
+                                                values: values.merging(site.headerValues) { $1 }.merging(["name": form["name"] ?? "", "email": form["email"] ?? ""]) { $1 },
                                                 status: status)
             }
         }

@@ -16,9 +16,7 @@ struct PortalWebhookPages {
             try await page(context)
         }
         group.post("webhook") { request, context in
-            try await portal.submit(request, context, rerender: { values, status in
-                try await page(context, values: values, status: status)
-            }) { form in
+            try await portal.submit(request, context, showing: page) { form in
                 let (_, secret) = try await endpoints.register(try context.signedIn(), url: try form.decode(WebhookEndpointForm.self).validated())
                 return try await page(context, values: secret.map { ["secret": $0] } ?? ["saved": true], status: secret == nil ? .ok : .created)
             }
@@ -51,7 +49,7 @@ struct PortalWebhookPages {
 
     /// A button's action; a refusal shows on the page.
     private func action(_ request: Request, _ context: AppRequestContext, _ body: () async throws -> Response) async throws -> Response {
-        try await portal.submit(request, context, rerender: { values, status in try await page(context, values: values, status: status) }) { _ in
+        try await portal.submit(request, context, showing: page) { _ in
             try await body()
         }
     }
