@@ -12,12 +12,22 @@ package struct Database: Sendable {
     package let client: PostgresClient
     package let logger: Logger
     private let inUse: Meter
+    /// Set on a replica's pool seen through `ReadReplica.database`: each lease asks it first.
+    private var replica: ReadReplica?
 
-    package init(configuration: PostgresClient.Configuration, logger: Logger) {
+    /// `metricsPrefix` names the pool's gauges (`<prefix>_connections_in_use`, `…_max`).
+    package init(configuration: PostgresClient.Configuration, logger: Logger, metricsPrefix: String = "db_pool") {
         self.client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         self.logger = logger
-        self.inUse = Meter(label: "db_pool_connections_in_use")
-        Gauge(label: "db_pool_connections_max").record(configuration.options.maximumConnections)
+        self.inUse = Meter(label: "\(metricsPrefix)_connections_in_use")
+        Gauge(label: "\(metricsPrefix)_connections_max").record(configuration.options.maximumConnections)
+    }
+
+    /// This pool with every lease routed by the replica (to it, or to the primary).
+    func routed(through replica: ReadReplica) -> Database {
+        var copy = self
+        copy.replica = replica
+        return copy
     }
 
     /// Runs the pool for the duration of the body, for commands and tests that have no
@@ -35,6 +45,9 @@ package struct Database: Sendable {
         isolation: isolated (any Actor)? = #isolation,
         _ body: (PostgresConnection) async throws -> sending Result
     ) async throws -> sending Result {
+        if let replica, await !replica.serves() {
+            return try await replica.primary.withConnection(isolation: isolation, body)
+        }
         inUse.increment()
         defer { inUse.decrement() }
         return try await client.withConnection(isolation: isolation, body)
@@ -48,6 +61,9 @@ package struct Database: Sendable {
         isolation: isolated (any Actor)? = #isolation,
         _ body: (PostgresConnection) async throws -> sending Result
     ) async throws -> sending Result {
+        if let replica, await !replica.serves() {
+            return try await replica.primary.withTransaction(isolation: isolation, body)
+        }
         inUse.increment()
         defer { inUse.decrement() }
         do {

@@ -34,6 +34,8 @@ package struct EmbeddedPostgres: Sendable {
     package let maintenanceURL: DatabaseURL
     /// Whether this value started the server (and so stops it); false when it was already running.
     package let startedServer: Bool
+    /// The server's log (`postgres.log` beside the cluster).
+    package let logFile: URL
     private let runner: CommandRunner
     private let binaries: PostgresBinaries
     private let clusterDirectory: URL
@@ -42,6 +44,41 @@ package struct EmbeddedPostgres: Sendable {
 
     /// Initialises the cluster when the directory is new, then starts it (or joins it if running).
     package static func start(_ options: Options, logger: Logger) async throws -> EmbeddedPostgres {
+        try await start(options, logger: logger) { cluster, passwordFile, runner, binaries in
+            try initialise(cluster: cluster, passwordFile: passwordFile, runner: runner, binaries: binaries, logger: logger)
+        }
+    }
+
+    /// A hot standby of `primary`, streaming its WAL: when the directory is new, the cluster is
+    /// copied with `pg_basebackup -R` (which writes `standby.signal` and the `primary_conninfo`
+    /// to follow it), then started on its own port; later calls start the existing copy. The
+    /// copy's roles and password are the primary's.
+    package static func startReplica(of primary: EmbeddedPostgres, _ options: Options, logger: Logger) async throws -> EmbeddedPostgres {
+        let source = primary.maintenanceURL
+        return try await start(options, logger: logger) { cluster, passwordFile, runner, binaries in
+            let password = source.password ?? ""
+            try Data(password.utf8).write(to: passwordFile)
+            try setPermissions(passwordFile, mode: 0o600, owner: runner.runAsUser)
+            // libpq reads the password from a pgpass file, never from the command line.
+            let passFile = passwordFile.deletingLastPathComponent().appendingPathComponent("pgpass")
+            try Data("\(source.host):\(source.port):*:\(source.username):\(password)\n".utf8).write(to: passFile)
+            try setPermissions(passFile, mode: 0o600, owner: runner.runAsUser)
+            do {
+                try runner.run(binaries.pgBasebackup, [
+                    "-d", "host=\(source.host) port=\(source.port) user=\(source.username) passfile=\(passFile.path)",
+                    "-D", cluster.path, "-R", "-X", "stream", "--checkpoint=fast",
+                ])
+            } catch {
+                throw EmbeddedPostgresError.commandFailed("pg_basebackup failed: \(error)")
+            }
+            logger.info("copied the primary into a streaming replica", metadata: ["directory": "\(cluster.path)"])
+        }
+    }
+
+    private static func start(
+        _ options: Options, logger: Logger,
+        create: @escaping @Sendable (_ cluster: URL, _ passwordFile: URL, CommandRunner, PostgresBinaries) throws -> Void
+    ) async throws -> EmbeddedPostgres {
         let binaries = try PostgresBinaries.locate()
         let requested = options.directory.standardizedFileURL
         let runAsUser = geteuid() == 0 ? options.unprivilegedUser : nil
@@ -53,7 +90,7 @@ package struct EmbeddedPostgres: Sendable {
 
         try await runBlocking {
             if !FileManager.default.fileExists(atPath: cluster.appendingPathComponent("PG_VERSION").path) {
-                try initialise(cluster: cluster, passwordFile: passwordFile, runner: runner, binaries: binaries, logger: logger)
+                try create(cluster, passwordFile, runner, binaries)
             }
         }
         guard let password = try? String(contentsOf: passwordFile, encoding: .utf8) else {
@@ -88,6 +125,7 @@ package struct EmbeddedPostgres: Sendable {
                 password: password.trimmingCharacters(in: .whitespacesAndNewlines), database: "postgres"
             ),
             startedServer: started,
+            logFile: directory.appendingPathComponent("postgres.log"),
             runner: runner,
             binaries: binaries,
             clusterDirectory: cluster

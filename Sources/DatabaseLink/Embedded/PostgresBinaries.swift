@@ -1,10 +1,11 @@
 import Foundation
 
-/// Where the machine's `initdb` and `pg_ctl` are: first the `PATH`, then the newest
+/// Where the machine's `initdb`, `pg_ctl` and `pg_basebackup` are: first the `PATH`, then the newest
 /// `/usr/lib/postgresql/<version>/bin` (Debian puts them there, not on the `PATH`).
 struct PostgresBinaries: Sendable {
     let initdb: String
     let pgCtl: String
+    let pgBasebackup: String
 
     static func locate(environment: [String: String] = ProcessInfo.processInfo.environment) throws(EmbeddedPostgresError) -> PostgresBinaries {
         let fileManager = FileManager.default
@@ -17,7 +18,9 @@ struct PostgresBinaries: Sendable {
         for directory in directories {
             let initdb = "\(directory)/initdb", pgCtl = "\(directory)/pg_ctl"
             if fileManager.isExecutableFile(atPath: initdb), fileManager.isExecutableFile(atPath: pgCtl) {
-                return PostgresBinaries(initdb: initdb, pgCtl: pgCtl)
+                // The other tools sit beside the real `initdb` (the PATH may hold symlinks to a few).
+                let tools = URL(fileURLWithPath: initdb).resolvingSymlinksInPath().deletingLastPathComponent().path
+                return PostgresBinaries(initdb: initdb, pgCtl: pgCtl, pgBasebackup: "\(tools)/pg_basebackup")
             }
         }
         throw .binariesNotFound

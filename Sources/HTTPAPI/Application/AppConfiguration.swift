@@ -13,7 +13,10 @@ package struct AppConfiguration: Sendable {
     package var port = 8080
     /// `DATABASE_URL`: PostgreSQL to use; when absent, an embedded cluster under `DATA_DIR` is started.
     package var databaseURL: DatabaseURL?
-    /// `DATABASE_POOL_SIZE`: maximum connections in the pool.
+    /// `READ_DATABASE_URL`: a streaming replica of `DATABASE_URL` for aggregate queries and
+    /// exports; while it is unreachable they read from the primary.
+    package var readDatabaseURL: DatabaseURL?
+    /// `DATABASE_POOL_SIZE`: maximum connections in the pool (and in the replica's pool).
     package var databasePoolSize = 20
     /// `DATA_DIR`: where the embedded PostgreSQL keeps its cluster.
     package var dataDirectory = ".data"
@@ -89,6 +92,13 @@ package struct AppConfiguration: Sendable {
                 databaseURL = try DatabaseURL(parsing: value)
             } catch {
                 throw ConfigurationError(error.description)
+            }
+        }
+        if let value = reader.string(forKey: "read.database.url", isSecret: true), !value.isEmpty {
+            do {
+                readDatabaseURL = try DatabaseURL(parsing: value)
+            } catch {
+                throw ConfigurationError(error.description.replacingOccurrences(of: "DATABASE_URL", with: "READ_DATABASE_URL"))
             }
         }
         databasePoolSize = try Self.integer(reader, "database.pool.size", env: "DATABASE_POOL_SIZE", default: databasePoolSize, range: 1...500)

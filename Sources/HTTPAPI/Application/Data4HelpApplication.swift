@@ -33,7 +33,10 @@ package func buildApplication(
     guard let document = FileManager.default.contents(atPath: configuration.openAPIPath) else {
         throw ConfigurationError("cannot read the OpenAPI document at OPENAPI_PATH (\(configuration.openAPIPath))")
     }
-    let components = Components(database: database, configuration: configuration, logger: logger)
+    let replica = configuration.readDatabaseURL.map {
+        ReadReplica(primary: database, configuration: $0.clientConfiguration(maximumConnections: configuration.databasePoolSize), logger: logger)
+    }
+    let components = Components(database: database, replica: replica, configuration: configuration, logger: logger)
     let pages = try PageController.library(directory: configuration.pagesDirectory)
     let router = buildRouter(
         components: components,
@@ -53,6 +56,7 @@ package func buildApplication(
             schemaReady: components.schemaReady, logger: logger
         ),
     ]
+    if let replica { services.append(replica) }
     if configuration.webhookWorkers > 0 {
         services.append(WebhookDispatcher(
             database: database, events: components.partyEvents, encoder: WireWebhookEncoder(), signal: components.changes,
@@ -120,8 +124,10 @@ struct Components {
     let changes: ChangeSignal
     /// Opened once the start-up migrations have run; background workers wait for it.
     let schemaReady: StartupGate
+    /// The database an export reads its history from (the caught-up replica, or the primary).
+    let exportDatabase: @Sendable () async -> Database
 
-    init(database: Database, configuration: AppConfiguration, logger: Logger) {
+    init(database: Database, replica: ReadReplica? = nil, configuration: AppConfiguration, logger: Logger) {
         let hasher = PasswordHasher()
         authenticator = Authenticator(tokens: AccessTokenStore(database: database), apiKeys: APIKeyStore(database: database))
         sessions = SessionService(database: database, hasher: hasher, tokenLifetime: configuration.tokenLifetime)
@@ -140,7 +146,7 @@ struct Components {
         webhooks = WebhookEndpoints(database: database, allowPrivateNetworks: configuration.webhookAllowPrivateNetworks)
         changes = ChangeSignal()
         aggregates = AggregateService(
-            database: database, budget: configuration.privacyBudget,
+            database: database, readDatabase: replica?.database, budget: configuration.privacyBudget,
             mechanism: AggregateMechanism(minimumGroup: Int64(configuration.aggregateMinimumGroup))
         )
         aggregateSubscriptions = AggregateSubscriptions(database: database, service: aggregates)
@@ -153,6 +159,7 @@ struct Components {
         }
         sosChanges = ChangeSignal()
         schemaReady = StartupGate()
+        exportDatabase = { await replica?.readingYourWrites() ?? database }
     }
 }
 
@@ -193,10 +200,8 @@ func buildRouter(
     userAccounts.addAuthenticated(to: authenticatedUsers)
     userSessions.addAuthenticated(to: authenticatedUsers)
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
-    UserExportController(
-        accounts: components.individuals, ownData: components.ownData, requests: components.accessRequests, accessLog: components.accessLog,
-        sos: components.sosSettings, incidents: components.sosIncidents, runs: components.runEvents, runPositions: components.livePositions
-    ).addRoutes(to: authenticatedUsers)
+    UserExportController(accounts: components.individuals, sos: components.sosSettings, readers: components.exportDatabase)
+        .addRoutes(to: authenticatedUsers)
     UserRequestController(requests: components.accessRequests, accessLog: components.accessLog, body: body).addRoutes(to: authenticatedUsers)
     WebhookController<IndividualRequestContext>(endpoints: components.webhooks, body: body, prefix: "notifications").addRoutes(to: authenticatedUsers)
     SOSSettingsController(settings: components.sosSettings, body: body, allowPrivateNetworks: configuration.webhookAllowPrivateNetworks)

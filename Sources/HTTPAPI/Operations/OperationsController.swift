@@ -52,20 +52,6 @@ struct OperationsController {
     }
 }
 
-/// The body's result, or an error when it takes longer than the limit: a readiness probe must
-/// answer promptly even while the pool waits for an unreachable database.
-private func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Sendable () async throws -> T) async throws -> T {
-    try await withThrowingTaskGroup(of: T.self) { group in
-        group.addTask { try await body() }
-        group.addTask {
-            try await Task.sleep(for: limit)
-            throw CancellationError()
-        }
-        defer { group.cancelAll() }
-        return try await group.next()!
-    }
-}
-
 struct HealthStatus: ResponseEncodable {
     let status: String
 }

@@ -17,21 +17,23 @@ import NIOCore
 /// Track4Run event I organise or run in (`run`), my `enrolment` in each with my runner's state, my
 /// stored positions (`runPosition`), then `end` with the counts, so a client can tell a complete
 /// export from one cut short by a broken connection.
+///
+/// The history is read from the database `readers` picks for each export: with a read replica,
+/// the replica once it has replayed the primary's latest writes (so an export just after an
+/// upload holds it), else the primary.
 struct UserExportController {
     let accounts: IndividualAccounts
-    let ownData: OwnDataReader
-    let requests: AccessRequestService
-    let accessLog: AccessLog
     let sos: SOSSettingsService
-    let incidents: SOSIncidentService
-    let runs: RunEventService
-    let runPositions: LivePositions
+    let readers: @Sendable () async -> Database
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("export") { _, context in
             let principal = context.principal
             let profile = try await accounts.profile(of: principal)
             let sosSettings = try await sos.settings(of: principal)
+            let source = ExportSource(database: await readers())
+            let (ownData, requests, accessLog) = (source.ownData, source.requests, source.accessLog)
+            let (incidents, runs, runPositions) = (source.incidents, source.runs, source.runPositions)
             let logger = context.logger
             let body = ResponseBody { writer in
                 let encoder = WireFormat.encoder()
@@ -120,6 +122,25 @@ struct UserExportController {
                 body: body
             )
         }
+    }
+}
+
+/// The readers of an export's history, over the database it reads from.
+struct ExportSource {
+    let ownData: OwnDataReader
+    let requests: AccessRequestService
+    let accessLog: AccessLog
+    let incidents: SOSIncidentService
+    let runs: RunEventService
+    let runPositions: LivePositions
+
+    init(database: Database) {
+        ownData = OwnDataReader(database: database)
+        requests = AccessRequestService(database: database)
+        accessLog = AccessLog(database: database)
+        incidents = SOSIncidentService(database: database)
+        runs = RunEventService(database: database)
+        runPositions = LivePositions(database: database)
     }
 }
 

@@ -1,0 +1,122 @@
+import DatabaseLink
+import DatabaseTestSupport
+import Foundation
+import HTTPAPI
+import HTTPTypes
+import PostgresNIO
+import Testing
+
+/// `READ_DATABASE_URL` against a real streaming replica: a private primary, copied with
+/// `pg_basebackup -R` into a hot standby that logs every statement it runs, so the test sees
+/// which server answered.
+///
+/// - aggregate queries read from the replica: with its replay paused, a population added on the
+///   primary is not counted (and the replica's log shows the group query);
+/// - an export reads from the replica once it has caught up, and from the primary while it lags,
+///   so an export just after an upload always holds it;
+/// - with the replica stopped, aggregates are answered from the primary.
+@Suite("Read replica: aggregates and exports read from a streaming standby, the primary when it cannot")
+struct ReadReplicaTests {
+    /// Marks in the replica's statement log: the group aggregate's transaction, an export's sample page.
+    static let aggregateMark = "SET LOCAL jit = off"
+    static let exportMark = "FROM sample_blocks b CROSS JOIN bounds"
+
+    @Test func aggregatesAndExportsReadFromTheReplicaAndFallBackToThePrimary() async throws {
+        let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("data4help-replica-\(UUID().uuidString.prefix(8))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        var primaryOptions = EmbeddedPostgres.Options(directory: root.appendingPathComponent("primary"))
+        primaryOptions.durable = false
+        let primary = try await EmbeddedPostgres.start(primaryOptions, logger: TestPostgres.logger)
+        defer { primary.stopImmediatelyBlocking() }
+        let primaryURL = try await primary.database(named: "data4help", logger: TestPostgres.logger)
+        var replicaOptions = EmbeddedPostgres.Options(directory: root.appendingPathComponent("replica"))
+        replicaOptions.durable = false
+        replicaOptions.settings = ["log_statement": "all"]
+        let replica = try await EmbeddedPostgres.startReplica(of: primary, replicaOptions, logger: TestPostgres.logger)
+        defer { replica.stopImmediatelyBlocking() }
+        let replicaURL = replica.maintenanceURL.with(database: "data4help")
+        @Sendable func replicaLog(_ mark: String) -> Int {
+            let text = (try? String(contentsOf: replica.logFile, encoding: .utf8)) ?? ""
+            return text.components(separatedBy: mark).count - 1
+        }
+
+        try await TestServer.run(database: primaryURL, configure: {
+            $0.readDatabaseURL = replicaURL
+            $0.aggregateMinimumGroup = 5
+        }) { api in
+            let onPrimary = Database(configuration: primaryURL.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
+            let onReplica = Database(configuration: replicaURL.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+            try await onPrimary.whileRunning { try await onReplica.whileRunning {
+                try await PopulationSeeder(database: onPrimary).seed(individuals: 300, days: 40, tag: "early")
+                try await Self.waitUntilReplayed(primary: onPrimary, replica: onReplica)
+                let (party, _) = try await api.thirdPartySession()
+
+                // Replay paused: what the primary gains now is not on the replica.
+                _ = try await onReplica.query("SELECT pg_wal_replay_pause()")
+                while try await onReplica.query("SELECT pg_get_wal_replay_pause_state()").first?.decode(String.self) != "paused" {
+                    try await Task.sleep(for: .milliseconds(10))
+                }
+                try await PopulationSeeder(database: onPrimary).seed(individuals: 300, days: 40, tag: "late")
+                let before = replicaLog(Self.aggregateMark)
+                let counted = try await Self.count(api, party: party, daysBack: 29)
+                #expect((250...350).contains(counted), "counted \(counted): the replica, paused, holds 300 people")
+                #expect(replicaLog(Self.aggregateMark) > before, "the group query ran on the replica")
+
+                // An export while the replica lags reads the primary, and so holds the upload.
+                let (person, _) = try await api.individualSession()
+                let upload = try await api.send(.post, "/api/users/data", token: person, json: ["items": [
+                    ["type": "heartRate", "value": 61, "unit": "bpm", "start": "2026-11-01T08:00:00Z"] as JSONObject,
+                ]])
+                #expect(upload.json["accepted"] as? Int == 1)
+                let exportsBefore = replicaLog(Self.exportMark)
+                #expect(try await Self.exportedSamples(api, token: person) == 1)
+                #expect(replicaLog(Self.exportMark) == exportsBefore, "a lagging replica serves no export")
+
+                // Caught up: the next export reads from the replica, and still holds everything.
+                _ = try await onReplica.query("SELECT pg_wal_replay_resume()")
+                try await Self.waitUntilReplayed(primary: onPrimary, replica: onReplica)
+                #expect(try await Self.exportedSamples(api, token: person) == 1)
+                #expect(replicaLog(Self.exportMark) > exportsBefore, "a caught-up replica serves the export")
+            } }
+
+            // The replica gone: aggregates are answered by the primary, which counts everyone.
+            try await replica.stop(immediately: true)
+            let started = ContinuousClock.now
+            let (party, _) = try await api.thirdPartySession()
+            let counted = try await Self.count(api, party: party, daysBack: 28)
+            #expect((550...650).contains(counted), "counted \(counted): the primary holds 600 people")
+            #expect(started.duration(to: .now) < .seconds(10))
+        }
+    }
+
+    /// The noisy count of individuals with steps in the last `daysBack` days.
+    static func count(_ api: APIClient, party: String, daysBack: Int) async throws -> Int {
+        let today = Date()
+        let from = ISO8601DateFormatter.string(from: today.addingTimeInterval(-Double(daysBack) * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
+        let to = ISO8601DateFormatter.string(from: today, timeZone: .gmt, formatOptions: .withFullDate)
+        let reply = try await api.send(.post, "/api/thirdparties/aggregates", token: party, json: [
+            "type": "stepCount", "statistic": "count", "from": from, "to": to, "epsilon": 1,
+        ])
+        try #require(reply.status == .created, "\(String(decoding: reply.data, as: UTF8.self))")
+        let groups = try #require(reply.json["groups"] as? [[String: Any]])
+        return try #require(groups.first?["count"] as? Int, "\(String(decoding: reply.data, as: UTF8.self))")
+    }
+
+    static func exportedSamples(_ api: APIClient, token: String) async throws -> Int {
+        let export = try await api.send(.get, "/api/users/export", token: token)
+        let text = String(decoding: export.data, as: UTF8.self)
+        #expect(text.contains(#""kind":"end""#), "the export is complete")
+        return text.components(separatedBy: #""kind":"sample""#).count - 1
+    }
+
+    /// Waits until the replica has replayed everything the primary has written so far.
+    static func waitUntilReplayed(primary: Database, replica: Database) async throws {
+        let lsn = try #require(try await primary.query("SELECT pg_current_wal_insert_lsn()::text").first?.decode(String.self))
+        for _ in 0..<500 {
+            let done = try await replica.query("SELECT pg_last_wal_replay_lsn() >= \(lsn)::pg_lsn").first?.decode(Bool.self)
+            if done == true { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("the replica did not catch up within 10 s")
+    }
+}
