@@ -23,7 +23,10 @@ chmod 755 "$work"   # the embedded PostgreSQL may run as the postgres user
 port=$("$venv/python" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 base="http://127.0.0.1:$port"
 
+# Limits high enough that every generated request reaches its handler (429 is documented;
+# the limits themselves are tested in LimitsTests).
 DATA_DIR="$work/data" PORT=$port HOST=127.0.0.1 LOG_LEVEL=warning \
+  RATE_LIMIT_REQUESTS=1000000 LOGIN_FAILURES_PER_ACCOUNT=10000 LOGIN_FAILURES_PER_ADDRESS=1000000 \
   MIGRATIONS_DIR="$root/migrations" OPENAPI_PATH="$spec" PAGES_DIR="$root/Sources/HTTPAPI/Pages/Templates" \
   "$binary" serve >"$work/server.log" 2>&1 &
 server=$!

@@ -22,7 +22,7 @@ struct RunPositionTests {
     /// An out-and-back of 150 m each way that starts in a few seconds (enrolment open until then,
     /// time enough on a loaded machine); answers its id and start.
     static func liveEvent(_ api: some APISending, _ organiser: String) async throws -> (id: String, startsAt: Date) {
-        let startsAt = Date().addingTimeInterval(4).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
+        let startsAt = Date().addingTimeInterval(6).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
         let turn = point(150)
         let created = try await api.send(.post, "/api/users/runs", token: organiser, json: RunEventTests.event([
             "startsAt": RunEventTests.time(startsAt.timeIntervalSinceNow + 0.01), "endsAt": RunEventTests.time(3_600),

@@ -12,4 +12,6 @@ package enum AuthenticationError: Error, Equatable {
     case wrongSurface
     /// Logout names the token in use; a request made with an API key has none to end.
     case notALoginToken
+    /// Too many failed sign-ins for this account or from this address; retry after the seconds.
+    case throttled(retryAfterSeconds: Int)
 }

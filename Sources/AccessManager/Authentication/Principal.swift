@@ -3,7 +3,7 @@ import DatabaseLink
 /// Who is asking, as established from a bearer credential.
 package struct Principal: Sendable, Equatable {
     /// How the caller proved who they are.
-    package enum Credential: Sendable, Equatable {
+    package enum Credential: Sendable, Hashable {
         /// A login token, by its internal id (so logout can revoke exactly it).
         case accessToken(id: Int64)
         /// A third party's API key, by its internal id.

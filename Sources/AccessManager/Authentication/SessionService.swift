@@ -13,10 +13,12 @@ package struct SessionService: Sendable {
     let thirdParties: ThirdPartyStore
     let tokens: AccessTokenStore
     let hasher: PasswordHasher
+    let throttle: LoginThrottle
     /// How long a login token lives.
     package let tokenLifetime: Duration
 
-    package init(database: Database, hasher: PasswordHasher, tokenLifetime: Duration) {
+    package init(database: Database, hasher: PasswordHasher, tokenLifetime: Duration, throttle: LoginThrottle.Limits = .init()) {
+        self.throttle = LoginThrottle(database: database, limits: throttle)
         self.individuals = IndividualStore(database: database)
         self.thirdParties = ThirdPartyStore(database: database)
         self.tokens = AccessTokenStore(database: database)
@@ -25,9 +27,23 @@ package struct SessionService: Sendable {
     }
 
     /// Checks email and password and issues a token. Unknown email and wrong password fail
-    /// alike, in about the same time.
-    package func login(on surface: Surface, email: String, password: String) async throws -> IssuedToken {
+    /// alike, in about the same time, and count against the account and the client's address
+    /// (`LoginThrottle`); while either is over its limit, sign-in is refused before any check.
+    package func login(on surface: Surface, email: String, password: String, from client: String?) async throws -> IssuedToken {
         let address = EmailAddress.normalisedForLookup(email)
+        let attempt = LoginThrottle.Attempt(surface: surface, email: address, address: client)
+        try await throttle.check(attempt)
+        do {
+            let issued = try await verifiedLogin(on: surface, address: address, password: password)
+            try await throttle.succeeded(attempt)
+            return issued
+        } catch AuthenticationError.invalidLogin {
+            try await throttle.failed(attempt)
+            throw AuthenticationError.invalidLogin
+        }
+    }
+
+    private func verifiedLogin(on surface: Surface, address: String, password: String) async throws -> IssuedToken {
         let credentials: (id: Int64, passwordHash: String)?
         if address.contains("\0") {
             credentials = nil  // PostgreSQL text cannot hold NUL, and no stored address does

@@ -4,9 +4,11 @@ import Logging
 import ServiceLifecycle
 
 /// Deletes login tokens that expired or were revoked more than a week ago, once an hour, so that
-/// `access_tokens` holds live tokens and recent history rather than every login ever made.
+/// `access_tokens` holds live tokens and recent history rather than every login ever made; and
+/// sign-in failure windows over for a day.
 package struct TokenJanitor: Service {
     let tokens: AccessTokenStore
+    let loginFailures: LoginFailureStore
     let logger: Logger
     /// How long ended tokens stay listed in the table (for audit and support questions).
     package var retention: Duration = .seconds(7 * 24 * 3600)
@@ -14,6 +16,7 @@ package struct TokenJanitor: Service {
 
     package init(database: Database, logger: Logger) {
         self.tokens = AccessTokenStore(database: database)
+        self.loginFailures = LoginFailureStore(database: database)
         self.logger = logger
     }
 
@@ -34,6 +37,7 @@ package struct TokenJanitor: Service {
         do {
             let removed = try await tokens.purge(endedBefore: cutoff)
             if removed > 0 { logger.info("purged ended login tokens", metadata: ["tokens.removed": "\(removed)"]) }
+            _ = try await loginFailures.purge(startedBefore: Date().addingTimeInterval(-86_400))
         } catch {
             logger.warning("token purge failed; will retry", metadata: ["error.type": "\(type(of: error))"])
         }

@@ -1,3 +1,4 @@
+import AccessManager
 import Configuration
 import DatabaseLink
 import Foundation
@@ -28,6 +29,20 @@ package struct AppConfiguration: Sendable {
     package var requestLifetime = Duration.seconds(30 * 24 * 3600)
     /// `MAX_BODY_BYTES`: largest request body accepted (larger: 413).
     package var maxBodyBytes = 4 * 1024 * 1024
+    /// `REQUEST_TIMEOUT_SECONDS`: how long a handler may take to produce its response (then 503).
+    package var requestTimeout = Duration.seconds(30)
+    /// `HTTP_IDLE_TIMEOUT_SECONDS`: a kept-alive connection with no request for this long is closed.
+    package var idleTimeout = Duration.seconds(75)
+    /// `TRUST_PROXY_HEADERS`: behind a load balancer, take the client's address from the last
+    /// `X-Forwarded-For` entry (never set it when clients reach the server directly).
+    package var trustProxyHeaders = false
+    /// `RATE_LIMIT_REQUESTS` per `RATE_LIMIT_WINDOW_SECONDS`: requests one login token or API key
+    /// may make to one instance (bursts up to the limit).
+    package var rateLimitRequests = 1200
+    package var rateLimitWindow = Duration.seconds(60)
+    /// `LOGIN_FAILURES_PER_ACCOUNT`, `LOGIN_FAILURES_PER_ADDRESS` per `LOGIN_FAILURE_WINDOW_SECONDS`:
+    /// failed sign-ins before sign-in is refused (429) for the rest of the window.
+    package var loginThrottle = LoginThrottle.Limits()
     /// `MIGRATIONS_DIR`: the plain-SQL migrations.
     package var migrationsDirectory = "migrations"
     /// `OPENAPI_PATH`: the API contract served at `/openapi.yaml`.
@@ -114,6 +129,23 @@ package struct AppConfiguration: Sendable {
         let requestTTL = try Self.integer(reader, "request.ttl.seconds", env: "REQUEST_TTL_SECONDS", default: 30 * 24 * 3600, range: 60...(366 * 24 * 3600))
         requestLifetime = .seconds(requestTTL)
         maxBodyBytes = try Self.integer(reader, "max.body.bytes", env: "MAX_BODY_BYTES", default: maxBodyBytes, range: 1024...(256 * 1024 * 1024))
+        requestTimeout = .seconds(try Self.integer(reader, "request.timeout.seconds", env: "REQUEST_TIMEOUT_SECONDS", default: 30, range: 1...3600))
+        idleTimeout = .seconds(try Self.integer(reader, "http.idle.timeout.seconds", env: "HTTP_IDLE_TIMEOUT_SECONDS", default: 75, range: 1...3600))
+        if let text = reader.string(forKey: "trust.proxy.headers") {
+            guard let trust = Bool(text.lowercased()) else { throw ConfigurationError("TRUST_PROXY_HEADERS must be true or false") }
+            trustProxyHeaders = trust
+        }
+        rateLimitRequests = try Self.integer(reader, "rate.limit.requests", env: "RATE_LIMIT_REQUESTS", default: rateLimitRequests, range: 1...1_000_000)
+        rateLimitWindow = .seconds(try Self.integer(reader, "rate.limit.window.seconds", env: "RATE_LIMIT_WINDOW_SECONDS", default: 60, range: 1...86_400))
+        loginThrottle.perAccount = Int32(try Self.integer(
+            reader, "login.failures.per.account", env: "LOGIN_FAILURES_PER_ACCOUNT", default: Int(loginThrottle.perAccount), range: 1...10_000
+        ))
+        loginThrottle.perAddress = Int32(try Self.integer(
+            reader, "login.failures.per.address", env: "LOGIN_FAILURES_PER_ADDRESS", default: Int(loginThrottle.perAddress), range: 1...1_000_000
+        ))
+        loginThrottle.window = .seconds(try Self.integer(
+            reader, "login.failure.window.seconds", env: "LOGIN_FAILURE_WINDOW_SECONDS", default: 900, range: 1...86_400
+        ))
         requestExpirySweep = .seconds(try Self.integer(
             reader, "request.expiry.sweep.seconds", env: "REQUEST_EXPIRY_SWEEP_SECONDS", default: 60, range: 1...86_400
         ))

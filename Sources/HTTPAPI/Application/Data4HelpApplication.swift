@@ -77,7 +77,10 @@ package func buildApplication(
     liveSocket.addPlainRoute(to: router)
     var app = Application(
         router: router,
-        server: .http1WebSocketUpgrade(webSocketRouter: webSockets),
+        server: .http1WebSocketUpgrade(
+            webSocketRouter: webSockets,
+            configuration: .init(http1: .init(idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.inSeconds * 1e9))), ws: .init())
+        ),
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "data4help"),
         services: services,
         logger: logger
@@ -130,7 +133,7 @@ struct Components {
     init(database: Database, replica: ReadReplica? = nil, configuration: AppConfiguration, logger: Logger) {
         let hasher = PasswordHasher()
         authenticator = Authenticator(tokens: AccessTokenStore(database: database), apiKeys: APIKeyStore(database: database))
-        sessions = SessionService(database: database, hasher: hasher, tokenLifetime: configuration.tokenLifetime)
+        sessions = SessionService(database: database, hasher: hasher, tokenLifetime: configuration.tokenLifetime, throttle: configuration.loginThrottle)
         individuals = IndividualAccounts(database: database, hasher: hasher)
         thirdParties = ThirdPartyAccounts(database: database, hasher: hasher)
         apiKeys = APIKeyService(database: database)
@@ -164,16 +167,20 @@ struct Components {
 }
 
 /// The routes of both API surfaces and the operations endpoints, behind the common middleware:
-/// request id → metrics → access log → problem+json.
+/// request id → client address → metrics → access log → problem+json → request timeout; each
+/// authenticated surface adds authentication → rate limit.
 func buildRouter(
     components: Components, operations: OperationsController, pages: MustacheLibrary, configuration: AppConfiguration
 ) -> Router<AppRequestContext> {
     let routes = RouteTable()
     let router = RecordingRouter(router: Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints), table: routes)
     router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: ClientAddressMiddleware(trustForwardedFor: configuration.trustProxyHeaders))
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: AccessLogMiddleware())
     router.add(middleware: ProblemMiddleware(routes: routes))
+    router.add(middleware: RequestTimeoutMiddleware(limit: configuration.requestTimeout))
+    let rateLimit = RateLimitMiddleware(limiter: RateLimiter(limit: configuration.rateLimitRequests, window: configuration.rateLimitWindow))
 
     operations.addRoutes(to: router)
     SampleTypeController().addRoutes(to: router)
@@ -196,6 +203,7 @@ func buildRouter(
     userSessions.addLogin(to: users)
     let authenticatedUsers = users
         .add(middleware: BearerAuthenticationMiddleware(authenticator: components.authenticator, surface: .individual))
+        .add(middleware: rateLimit)
         .group(context: IndividualRequestContext.self)
     userAccounts.addAuthenticated(to: authenticatedUsers)
     userSessions.addAuthenticated(to: authenticatedUsers)
@@ -219,6 +227,7 @@ func buildRouter(
     partySessions.addLogin(to: thirdParties)
     let authenticatedParties = thirdParties
         .add(middleware: BearerAuthenticationMiddleware(authenticator: components.authenticator, surface: .thirdParty))
+        .add(middleware: rateLimit)
         .group(context: ThirdPartyRequestContext.self)
     partyAccounts.addAuthenticated(to: authenticatedParties)
     partySessions.addAuthenticated(to: authenticatedParties)

@@ -11,11 +11,15 @@ package struct AppRequestContext: RequestContext {
     package var principal: Principal?
     /// The form token of a portal page's browser session (`WebSessionMiddleware`).
     package var csrfToken: String?
+    /// The client's IP address: the connection's peer, or behind a trusted balancer the address
+    /// it forwarded (`ClientAddressMiddleware`). Used for limits, never logged.
+    package var clientAddress: String?
 
     package init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.principal = nil
         self.csrfToken = nil
+        self.clientAddress = source.channel.remoteAddress?.ipAddress
     }
 
     package var requestDecoder: JSONDecoder { WireFormat.decoder() }

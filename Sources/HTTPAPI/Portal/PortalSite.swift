@@ -34,7 +34,7 @@ struct PortalSite {
             try PortalPages.checkAnonymousCSRF(form, request)
             do {
                 let (email, password) = try form.decode(LoginBody.self).validated()
-                return signedIn(try await components.sessions.login(on: surface, email: email, password: password), request: request)
+                return signedIn(try await components.sessions.login(on: surface, email: email, password: password, from: context.clientAddress), request: request)
             } catch {
                 let (values, status) = PortalPages.errorValues(error, logger: context.logger)
                 return pages.anonymousPage("portal-login", title: "Sign in", request: request,

@@ -156,6 +156,12 @@ enum ErrorMapping {
                 detail: "Send { \"email\", \"password\" } as JSON, or HTTP Basic credentials.",
                 headers: [.wwwAuthenticate: loginChallenge]
             )
+        case .throttled(let seconds):
+            Problem(
+                .tooManyRequests, slug: "login-throttled", title: "Too many failed sign-ins",
+                detail: "Too many failed sign-ins for this account or from this address; try again in \(seconds) seconds.",
+                headers: [.retryAfter: String(seconds)]
+            )
         case .invalidLogin:
             Problem(
                 .unauthorized, slug: "invalid-login", title: "Login failed",

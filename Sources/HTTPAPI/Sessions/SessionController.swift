@@ -45,7 +45,7 @@ struct SessionController<Context: AuthenticatedRequestContext> {
             }
             (email, password) = try login.validated()
         }
-        let issued = try await sessions.login(on: Context.surface, email: email, password: password)
+        let issued = try await sessions.login(on: Context.surface, email: email, password: password, from: context.clientAddress)
         return EditedResponse(headers: [.cacheControl: "no-store"], response: IssuedTokenBody(issued))
     }
 }
