@@ -40,7 +40,7 @@ package struct Database: Sendable {
         }
     }
 
-    /// Leases one connection for the closure.
+    /// Leases one connection for the closure (within a `TenantScope`: one scoped transaction).
     package func withConnection<Result>(
         isolation: isolated (any Actor)? = #isolation,
         _ body: (PostgresConnection) async throws -> sending Result
@@ -48,12 +48,16 @@ package struct Database: Sendable {
         if let replica, await !replica.serves() {
             return try await replica.primary.withConnection(isolation: isolation, body)
         }
+        if TenantScope.thirdPartyId != nil {
+            return try await withTransaction(isolation: isolation, body)   // the scope lasts one transaction
+        }
         inUse.increment()
         defer { inUse.decrement() }
         return try await client.withConnection(isolation: isolation, body)
     }
 
     /// Runs the closure in one transaction: committed when it returns, rolled back when it throws.
+    /// Within a `TenantScope`, the transaction runs as the tenant role for that organisation.
     ///
     /// Errors come out as thrown (postgres-nio wraps them in `PostgresTransactionError`), so that
     /// a unique violation or a domain error inside a transaction is classified like any other.
@@ -67,7 +71,16 @@ package struct Database: Sendable {
         inUse.increment()
         defer { inUse.decrement() }
         do {
-            return try await client.withTransaction(logger: logger, isolation: isolation, body)
+            guard let tenant = TenantScope.thirdPartyId else {
+                return try await client.withTransaction(logger: logger, isolation: isolation, body)
+            }
+            return try await client.withTransaction(logger: logger, isolation: isolation) { connection in
+                _ = try await connection.query(
+                    "SELECT set_config('role', \(TenantScope.role), true), set_config('data4help.third_party_id', \(String(tenant)), true)",
+                    logger: logger
+                )
+                return try await body(connection)
+            }
         } catch let error as PostgresTransactionError {
             throw error.closureError ?? error.beginError ?? error.commitError ?? error
         }

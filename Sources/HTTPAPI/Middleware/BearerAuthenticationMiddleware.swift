@@ -20,11 +20,18 @@ struct BearerAuthenticationMiddleware: RouterMiddleware {
         let principal = try await authenticator.authenticate(bearer: token, on: surface)
         context.principal = principal
         context.logger[metadataKey: "account.id"] = "\(principal.account.loggableId)"
-        return try await next(request, context)
+        return try await principal.account.scoped { try await next(request, context) }
     }
 }
 
 extension AccountReference {
+    /// Runs the body with the database scoped to this organisation (`TenantScope`: row-level
+    /// security on the tenant tables); an individual's requests run unscoped.
+    func scoped<Result>(_ body: () async throws -> Result) async throws -> Result {
+        guard case .thirdParty(let id) = self else { return try await body() }
+        return try await TenantScope.$thirdPartyId.withValue(id) { try await body() }
+    }
+
     /// `individual:42` / `thirdparty:7`: internal ids, which identify nobody outside the database.
     var loggableId: String {
         switch self {

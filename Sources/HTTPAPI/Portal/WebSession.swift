@@ -94,6 +94,6 @@ struct WebSessionMiddleware: RouterMiddleware {
             let form = try await PortalForm(&request, limit: maxBodyBytes)
             guard let sent = form[WebSession.csrfField], WebSession.same(sent, context.csrfToken!) else { throw PortalForm.csrfRefused }
         }
-        return try await next(request, context)
+        return try await principal.account.scoped { [request, context] in try await next(request, context) }
     }
 }
