@@ -12,12 +12,13 @@ VENV := .build/venv
 PYTHON_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: help run test bench build deps python-tools deploy-check contract-test unit-test clean-data
+.PHONY: help run test bench drills build deps python-tools deploy-check contract-test unit-test clean-data
 
 help:
 	@echo "make run    build and serve Data4Help on http://localhost:8080 (embedded PostgreSQL under .data/)"
 	@echo "make test   run the test suite and the OpenAPI contract test against real PostgreSQL"
 	@echo "make bench  build for release and print the benchmarks' figures"
+	@echo "make drills failure drills: two instances behind nginx, one killed; PostgreSQL restarted (figures printed)"
 
 ## Debian packages the build and the embedded database need; installed only when missing.
 deps:
@@ -69,6 +70,12 @@ bench: deps
 	.build/release/data4help bench aggregates
 	.build/release/data4help bench sos
 	.build/release/data4help bench live
+
+## Failure drills print figures and check that nothing acknowledged is lost; minutes long, so
+## not part of `make test`. The test binary is run directly so their figures stream as they come.
+drills: deps
+	swift build --build-tests
+	DATA4HELP_DRILLS=1 .build/debug/data4helpPackageTests.xctest --testing-library swift-testing --filter FailureDrills
 
 clean-data:
 	rm -rf .data

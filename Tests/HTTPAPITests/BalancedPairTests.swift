@@ -24,7 +24,7 @@ struct BalancedPairTests {
         let process: Process
         let port: Int
 
-        init(database: DatabaseURL) throws {
+        init(database: DatabaseURL, environment extra: [String: String] = [:]) throws {
             port = try freeLoopbackPort()
             process = Process()
             process.executableURL = ServerProcess.executable
@@ -34,13 +34,19 @@ struct BalancedPairTests {
                 "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
                 "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
                 "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,
-            ]
+            ].merging(extra) { $1 }
             process.standardOutput = FileHandle.nullDevice
             try process.run()
         }
 
         func stop() {
             if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+
+        /// `kill -9`: no shutdown, no goodbye to anyone.
+        func kill() {
+            if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
             process.waitUntilExit()
         }
     }

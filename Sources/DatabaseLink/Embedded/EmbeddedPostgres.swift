@@ -36,6 +36,8 @@ package struct EmbeddedPostgres: Sendable {
     package let startedServer: Bool
     /// The server's log (`postgres.log` beside the cluster).
     package let logFile: URL
+    /// The `postgres` options it was started with (same port on a restart).
+    private let serverOptions: String
     private let runner: CommandRunner
     private let binaries: PostgresBinaries
     private let clusterDirectory: URL
@@ -96,9 +98,9 @@ package struct EmbeddedPostgres: Sendable {
         guard let password = try? String(contentsOf: passwordFile, encoding: .utf8) else {
             throw EmbeddedPostgresError.unreadableState("cannot read \(passwordFile.path)")
         }
-        let (port, started) = try await runBlocking {
+        let (port, started, serverOptions) = try await runBlocking {
             if runner.succeeds(binaries.pgCtl, ["-D", cluster.path, "status"]) {
-                return (try runningPort(cluster: cluster), false)
+                return (try runningPort(cluster: cluster), false, "")
             }
             let port = try freeLoopbackPort()
             var settings = ["listen_addresses": "127.0.0.1", "unix_socket_directories": "''"]
@@ -116,7 +118,7 @@ package struct EmbeddedPostgres: Sendable {
             } catch {
                 throw EmbeddedPostgresError.commandFailed("pg_ctl start failed (see \(directory.path)/postgres.log): \(error)")
             }
-            return (port, true)
+            return (port, true, serverOptions)
         }
         logger.info("embedded PostgreSQL running", metadata: ["port": "\(port)", "directory": "\(directory.path)"])
         return EmbeddedPostgres(
@@ -126,6 +128,7 @@ package struct EmbeddedPostgres: Sendable {
             ),
             startedServer: started,
             logFile: directory.appendingPathComponent("postgres.log"),
+            serverOptions: serverOptions,
             runner: runner,
             binaries: binaries,
             clusterDirectory: cluster
@@ -162,6 +165,19 @@ package struct EmbeddedPostgres: Sendable {
         guard startedServer else { return }
         try await Self.runBlocking {
             try runner.run(binaries.pgCtl, ["-D", clusterDirectory.path, "-m", immediately ? "immediate" : "fast", "-w", "stop"])
+        }
+    }
+
+    /// Stops the server (`fast`: clients are disconnected), waits, and starts it again with the
+    /// same options and port: for drills of a database restart.
+    package func restart(after pause: Duration) async throws {
+        guard startedServer else { return }
+        try await Self.runBlocking { try runner.run(binaries.pgCtl, ["-D", clusterDirectory.path, "-m", "fast", "-w", "stop"]) }
+        try await Task.sleep(for: pause)
+        try await Self.runBlocking {
+            try runner.run(binaries.pgCtl, [
+                "-D", clusterDirectory.path, "-l", logFile.path, "-w", "-t", "120", "-o", serverOptions, "start",
+            ])
         }
     }
 

@@ -107,6 +107,15 @@ enum ErrorMapping {
                 .unprocessableContent, slug: "invalid-value", title: "Invalid value",
                 detail: "A value in the request cannot be stored (for example, text with a NUL character)."
             )
+        case let error as PSQLError where error.serverInfo?[.sqlState].map(isTransient) == true:
+            // The server is shutting down or starting up (a restart, a failover), out of
+            // connections, or chose this transaction as a deadlock or serialisation victim: nothing
+            // was committed, and the same request will succeed shortly.
+            logger.warning("database busy or restarting", metadata: ["error.sqlstate": "\(error.serverInfo?[.sqlState] ?? "")"])
+            return Problem(
+                .serviceUnavailable, slug: "database-unavailable", title: "Service unavailable",
+                detail: "The database is restarting or busy right now; retry shortly.", headers: [.retryAfter: "2"]
+            )
         case let error as PSQLError where error.serverInfo == nil:
             // No server answer at all: the pool could not reach PostgreSQL.
             logger.error("database unavailable", metadata: ["error.code": "\(error.code)"])
@@ -125,6 +134,13 @@ enum ErrorMapping {
                 detail: "Something went wrong on our side; the request had no effect. Quote the request id when reporting it."
             )
         }
+    }
+
+    /// SQLSTATEs after which a retry succeeds: operator intervention (57P01 admin shutdown, 57P02
+    /// crash shutdown, 57P03 cannot connect now), connection exceptions (08…), too many
+    /// connections (53300), serialisation failure (40001) and deadlock (40P01).
+    private static func isTransient(_ sqlState: String) -> Bool {
+        sqlState.hasPrefix("57P") || sqlState.hasPrefix("08") || ["53300", "40001", "40P01"].contains(sqlState)
     }
 
     /// A 405 listing the methods the resource does accept.

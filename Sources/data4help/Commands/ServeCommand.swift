@@ -2,6 +2,8 @@ import ArgumentParser
 import HTTPAPI
 import Hummingbird
 import Logging
+import ServiceLifecycle
+import UnixSignals
 
 /// `data4help serve`: migrate, then serve HTTP until SIGTERM/SIGINT, then shut down gracefully.
 struct ServeCommand: AsyncParsableCommand {
@@ -20,7 +22,13 @@ struct ServeCommand: AsyncParsableCommand {
         try await StartupFailure.reporting {
             try await ServerEnvironment.withDatabase(configuration, logger: logger) { databaseURL in
                 let app = try buildApplication(configuration: configuration, databaseURL: databaseURL, metrics: metrics, logger: logger)
-                try await app.runService()
+                // SIGTERM/SIGINT: stop accepting, let in-flight requests finish. Shutdown is bounded
+                // (below Kubernetes' 30 s grace period): after 20 s the services are cancelled, and
+                // after 5 more the process ends whatever still runs.
+                var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                group.maximumGracefulShutdownDuration = .seconds(20)
+                group.maximumCancellationDuration = .seconds(5)
+                try await ServiceGroup(configuration: group).run()
             }
         }
     }

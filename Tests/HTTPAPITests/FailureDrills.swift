@@ -1,0 +1,244 @@
+import AsyncHTTPClient
+import DatabaseLink
+import DatabaseTestSupport
+import Foundation
+import HTTPAPI
+import HTTPTypes
+import NIOCore
+import NIOHTTP1
+import PostgresNIO
+import Synchronization
+import Testing
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Failure drills, run by `make drills` (not by `make test`: they take minutes and print
+/// figures). Each runs two real `data4help serve` processes behind Debian's nginx on a private
+/// PostgreSQL cluster, with phones uploading heart rate through the balancer the whole time,
+/// breaks something, and then counts: every sample a phone saw acknowledged must be in the
+/// database, and the phones must have seen nothing but retriable failures.
+///
+/// (An AutomatedSOS incident whose instance dies before dispatch being dispatched once by another
+/// is proven by `SOSCrashTests`, a webhook delivery interrupted by a crash by `WebhookCrashTests`,
+/// both in `make test`.)
+@Suite(
+    "Failure drills (make drills)",
+    .enabled(if: ProcessInfo.processInfo.environment["DATA4HELP_DRILLS"] == "1", "set DATA4HELP_DRILLS=1 (make drills)"),
+    .serialized
+)
+struct FailureDrills {
+    /// A private cluster, two instances, nginx in front.
+    final class Stack: Sendable {
+        let cluster: EmbeddedPostgres
+        let database: DatabaseURL
+        let instances: [BalancedPairTests.Instance]
+        let balancer: BalancedPairTests.Balancer
+        let root: URL
+
+        init(environment: [String: String] = [:]) async throws {
+            root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("data4help-drill-\(UUID().uuidString.prefix(8))")
+            FileHandle.standardError.write(Data("drill: starting PostgreSQL, two instances, nginx\n".utf8))
+            cluster = try await EmbeddedPostgres.start(.init(directory: root), logger: TestPostgres.logger)
+            database = try await cluster.database(named: "data4help", logger: TestPostgres.logger)
+            let settings = ["RATE_LIMIT_REQUESTS": "1000000", "TRUST_PROXY_HEADERS": "true"].merging(environment) { $1 }
+            instances = try [BalancedPairTests.Instance(database: database, environment: settings), BalancedPairTests.Instance(database: database, environment: settings)]
+            for instance in instances { try await BalancedPairTests.waitReady(instance.port) }
+            balancer = try BalancedPairTests.Balancer(upstreams: instances.map(\.port), nginx: try #require(BalancedPairTests.nginx))
+            try await BalancedPairTests.waitReady(balancer.port)
+        }
+
+        var api: RemoteAPI { RemoteAPI(base: "http://127.0.0.1:\(balancer.port)") }
+
+        /// Stops everything; prints how long each running instance took to exit after SIGTERM.
+        func stop() {
+            balancer.stop()
+            for (index, instance) in instances.enumerated() where instance.process.isRunning {
+                let started = ContinuousClock.now
+                instance.stop()
+                print("   instance \(index + 1) exited \(started.duration(to: .now)) after SIGTERM (status \(instance.process.terminationStatus))")
+            }
+            cluster.stopImmediatelyBlocking()
+            try? FileManager.default.removeItem(at: root)
+        }
+
+        /// Samples stored for these individuals (by email).
+        func storedSamples(of emails: [String]) async throws -> Int {
+            let client = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+            return try await client.whileRunning {
+                let rows = try await client.query("""
+                    SELECT coalesce(sum(cardinality(b.vals)), 0)::int8 FROM sample_blocks b JOIN individuals i ON i.id = b.individual_id
+                    WHERE i.email = ANY(\(emails))
+                    """)
+                return Int(try rows.first?.decode(Int64.self) ?? 0)
+            }
+        }
+    }
+
+    /// Phones uploading batches of heart-rate samples through the balancer until stopped. A batch
+    /// that fails (status or transport) is sent again until it is acknowledged — uploads are
+    /// idempotent — and every failure is recorded by kind.
+    final class Phones: Sendable {
+        struct Tally: Sendable {
+            var acknowledgedSamples = 0
+            var acknowledgedBatches = 0
+            var failures: [String: Int] = [:]
+            var acknowledgedAt: [ContinuousClock.Instant] = []
+        }
+
+        let tally = Mutex(Tally())
+        let stopping = Atomic<Bool>(false)
+        let base: String
+        let tokens: [String]
+        let batch: Int
+
+        init(base: String, tokens: [String], batch: Int = 50) {
+            self.base = base
+            self.tokens = tokens
+            self.batch = batch
+        }
+
+        func run() async {
+            await withTaskGroup(of: Void.self) { group in
+                for (phone, token) in tokens.enumerated() {
+                    group.addTask { await self.upload(phone: phone, token: token) }
+                }
+            }
+        }
+
+        private func upload(phone: Int, token: String) async {
+            var sequence = 0
+            let start = Date().addingTimeInterval(-86_400 * 2)
+            while !stopping.load(ordering: .relaxed), !Task.isCancelled {
+                let items: [[String: Any]] = (0..<batch).map { index in
+                    let second = Double(sequence * batch + index)
+                    return ["type": "heartRate", "value": 60 + (index % 40), "unit": "bpm",
+                            "start": ISO8601DateFormatter().string(from: start.addingTimeInterval(second))]
+                }
+                sequence += 1
+                let body = try! JSONSerialization.data(withJSONObject: ["items": items])
+                while !Task.isCancelled {   // the same batch until it is acknowledged
+                    var request = HTTPClientRequest(url: "\(base)/api/users/data")
+                    request.method = .POST
+                    request.headers.add(name: "Authorization", value: "Bearer \(token)")
+                    request.headers.add(name: "Content-Type", value: "application/json")
+                    request.body = .bytes(ByteBuffer(bytes: body))
+                    do {
+                        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+                        let data = try await response.body.collect(upTo: 1 << 20)
+                        if response.status == .ok,
+                           let reply = try JSONSerialization.jsonObject(with: Data(data.readableBytesView)) as? [String: Any],
+                           let accepted = reply["accepted"] as? Int, let duplicates = reply["duplicates"] as? Int {
+                            tally.withLock {
+                                $0.acknowledgedSamples += accepted + duplicates
+                                $0.acknowledgedBatches += 1
+                                $0.acknowledgedAt.append(.now)
+                            }
+                            break
+                        }
+                        tally.withLock { $0.failures["HTTP \(response.status.code)", default: 0] += 1 }
+                    } catch {
+                        tally.withLock { $0.failures["transport: \(type(of: error))", default: 0] += 1 }
+                    }
+                    try? await Task.sleep(for: .milliseconds(100))
+                }
+            }
+        }
+    }
+
+    static func phones(_ stack: Stack, count: Int) async throws -> (Phones, [String]) {
+        var tokens: [String] = [], emails: [String] = []
+        for _ in 0..<count {
+            let (token, account) = try await stack.api.individualSession()
+            tokens.append(token)
+            emails.append(account["email"] as! String)
+        }
+        return (Phones(base: "http://127.0.0.1:\(stack.balancer.port)", tokens: tokens), emails)
+    }
+
+    static func report(_ title: String, _ lines: [(String, String)]) {
+        print("\n== \(title)")
+        for (name, value) in lines { print("   \(name.padding(toLength: 42, withPad: " ", startingAt: 0)) \(value)") }
+    }
+
+    @Test(.timeLimit(.minutes(5)))
+    func anInstanceKilledDuringIngestLosesNothingAcknowledged() async throws {
+        let stack = try await Stack()
+        defer { stack.stop() }
+        let (phones, emails) = try await Self.phones(stack, count: 16)
+        let started = ContinuousClock.now
+        let load = Task { await phones.run() }
+        defer { load.cancel() }
+        try await Task.sleep(for: .seconds(5))
+        let before = phones.tally.withLock { $0.acknowledgedSamples }
+        let killedAt = ContinuousClock.now
+        stack.instances[0].kill()
+        try await Task.sleep(for: .seconds(10))
+        phones.stopping.store(true, ordering: .relaxed)
+        await load.value
+        let tally = phones.tally.withLock { $0 }
+        let stored = try await stack.storedSamples(of: emails)
+        let afterKill = tally.acknowledgedAt.filter { $0 > killedAt }.count
+        let longestGap = zip(tally.acknowledgedAt.sorted(), tally.acknowledgedAt.sorted().dropFirst()).map { $0.0.duration(to: $0.1) }.max() ?? .zero
+        Self.report("kill -9 of one of two instances during ingest through nginx", [
+            ("phones (batches of 50 samples)", "16"),
+            ("run", "\(started.duration(to: .now))"),
+            ("samples acknowledged before the kill", "\(before)"),
+            ("samples acknowledged in all", "\(tally.acknowledgedSamples) (\(tally.acknowledgedBatches) batches, \(afterKill) after the kill)"),
+            ("samples in the database", "\(stored)"),
+            ("failures seen by phones (then retried)", tally.failures.isEmpty ? "none" : tally.failures.map { "\($0.key) × \($0.value)" }.sorted().joined(separator: ", ")),
+            ("longest pause between acknowledgements", "\(longestGap)"),
+        ])
+        #expect(stored == tally.acknowledgedSamples, "every acknowledged sample is stored, and nothing else")
+        #expect(afterKill > 0, "the surviving instance went on acknowledging")
+        #expect(tally.failures.keys.allSatisfy { ["HTTP 502", "HTTP 503", "HTTP 504"].contains($0) || $0.hasPrefix("transport") }, "retriable failures only")
+    }
+
+    @Test(.timeLimit(.minutes(5)))
+    func postgreSQLRestartedDuringIngest() async throws {
+        let stack = try await Stack()
+        defer { stack.stop() }
+        let (phones, emails) = try await Self.phones(stack, count: 8)
+        // /readyz of the first instance, every 100 ms: its transitions.
+        let readiness = Mutex<[(ContinuousClock.Instant, Bool)]>([])
+        let polling = Task {
+            while !Task.isCancelled {
+                let ready = (try? await HTTPClient.shared.execute(
+                    HTTPClientRequest(url: "http://127.0.0.1:\(stack.instances[0].port)/readyz"), timeout: .seconds(3)
+                ))?.status == .ok
+                readiness.withLock { if $0.last?.1 != ready { $0.append((.now, ready)) } }
+                try? await Task.sleep(for: .milliseconds(100))
+            }
+        }
+        let load = Task { await phones.run() }
+        defer { load.cancel(); polling.cancel() }
+        try await Task.sleep(for: .seconds(5))
+        let stoppedAt = ContinuousClock.now
+        FileHandle.standardError.write(Data("drill: restarting PostgreSQL\n".utf8))
+        try await stack.cluster.restart(after: .seconds(5))
+        FileHandle.standardError.write(Data("drill: PostgreSQL is back\n".utf8))
+        let restartedAt = ContinuousClock.now
+        try await Task.sleep(for: .seconds(15))
+        phones.stopping.store(true, ordering: .relaxed)
+        await load.value
+        polling.cancel()
+        let tally = phones.tally.withLock { $0 }
+        let stored = try await stack.storedSamples(of: emails)
+        let transitions = readiness.withLock { $0 }
+        let afterRestart = tally.acknowledgedAt.filter { $0 > restartedAt }
+        let firstAfter = afterRestart.min().map { restartedAt.duration(to: $0) }
+        Self.report("PostgreSQL stopped for 5 s and started again during ingest", [
+            ("phones (batches of 50 samples)", "8"),
+            ("/readyz of instance 1", transitions.map { "\($0.1 ? "green" : "red") at +\(stoppedAt.duration(to: $0.0))" }.joined(separator: ", ")),
+            ("first acknowledgement after the restart", firstAfter.map { "+\($0)" } ?? "none"),
+            ("samples acknowledged", "\(tally.acknowledgedSamples) (\(afterRestart.count) batches after the restart)"),
+            ("samples in the database", "\(stored)"),
+            ("failures seen by phones (then retried)", tally.failures.isEmpty ? "none" : tally.failures.map { "\($0.key) × \($0.value)" }.sorted().joined(separator: ", ")),
+        ])
+        #expect(stored == tally.acknowledgedSamples, "every acknowledged sample is stored")
+        #expect(!afterRestart.isEmpty, "the instances reconnected by themselves")
+        #expect(transitions.map(\.1).starts(with: [true, false, true]), "/readyz went red, then green")
+        #expect(tally.failures.keys.allSatisfy { ["HTTP 502", "HTTP 503", "HTTP 504"].contains($0) || $0.hasPrefix("transport") }, "retriable failures only")
+    }
+}
