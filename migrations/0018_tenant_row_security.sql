@@ -30,22 +30,17 @@ ALTER DEFAULT PRIVILEGES IN SCHEMA public GRANT USAGE, SELECT ON SEQUENCES TO da
 
 -- The organisation's requests and grants, the events about them, what was disclosed to it, and
 -- its API keys. A missing setting matches nothing.
-ALTER TABLE access_requests ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_rows ON access_requests TO data4help_tenant
-    USING (third_party_id = nullif(current_setting('data4help.third_party_id', true), '')::int8)
-    WITH CHECK (third_party_id = nullif(current_setting('data4help.third_party_id', true), '')::int8);
-
-ALTER TABLE party_events ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_rows ON party_events TO data4help_tenant
-    USING (third_party_id = nullif(current_setting('data4help.third_party_id', true), '')::int8)
-    WITH CHECK (third_party_id = nullif(current_setting('data4help.third_party_id', true), '')::int8);
-
-ALTER TABLE disclosures ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_rows ON disclosures TO data4help_tenant
-    USING (third_party_id = nullif(current_setting('data4help.third_party_id', true), '')::int8)
-    WITH CHECK (third_party_id = nullif(current_setting('data4help.third_party_id', true), '')::int8);
-
-ALTER TABLE api_keys ENABLE ROW LEVEL SECURITY;
-CREATE POLICY tenant_rows ON api_keys TO data4help_tenant
-    USING (third_party_id = nullif(current_setting('data4help.third_party_id', true), '')::int8)
-    WITH CHECK (third_party_id = nullif(current_setting('data4help.third_party_id', true), '')::int8);
+DO $$
+DECLARE
+    tenant_table text;
+BEGIN
+    FOREACH tenant_table IN ARRAY ARRAY['access_requests', 'party_events', 'disclosures', 'api_keys'] LOOP
+        EXECUTE format('ALTER TABLE %I ENABLE ROW LEVEL SECURITY', tenant_table);
+        EXECUTE format($policy$
+            CREATE POLICY tenant_rows ON %I TO data4help_tenant
+                USING (third_party_id = nullif(current_setting('data4help.third_party_id', true), '')::int8)
+                WITH CHECK (third_party_id = nullif(current_setting('data4help.third_party_id', true), '')::int8)
+            $policy$, tenant_table);
+    END LOOP;
+END
+$$;
