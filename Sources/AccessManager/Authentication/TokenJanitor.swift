@@ -21,14 +21,7 @@ package struct TokenJanitor: Service {
     }
 
     package func run() async throws {
-        // Ends promptly on graceful shutdown: the sleep is cancelled, not waited out. The first
-        // purge waits one interval, so it never races the start-up migrations.
-        try await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try await Task.sleep(for: interval)
-                await purgeOnce()
-            }
-        }
+        await repeatUntilShutdown(every: interval) { await purgeOnce() }
     }
 
     /// One purge; failures are logged and retried at the next interval.

@@ -230,7 +230,7 @@ package struct AccessRequestStore: Sendable {
     }
 
     private static func idForIndividual(
-        _ individualId: Int64, _ publicId: UUID, lock: Bool, on connection: PostgresConnection, logger: Logger
+        _ individualId: Int64, _ publicId: UUID, lock: Bool, on connection: LeasedConnection, logger: Logger
     ) async throws -> Int64? {
         let rows = try await connection.query("""
             SELECT r.id FROM access_requests r
@@ -240,7 +240,7 @@ package struct AccessRequestStore: Sendable {
         return try rows.first?.decode(Int64.self)
     }
 
-    private static func load(id: Int64, on connection: PostgresConnection, logger: Logger) async throws -> AccessRequestRecord? {
+    private static func load(id: Int64, on connection: LeasedConnection, logger: Logger) async throws -> AccessRequestRecord? {
         let rows = try await connection.query("""
             SELECT \(unescaped: columns) FROM access_requests r JOIN third_parties p ON p.id = r.third_party_id WHERE r.id = \(id)
             """, logger: logger).collect()
@@ -277,7 +277,7 @@ package struct AccessRequestStore: Sendable {
         """
 
     /// Moves the requests to `status`, appending their history (which makes the parties' events).
-    static func setStatus(ids: [Int64], status: String, actor: String, on connection: PostgresConnection, logger: Logger) async throws {
+    static func setStatus(ids: [Int64], status: String, actor: String, on connection: LeasedConnection, logger: Logger) async throws {
         guard !ids.isEmpty else { return }
         _ = try await connection.query("""
             WITH changed AS (

@@ -12,6 +12,8 @@ package struct Database: Sendable {
     package let client: PostgresClient
     package let logger: Logger
     private let inUse: Meter
+    /// Fails a leased connection's statements when it closes (see `LeasedConnection`).
+    private let watch = ConnectionWatch()
     /// Set on a replica's pool seen through `ReadReplica.database`: each lease asks it first.
     private var replica: ReadReplica?
 
@@ -43,7 +45,7 @@ package struct Database: Sendable {
     /// Leases one connection for the closure (within a `TenantScope`: one scoped transaction).
     package func withConnection<Result>(
         isolation: isolated (any Actor)? = #isolation,
-        _ body: (PostgresConnection) async throws -> sending Result
+        _ body: (LeasedConnection) async throws -> sending Result
     ) async throws -> sending Result {
         if let replica, await !replica.serves() {
             return try await replica.primary.withConnection(isolation: isolation, body)
@@ -53,36 +55,49 @@ package struct Database: Sendable {
         }
         inUse.increment()
         defer { inUse.decrement() }
-        return try await client.withConnection(isolation: isolation, body)
+        return try await client.withConnection(isolation: isolation) { connection in
+            try await body(LeasedConnection(underlying: connection, watch: watch))
+        }
     }
 
-    /// Runs the closure in one transaction: committed when it returns, rolled back when it throws.
-    /// Within a `TenantScope`, the transaction runs as the tenant role for that organisation.
+    /// Runs the closure in one transaction: committed when it returns, rolled back when it throws
+    /// (and the error rethrown as it was, so that a unique violation or a domain error inside a
+    /// transaction is classified like any other). Within a `TenantScope`, the transaction runs as
+    /// the tenant role for that organisation.
     ///
-    /// Errors come out as thrown (postgres-nio wraps them in `PostgresTransactionError`), so that
-    /// a unique violation or a domain error inside a transaction is classified like any other.
+    /// BEGIN, COMMIT and ROLLBACK go through `LeasedConnection` like every statement, so a
+    /// connection the server closes mid-transaction fails the transaction instead of hanging it;
+    /// a connection whose ROLLBACK fails is closed rather than handed back to the pool still
+    /// inside a transaction.
     package func withTransaction<Result>(
         isolation: isolated (any Actor)? = #isolation,
-        _ body: (PostgresConnection) async throws -> sending Result
+        _ body: (LeasedConnection) async throws -> sending Result
     ) async throws -> sending Result {
         if let replica, await !replica.serves() {
             return try await replica.primary.withTransaction(isolation: isolation, body)
         }
         inUse.increment()
         defer { inUse.decrement() }
-        do {
-            guard let tenant = TenantScope.thirdPartyId else {
-                return try await client.withTransaction(logger: logger, isolation: isolation, body)
+        return try await client.withConnection(isolation: isolation) { pooled in
+            let connection = LeasedConnection(underlying: pooled, watch: watch)
+            try await connection.query("BEGIN", logger: logger)
+            let value: Result
+            do {
+                if let tenant = TenantScope.thirdPartyId {
+                    try await connection.query(
+                        "SELECT set_config('role', \(TenantScope.role), true), set_config('data4help.third_party_id', \(String(tenant)), true)",
+                        logger: logger
+                    )
+                }
+                value = try await body(connection)
+            } catch {
+                if !connection.isClosed {
+                    do { try await connection.query("ROLLBACK", logger: logger) } catch { try? await pooled.close() }
+                }
+                throw error
             }
-            return try await client.withTransaction(logger: logger, isolation: isolation) { connection in
-                _ = try await connection.query(
-                    "SELECT set_config('role', \(TenantScope.role), true), set_config('data4help.third_party_id', \(String(tenant)), true)",
-                    logger: logger
-                )
-                return try await body(connection)
-            }
-        } catch let error as PostgresTransactionError {
-            throw error.closureError ?? error.beginError ?? error.commitError ?? error
+            try await connection.query("COMMIT", logger: logger)
+            return value
         }
     }
 

@@ -30,7 +30,7 @@ package struct EventListener: Service {
     }
 
     package func run() async throws {
-        try await cancelWhenGracefulShutdown {
+        await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {
                     try await database.client.withConnection { connection in

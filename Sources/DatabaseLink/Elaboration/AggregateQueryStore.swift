@@ -145,7 +145,7 @@ package struct AggregateQueryStore: Sendable {
         return AggregateQueryRecord(id: r.0, publicId: r.1, createdAt: r.2, epsilonHundredths: Int(r.3), status: r.4, spec: r.5, answer: r.6)
     }
 
-    private static func spends(thirdPartyId: Int64, on connection: PostgresConnection, logger: Logger) async throws -> [(atMs: Int64, hundredths: Int)] {
+    private static func spends(thirdPartyId: Int64, on connection: LeasedConnection, logger: Logger) async throws -> [(atMs: Int64, hundredths: Int)] {
         try await connection.query("""
             SELECT (extract(epoch FROM created_at) * 1000)::int8, epsilon_hundredths FROM aggregate_queries
             WHERE third_party_id = \(thirdPartyId) AND status <> 'failed' AND created_at > now() - interval '30 days'

@@ -32,7 +32,7 @@ package enum AuditChain {
     }
 
     /// Appends under a transaction-level advisory lock, so rows are numbered and chained in order.
-    static func append(_ entry: AuditEntry, on connection: PostgresConnection, logger: Logger) async throws {
+    static func append(_ entry: AuditEntry, on connection: LeasedConnection, logger: Logger) async throws {
         _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger).collect()
         let last = try await connection.query("SELECT id, hash FROM aggregate_audit ORDER BY id DESC LIMIT 1", logger: logger).collect()
         let (previousId, previous) = try last.first.map { row in

@@ -151,7 +151,7 @@ package struct HealthDataStore: Sendable {
     /// Each sample's `source_id`: names already known to the individual keep their number, new
     /// ones get the next free numbers (safe: the caller holds the individual's ingest lock).
     private static func sourceIds(
-        for samples: SampleColumns, individualId: Int64, on connection: PostgresConnection, logger: Logger
+        for samples: SampleColumns, individualId: Int64, on connection: LeasedConnection, logger: Logger
     ) async throws -> [Int16] {
         guard !samples.sourceNames.isEmpty else { return samples.sourceIndexes }
         let rows = try await connection.query("""

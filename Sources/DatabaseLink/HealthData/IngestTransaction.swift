@@ -22,7 +22,7 @@ package struct StoredReading: Sendable, Equatable {
 /// the samples (AutomatedSOS detection) run their DatabaseLink queries on it. Ingests of one
 /// individual are serialised (an advisory lock), so what a check reads cannot change under it.
 package struct IngestTransaction: Sendable {
-    let connection: PostgresConnection
+    let connection: LeasedConnection
     let logger: Logger
     package let individualId: Int64
     /// When the upload reached the server.

@@ -52,7 +52,7 @@ package struct Migrator: Sendable {
         return migrations.files.filter { !applied.contains($0.version) }.count
     }
 
-    private func applyPending(on connection: PostgresConnection, logger: Logger) async throws -> Report {
+    private func applyPending(on connection: LeasedConnection, logger: Logger) async throws -> Report {
         _ = try await connection.query("""
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version    integer     PRIMARY KEY,
@@ -80,7 +80,7 @@ package struct Migrator: Sendable {
         return report
     }
 
-    private func apply(_ file: MigrationFile, on connection: PostgresConnection, logger: Logger) async throws {
+    private func apply(_ file: MigrationFile, on connection: LeasedConnection, logger: Logger) async throws {
         _ = try await connection.query("BEGIN", logger: logger)
         do {
             // A file holds many statements, and postgres-nio speaks only the extended protocol

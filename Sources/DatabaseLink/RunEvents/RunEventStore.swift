@@ -253,14 +253,14 @@ package struct RunEventStore: Sendable {
 
     /// Tells every instance's live view, at commit, that the event or its roster changed
     /// (`{ "runId", "event": true }` on `RunPositionStore.channel`): spectators get a new snapshot.
-    private static func announceChange(of publicId: UUID, on connection: PostgresConnection, logger: Logger) async throws {
+    private static func announceChange(of publicId: UUID, on connection: LeasedConnection, logger: Logger) async throws {
         try await connection.query("""
             SELECT pg_notify(\(RunPositionStore.channel), json_build_object('runId', \(publicId)::uuid, 'event', true)::text)
             """, logger: logger)
     }
 
     private static func lockedEvent(
-        _ publicId: UUID, on connection: PostgresConnection, logger: Logger
+        _ publicId: UUID, on connection: LeasedConnection, logger: Logger
     ) async throws -> (event: RunEventRecord, now: Date) {
         let rows = try await connection.query("""
             SELECT \(unescaped: RunEventRecord.columns), now() FROM run_events e WHERE e.public_id = \(publicId) FOR UPDATE

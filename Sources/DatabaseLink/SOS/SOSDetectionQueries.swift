@@ -50,7 +50,7 @@ package enum SOSDetectionQueries {
         let statement = MonitoredReadingsStatement(individualId: transaction.individualId, typeCode: typeCode, fromMs: fromMs, toMs: toMs)
         var settings: (Float, Float?, Float?, Int16, Int16)?
         var readings: [StoredReading] = []
-        for try await (minimum, maximum, oxygen, consecutive, window, time, value, key) in try await transaction.connection.execute(
+        for (minimum, maximum, oxygen, consecutive, window, time, value, key) in try await transaction.connection.execute(
             statement, logger: transaction.logger
         ) {
             settings = (minimum, maximum, oxygen, consecutive, window)

@@ -46,7 +46,7 @@ package struct SOSSettingsStore: Sendable {
         }
     }
 
-    private static func settings(individualId: Int64, on connection: PostgresConnection, logger: Logger) async throws -> SOSSettingsRecord? {
+    private static func settings(individualId: Int64, on connection: LeasedConnection, logger: Logger) async throws -> SOSSettingsRecord? {
         let rows = try await connection.query("""
             SELECT enabled, min_heart_rate, max_heart_rate, min_oxygen_saturation, consecutive_readings, cancel_window_seconds,
                    contacts::text, medical_notes, updated_at,
@@ -92,7 +92,7 @@ package struct SOSSettingsStore: Sendable {
         }
     }
 
-    private static func upsert(individualId: Int64, _ settings: SOSSettingsRecord, on connection: PostgresConnection, logger: Logger) async throws {
+    private static func upsert(individualId: Int64, _ settings: SOSSettingsRecord, on connection: LeasedConnection, logger: Logger) async throws {
         try await connection.query("""
             INSERT INTO sos_settings (individual_id, enabled, min_heart_rate, max_heart_rate, min_oxygen_saturation,
                                       consecutive_readings, cancel_window_seconds, contacts, medical_notes)

@@ -116,6 +116,14 @@ enum ErrorMapping {
                 .serviceUnavailable, slug: "database-unavailable", title: "Service unavailable",
                 detail: "The database is restarting or busy right now; retry shortly.", headers: [.retryAfter: "2"]
             )
+        case is ConnectionLost:
+            // The connection closed under a statement (PostgreSQL restarting): nothing after the
+            // last commit happened, and a new connection will do.
+            logger.warning("database connection lost")
+            return Problem(
+                .serviceUnavailable, slug: "database-unavailable", title: "Service unavailable",
+                detail: "The database is restarting or busy right now; retry shortly.", headers: [.retryAfter: "2"]
+            )
         case let error as PSQLError where error.serverInfo == nil:
             // No server answer at all: the pool could not reach PostgreSQL.
             logger.error("database unavailable", metadata: ["error.code": "\(error.code)"])

@@ -20,12 +20,8 @@ package struct RequestExpiry: Service {
     }
 
     package func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try await Task.sleep(for: interval)
-                guard schemaReady.isOpen else { continue }
-                await sweepOnce()
-            }
+        await repeatUntilShutdown(every: interval) {
+            if schemaReady.isOpen { await sweepOnce() }
         }
     }
 

@@ -97,15 +97,12 @@ package struct AggregateSubscriptionRunner: Service {
     }
 
     package func run() async throws {
-        try await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                try await Task.sleep(for: interval)
-                guard schemaReady.isOpen else { continue }
-                do {
-                    try await subscriptions.runDue(logger: logger)
-                } catch {
-                    logger.warning("aggregate subscriptions failed; will retry", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
-                }
+        await repeatUntilShutdown(every: interval) {
+            guard schemaReady.isOpen else { return }
+            do {
+                try await subscriptions.runDue(logger: logger)
+            } catch {
+                logger.warning("aggregate subscriptions failed; will retry", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
             }
         }
     }
