@@ -18,7 +18,7 @@ help:
 	@echo "make run    build and serve Data4Help on http://localhost:8080 (embedded PostgreSQL under .data/)"
 	@echo "make test   run the test suite and the OpenAPI contract test against real PostgreSQL"
 	@echo "make bench  build for release and print the benchmarks' figures"
-	@echo "make drills failure drills: two instances behind nginx, one killed; PostgreSQL restarted (figures printed)"
+	@echo "make drills failure drills and the load run: two instances behind nginx (figures printed)"
 
 ## Debian packages the build and the embedded database need; installed only when missing.
 deps:
@@ -63,19 +63,20 @@ unit-test: deps
 test: deploy-check contract-test unit-test
 
 ## Benchmarks print figures; they assert nothing. Release build, throwaway database.
+## Every benchmark, one after another, then one table of their figures, which is also written
+## into the README's performance section.
 bench: deps
 	swift build -c release --product data4help
-	.build/release/data4help bench ingest
-	.build/release/data4help bench webhooks
-	.build/release/data4help bench aggregates
-	.build/release/data4help bench sos
-	.build/release/data4help bench live
+	.build/release/data4help bench all --readme README.md
 
 ## Failure drills print figures and check that nothing acknowledged is lost; minutes long, so
 ## not part of `make test`. The test binary is run directly so their figures stream as they come.
+## The servers under drill are the release build (DATA4HELP_EXECUTABLE), as in production.
 drills: deps
 	swift build --build-tests
-	DATA4HELP_DRILLS=1 .build/debug/data4helpPackageTests.xctest --testing-library swift-testing --filter FailureDrills
+	swift build -c release --product data4help
+	DATA4HELP_DRILLS=1 DATA4HELP_EXECUTABLE=$(CURDIR)/.build/release/data4help \
+	  .build/debug/data4helpPackageTests.xctest --testing-library swift-testing --filter "FailureDrills|LoadRun"
 
 clean-data:
 	rm -rf .data

@@ -51,16 +51,37 @@ struct FailureDrills {
 
         var api: RemoteAPI { RemoteAPI(base: "http://127.0.0.1:\(balancer.port)") }
 
-        /// Stops everything; prints how long each running instance took to exit after SIGTERM.
-        func stop() {
+        /// Stops everything. Each instance still running gets SIGTERM; prints how long it took
+        /// to exit and returns that with its exit status (the drills expect status 0 within a
+        /// few seconds: a shutdown that only the 25 s bound ends is a crash exit).
+        @discardableResult
+        func stop() -> [(seconds: Double, status: Int32)] {
             balancer.stop()
+            var exits: [(seconds: Double, status: Int32)] = []
             for (index, instance) in instances.enumerated() where instance.process.isRunning {
                 let started = ContinuousClock.now
                 instance.stop()
-                print("   instance \(index + 1) exited \(started.duration(to: .now)) after SIGTERM (status \(instance.process.terminationStatus))")
+                let took = started.duration(to: .now)
+                exits.append((Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18, instance.process.terminationStatus))
+                print("   instance \(index + 1) exited \(took) after SIGTERM (status \(instance.process.terminationStatus))")
             }
             cluster.stopImmediatelyBlocking()
             try? FileManager.default.removeItem(at: root)
+            return exits
+        }
+
+        /// Stops everything and expects every instance still running to have exited cleanly
+        /// and promptly after SIGTERM.
+        func stopExpectingCleanExits(sourceLocation: SourceLocation = #_sourceLocation) {
+            for exit in stop() {
+                #expect(exit.status == 0 && exit.seconds < 10, "SIGTERM ends serve cleanly (took \(exit.seconds) s, status \(exit.status))", sourceLocation: sourceLocation)
+            }
+        }
+
+        /// Runs one query on the drill's database and collects its rows.
+        func rows(_ query: PostgresQuery) async throws -> [PostgresRow] {
+            let client = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+            return try await client.whileRunning { try await client.query(query) }
         }
 
         /// Samples stored for these individuals (by email).
@@ -193,6 +214,7 @@ struct FailureDrills {
         #expect(stored == tally.acknowledgedSamples, "every acknowledged sample is stored, and nothing else")
         #expect(afterKill > 0, "the surviving instance went on acknowledging")
         #expect(tally.failures.keys.allSatisfy { ["HTTP 502", "HTTP 503", "HTTP 504"].contains($0) || $0.hasPrefix("transport") }, "retriable failures only")
+        stack.stopExpectingCleanExits()
     }
 
     @Test(.timeLimit(.minutes(5)))
@@ -240,5 +262,71 @@ struct FailureDrills {
         #expect(!afterRestart.isEmpty, "the instances reconnected by themselves")
         #expect(transitions.map(\.1).starts(with: [true, false, true]), "/readyz went red, then green")
         #expect(tally.failures.keys.allSatisfy { ["HTTP 502", "HTTP 503", "HTTP 504"].contains($0) || $0.hasPrefix("transport") }, "retriable failures only")
+        stack.stopExpectingCleanExits()
+    }
+
+    /// The receiver refuses connections for two minutes while phones upload for one; then it
+    /// comes up. Runs with WEBHOOK_BACKOFF_SCALE=0.01 (the retry schedule 1 min, 5 min, 30 min,
+    /// 1 h, 3 h … a hundred times faster), so two minutes down stand for 3 h 20 min with the
+    /// production schedule: the outage outlasts five retries of the oldest delivery.
+    @Test(.timeLimit(.minutes(10)))
+    func aWebhookReceiverDownForMinutesGetsEverythingAfter() async throws {
+        let scale = 0.01
+        let stack = try await Stack(environment: ["WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_BACKOFF_SCALE": "\(scale)"])
+        defer { stack.stop() }
+        let receiver = try WebhookReceiver()   // down: connections refused until start()
+        let api = stack.api
+        let (party, _) = try await api.thirdPartySession()
+        let registered = try await api.send(.put, "/api/thirdparties/webhook", token: party, json: ["url": receiver.url])
+        let secret = try #require(registered.string("secret"))
+        var tokens: [String] = []
+        for _ in 0..<8 {
+            tokens.append(try await SubscriptionFeedTests.subscribe(api, party: party, types: ["heartRate"]).person)
+        }
+        let phones = Phones(base: "http://127.0.0.1:\(stack.balancer.port)", tokens: tokens)
+        let downAt = ContinuousClock.now
+        let load = Task { await phones.run() }
+        defer { load.cancel() }
+        try await Task.sleep(for: .seconds(60))
+        phones.stopping.store(true, ordering: .relaxed)
+        await load.value
+        try await Task.sleep(until: downAt + .seconds(120))
+        let whileDown = try await stack.rows("SELECT count(*)::int8, coalesce(sum(attempts), 0)::int8, count(*) FILTER (WHERE state = 'pending')::int8 FROM webhook_deliveries")
+        let (created, attemptsWhileDown, pendingWhenUp) = try whileDown[0].decode((Int, Int, Int).self)
+        FileHandle.standardError.write(Data("drill: receiver up, \(pendingWhenUp) of \(created) deliveries pending\n".utf8))
+        let upAt = ContinuousClock.now
+        let listening = receiver.start()
+        defer { listening.cancel() }
+        try await receiver.wait(timeout: .seconds(480)) { Set($0.map(\.deliveryId)).count >= created }
+        let lastAt = ContinuousClock.now
+        try await Task.sleep(for: .seconds(2))   // let the last attempts be recorded
+        let outbox = try await stack.rows("SELECT public_id::text, request_id, id, state FROM webhook_deliveries ORDER BY id")
+        let deliveries = try outbox.map { try $0.decode((String, Int64?, Int64, String).self) }
+        let received = receiver.received
+        let ids = Set(received.map(\.deliveryId))
+        // Per grant, the order deliveries were first received in is the order they were created in.
+        let position = Dictionary(uniqueKeysWithValues: deliveries.map { ($0.0, ($0.1 ?? 0, $0.2)) })
+        var firstSeen = Set<String>(), lastPerGrant: [Int64: Int64] = [:], outOfOrder = 0
+        for delivery in received where firstSeen.insert(delivery.deliveryId).inserted {
+            guard let (grant, id) = position[delivery.deliveryId] else { continue }
+            if let last = lastPerGrant[grant], last > id { outOfOrder += 1 }
+            lastPerGrant[grant] = id
+        }
+        Self.report("webhook receiver down for 2 minutes during uploads (retry schedule × \(scale))", [
+            ("phones uploading for the first minute", "\(tokens.count), \(phones.tally.withLock { $0.acknowledgedBatches }) batches acknowledged"),
+            ("deliveries in the outbox", "\(created)"),
+            ("attempts refused while down", "\(attemptsWhileDown)"),
+            ("all received after the receiver came up", "+\(upAt.duration(to: lastAt))"),
+            ("distinct deliveries received", "\(ids.count)"),
+            ("repeats (same delivery id)", "\(received.count - ids.count)"),
+            ("states in the outbox", Dictionary(grouping: deliveries, by: \.3).map { "\($0.key) \($0.value.count)" }.sorted().joined(separator: ", ")),
+            ("received out of order within a grant", "\(outOfOrder)"),
+        ])
+        #expect(created > tokens.count, "the uploads produced deliveries")
+        #expect(ids == Set(deliveries.map(\.0)), "every delivery in the outbox was received")
+        #expect(deliveries.allSatisfy { $0.3 == "delivered" })
+        #expect(outOfOrder == 0)
+        #expect(received.allSatisfy { WebhookReceiver.verify($0, secret: secret) }, "every body is signed")
+        stack.stopExpectingCleanExits()
     }
 }

@@ -70,6 +70,7 @@ struct AggregateBenchCommand: AsyncParsableCommand {
                 latencies.sort()
                 print(String(format: "%@ %8.1f   %8.1f   %d", name.padding(toLength: 46, withPad: " ", startingAt: 0),
                              percentile(latencies, 0.5), percentile(latencies, 0.95), released))
+                BenchSummary.record("aggregates", "\(name), p50 / p95 (ms)", format: "%.1f / %.1f", percentile(latencies, 0.5), percentile(latencies, 0.95))
             }
         }
     }

@@ -38,6 +38,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
                 format: "a year of daily summaries (365 buckets), %d requests: p50 %.1f ms, p99 %.1f ms",
                 summaries.count, percentile(summaries, 0.5), percentile(summaries, 0.99)
             ))
+            BenchSummary.record("ingest", "a year of daily summaries, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(summaries, 0.5), percentile(summaries, 0.99))
         }
     }
 
@@ -209,6 +210,10 @@ struct IngestBenchCommand: AsyncParsableCommand {
         print(String(format: "end to end / ceiling: %.0f %%", 100 * http.throughput / raw.throughput))
         print(String(format: "decoding and validating uploads alone, one thread: %.0f samples/s (%.2f µs per sample)", decoding.throughput, 1e6 / decoding.throughput))
         print(String(format: "storage: %.1f bytes per stored sample, indexes and TOAST included (%d samples)", bytesPerSample.bytes, bytesPerSample.samples))
+        BenchSummary.record("ingest", "end to end, HTTP + JSON (samples/s)", format: "%.0f", http.throughput)
+        BenchSummary.record("ingest", "database ceiling, same SQL without HTTP (samples/s)", format: "%.0f", raw.throughput)
+        BenchSummary.record("ingest", "upload of \(batchSize) acknowledged, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(http.latencies, 0.5), percentile(http.latencies, 0.99))
+        BenchSummary.record("ingest", "bytes per stored sample", format: "%.1f", bytesPerSample.bytes)
     }
 }
 

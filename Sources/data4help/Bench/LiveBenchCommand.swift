@@ -128,6 +128,8 @@ struct LiveBenchCommand: AsyncParsableCommand {
             let reasons = Dictionary(grouping: watchers.compactMap(\.lostBecause), by: { $0 }).mapValues(\.count)
             for (reason, count) in reasons.sorted(by: { $0.value > $1.value }) { print("  lost \(count): \(reason)") }
             print("final states missing: \(missing) of \(finals.count * spectators) (runner × spectator)")
+            BenchSummary.record("live", "\(runners) runners, \(spectators) spectators: fix posted → update received, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(latencies, 0.5), percentile(latencies, 0.99))
+            BenchSummary.record("live", "positions posted per second; post round trip p99 (ms)", format: "%.0f; %.1f", Double(total) / streamed.inSeconds, percentile(posts, 0.99))
         }
     }
 

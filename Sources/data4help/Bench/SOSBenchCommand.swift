@@ -78,6 +78,9 @@ struct SOSBenchCommand: AsyncParsableCommand {
             print("emergencies: \(emergencies), dispatched: \(arrivals.count), repeat calls: \(centre.dispatches.filter { $0.calls > 1 }.count)")
             print(line("triggering batch acknowledged → dispatch received", afterAck))
             print(line("triggering batch sent → dispatch received", afterSend))
+            BenchSummary.record("sos", "upload acknowledged p99, nobody / everyone enrolled (ms)", format: "%.1f / %.1f", percentile(baseline.acks, 0.99), percentile(watched.acks, 0.99))
+            BenchSummary.record("sos", "emergencies dispatched (repeat calls)", "\(arrivals.count) of \(emergencies) (\(centre.dispatches.filter { $0.calls > 1 }.count))")
+            BenchSummary.record("sos", "batch acknowledged → dispatch received, p50 / p99 / max (ms)", format: "%.1f / %.1f / %.1f", percentile(afterAck, 0.5), percentile(afterAck, 0.99), afterAck.last ?? .nan)
         }
     }
 

@@ -75,6 +75,9 @@ struct WebhookBenchCommand: AsyncParsableCommand {
             print(line("upload acknowledged, \(grants) subscribed grants", subscribed.map(\.ackMs).sorted()))
             print(line("upload acknowledged → webhook received", afterAck))
             print(line("upload sent → webhook received", afterSend))
+            BenchSummary.record("webhooks", "upload acknowledged, no subscription, p99 (ms)", format: "%.1f", percentile(baseline.map(\.ackMs).sorted(), 0.99))
+            BenchSummary.record("webhooks", "upload acknowledged, \(grants) subscribed grants, p99 (ms)", format: "%.1f", percentile(subscribed.map(\.ackMs).sorted(), 0.99))
+            BenchSummary.record("webhooks", "upload acknowledged → webhook received, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(afterAck, 0.5), percentile(afterAck, 0.99))
             print("deliveries received: \(receiver.count), bad signatures: \(receiver.badSignatures.withLock { $0 }), duplicates: \(receiver.duplicates.withLock { $0 })")
         }
     }

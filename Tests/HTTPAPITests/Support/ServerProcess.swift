@@ -3,9 +3,11 @@ import Foundation
 
 /// What tests need to run the real `data4help` executable as a separate process.
 enum ServerProcess {
-    /// The `data4help` executable built next to this test bundle.
+    /// The `data4help` executable built next to this test bundle, or `DATA4HELP_EXECUTABLE`
+    /// (`make drills` points it at the release build for the load run).
     static var executable: URL {
-        URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("data4help")
+        if let path = ProcessInfo.processInfo.environment["DATA4HELP_EXECUTABLE"], !path.isEmpty { return URL(fileURLWithPath: path) }
+        return URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("data4help")
     }
 
     /// `DATABASE_URL` for a test database.
