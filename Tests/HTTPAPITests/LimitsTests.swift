@@ -42,6 +42,26 @@ struct LimitsTests {
         }
     }
 
+    @Test func portalPagesSpendFromTheSessionsBucket() async throws {
+        try await TestServer.run(configure: {
+            $0.rateLimitRequests = 4
+            $0.rateLimitWindow = .seconds(60)
+        }) { api in
+            let (_, account) = try await api.individualSession()
+            var me = try await IndividualPortalTests.signIn(api, account)
+            for expected in (0..<4).reversed() {
+                let page = try await me.send(.get, "/me")
+                #expect(page.status == .ok)
+                #expect(page.headers[HTTPField.Name("RateLimit-Remaining")!] == String(expected))
+            }
+            let limited = try await me.send(.get, "/me")
+            #expect(limited.status == .tooManyRequests)
+            #expect(limited.headers[.contentType]?.hasPrefix("text/html") == true)   // a page, like every portal error
+            #expect((1...15).contains(Int(limited.headers[.retryAfter] ?? "") ?? 0))
+            #expect(PortalBrowser.html(limited).contains("Too many requests"))
+        }
+    }
+
     @Test func signInIsThrottledPerAccountAndPerAddressAcrossTheWindow() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
         try await TestServer.run(database: database, configure: {

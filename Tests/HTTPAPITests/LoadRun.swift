@@ -7,7 +7,7 @@ import Synchronization
 import Testing
 
 /// The load run of `make drills`: mixed traffic through nginx to two `data4help serve`
-/// instances for `LOAD_SECONDS` (default 180) — phones uploading, individuals reading their
+/// instances for `LOAD_SECONDS` (default 360) — phones uploading, individuals reading their
 /// history and summaries, third parties pulling granted data, aggregate queries over a seeded
 /// population of 1,200, runners posting positions and spectators following the leaderboard —
 /// and then the figures: requests per second, p50/p99 per route, errors (must be none), and each
@@ -81,7 +81,7 @@ struct LoadRun {
 
     @Test(.timeLimit(.minutes(20)))
     func mixedTrafficThroughTheBalancedPair() async throws {
-        let seconds = Int(ProcessInfo.processInfo.environment["LOAD_SECONDS"] ?? "") ?? 180
+        let seconds = Int(ProcessInfo.processInfo.environment["LOAD_SECONDS"] ?? "") ?? 360
         let stack = try await FailureDrills.Stack()
         defer { stack.stop() }
         let api = stack.api
@@ -226,16 +226,18 @@ struct LoadRun {
                   + String(format: "  %8d  %6.1f  %7.1f  %7.1f", sorted.count, Double(sorted.count) / wall, Self.percentile(sorted, 0.5) * 1000, Self.percentile(sorted, 0.99) * 1000))
         }
         for (failure, count) in failures.sorted(by: { $0.key < $1.key }) { print("   failure: \(failure) × \(count)") }
-        // Memory: the first third is warm-up (caches, pools, allocator arenas filling); over the
-        // rest, a leak shows as a steady climb.
+        // Memory: the first half is warm-up (caches, pools, allocator arenas filling: about two
+        // and a half minutes in a run of eight); over the second half, a leak shows as a climb.
         let samples = memory.samples.withLock { $0 }
-        let settled = samples.filter { $0.0 >= Double(seconds) / 3 }
+        let settled = samples.filter { $0.0 >= Double(seconds) / 2 }
         for index in pids.indices {
             let series = samples.map { $0.1[index] }
             let rest = settled.map { $0.1[index] }
             let perMinute = Self.slope(settled.map(\.0), rest) * 60
+            let every30s = samples.filter { Int($0.0) % 30 == 0 }.map { String(format: "%.0f", $0.1[index]) }
+            print("   instance \(index + 1) resident memory every 30 s (MiB): \(every30s.joined(separator: " "))")
             print("   instance \(index + 1) resident memory (MiB): start \(String(format: "%.0f", series.first ?? 0)), after warm-up \(String(format: "%.0f", rest.first ?? 0)), end \(String(format: "%.0f", series.last ?? 0)), peak \(String(format: "%.0f", series.max() ?? 0)); trend after warm-up \(String(format: "%+.1f", perMinute)) MiB/min")
-            #expect(perMinute < max(2, (rest.first ?? 0) * 0.02), "memory flat after warm-up: trend below 2 % of the resident size a minute")
+            #expect(perMinute < max(2, (rest.first ?? 0) * 0.02), "memory flat after warm-up: a trend below 2 % of the resident size a minute")
         }
         #expect(failures.isEmpty, "no errors under load")
         #expect(Set(latencies.keys).count == 8, "every kind of traffic ran")

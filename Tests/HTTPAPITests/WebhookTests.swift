@@ -104,6 +104,33 @@ struct WebhookTests {
         }
     }
 
+    /// With the production retry schedule (the next attempt a minute after the first failure),
+    /// the owner's test ping going through tells that the endpoint is back: the deliveries
+    /// waiting for their retry go at once, not a minute (or, after a long outage, hours) later.
+    @Test(.timeLimit(.minutes(1))) func anEndpointBackAfterAnOutageGetsItsWaitingDeliveriesAtOnce() async throws {
+        let receiver = try WebhookReceiver()   // down: connection refused
+        try await TestServer.run(configure: { Self.localDelivery(&$0); $0.webhookBackoffScale = 1 }) { api in
+            let (party, _) = try await api.thirdPartySession()
+            _ = try await Self.register(api, party, receiver.url)
+            for _ in 0..<2 { _ = try await SubscriptionFeedTests.subscribe(api, party: party, types: ["heartRate"]) }
+            // Both grants' first attempt fails; each waits about a minute for its next.
+            var log = try await api.send(.get, "/api/thirdparties/webhook/deliveries", token: party)
+            for _ in 0..<200 where log.items.count < 2 || !log.items.allSatisfy({ !(($0["attempts"] as? [Any]) ?? []).isEmpty }) {
+                try await Task.sleep(for: .milliseconds(50))
+                log = try await api.send(.get, "/api/thirdparties/webhook/deliveries", token: party)
+            }
+            #expect(log.items.count == 2 && log.items.allSatisfy { $0["status"] as? String == "pending" && $0["nextAttemptAt"] is String })
+
+            let server = receiver.start()
+            defer { server.cancel() }
+            let resumed = ContinuousClock.now
+            #expect(try await api.send(.post, "/api/thirdparties/webhook/test", token: party).status.code < 300)
+            try await receiver.wait(timeout: .seconds(20)) { received in Set(received.filter { $0.type == "request.granted" }.map(\.deliveryId)).count == 2 }
+            #expect(resumed.duration(to: .now) < .seconds(20), "delivered after the ping, not at the minute's retry")
+            #expect(receiver.received.first?.type == "ping")
+        }
+    }
+
     @Test func revocationCancelsUndeliveredDataAndTellsTheParty() async throws {
         let receiver = try WebhookReceiver()
         try await TestServer.run(configure: Self.localDelivery) { api in

@@ -188,7 +188,23 @@ package struct WebhookStore: Sendable {
                         \(attempt.statusCode.map(Int32.init(clamping:))), \(attempt.error))
                 ON CONFLICT DO NOTHING
                 """, logger: database.logger)
+            if case .delivered = outcome, delivery.roundAttempt > 1 || delivery.eventType == "ping" {
+                try await Self.resumeWaiting(endpointOf: delivery.id, on: connection, logger: database.logger)
+            }
         }
+    }
+
+    /// The endpoint is back — a delivery that had failed went through, or the owner's test
+    /// ping did: its deliveries waiting for a later retry are due now, rather than each at its
+    /// own slot of the backoff (after an outage of hours, up to 3 h later). Deliveries whose
+    /// attempt is under way (claimed, not yet recorded) keep their lease.
+    private static func resumeWaiting(endpointOf deliveryId: Int64, on connection: LeasedConnection, logger: Logger) async throws {
+        try await connection.query("""
+            UPDATE webhook_deliveries d SET next_attempt_at = now()
+            WHERE d.endpoint_id = (SELECT endpoint_id FROM webhook_deliveries WHERE id = \(deliveryId))
+              AND d.state = 'pending' AND d.next_attempt_at > now()
+              AND EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.attempt = d.attempts)
+            """, logger: logger)
     }
 
     // MARK: The log

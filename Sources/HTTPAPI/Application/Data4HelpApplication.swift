@@ -180,18 +180,21 @@ func buildRouter(
     router.add(middleware: AccessLogMiddleware())
     router.add(middleware: ProblemMiddleware(routes: routes))
     router.add(middleware: RequestTimeoutMiddleware(limit: configuration.requestTimeout))
-    let rateLimit = RateLimitMiddleware(limiter: RateLimiter(limit: configuration.rateLimitRequests, window: configuration.rateLimitWindow))
+    let limiter = RateLimiter(limit: configuration.rateLimitRequests, window: configuration.rateLimitWindow)
+    let rateLimit = RateLimitMiddleware(limiter: limiter)
 
     operations.addRoutes(to: router)
     SampleTypeController().addRoutes(to: router)
     PublicRunController(runs: components.runEvents).addRoutes(to: router)
     PublicRunLiveController(live: components.livePositions).addRoutes(to: router)
     PageController(library: pages, runs: components.runEvents).addRoutes(to: router)
-    OrganisationPortal(site: PortalSite(surface: .thirdParty, pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes))
-        .addRoutes(to: router)
+    OrganisationPortal(site: PortalSite(
+        surface: .thirdParty, pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes,
+        rateLimiter: limiter
+    )).addRoutes(to: router)
     IndividualPortal(site: PortalSite(
         surface: .individual, pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes,
-        allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks
+        allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks, rateLimiter: limiter
     )).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 
