@@ -71,12 +71,15 @@ bench: deps
 
 ## Failure drills print figures and check that nothing acknowledged is lost; minutes long, so
 ## not part of `make test`. The test binary is run directly so their figures stream as they come.
-## The servers under drill are the release build (DATA4HELP_EXECUTABLE), as in production.
+## The servers under drill are the release build (DATA4HELP_EXECUTABLE), as in production. The
+## drills and the load run go one after the other, never side by side on the same cores.
+DRILL = DATA4HELP_DRILLS=1 DATA4HELP_EXECUTABLE=$(CURDIR)/.build/release/data4help \
+	.build/debug/data4helpPackageTests.xctest --testing-library swift-testing
 drills: deps
 	swift build --build-tests
 	swift build -c release --product data4help
-	DATA4HELP_DRILLS=1 DATA4HELP_EXECUTABLE=$(CURDIR)/.build/release/data4help \
-	  .build/debug/data4helpPackageTests.xctest --testing-library swift-testing --filter "FailureDrills|LoadRun"
+	$(DRILL) --filter FailureDrills
+	$(DRILL) --filter LoadRun
 
 clean-data:
 	rm -rf .data

@@ -20,9 +20,8 @@ import Glibc
 /// breaks something, and then counts: every sample a phone saw acknowledged must be in the
 /// database, and the phones must have seen nothing but retriable failures.
 ///
-/// (An AutomatedSOS incident whose instance dies before dispatch being dispatched once by another
-/// is proven by `SOSCrashTests`, a webhook delivery interrupted by a crash by `WebhookCrashTests`,
-/// both in `make test`.)
+/// (A webhook delivery interrupted by a crash is made again with the same id: `WebhookCrashTests`,
+/// in `make test`.)
 @Suite(
     "Failure drills (make drills)",
     .enabled(if: ProcessInfo.processInfo.environment["DATA4HELP_DRILLS"] == "1", "set DATA4HELP_DRILLS=1 (make drills)"),
@@ -327,6 +326,47 @@ struct FailureDrills {
         #expect(deliveries.allSatisfy { $0.3 == "delivered" })
         #expect(outOfOrder == 0)
         #expect(received.allSatisfy { WebhookReceiver.verify($0, secret: secret) }, "every body is signed")
+        stack.stopExpectingCleanExits()
+    }
+
+    /// Both instances dispatch emergencies. An enrolled individual's phone uploads three low
+    /// heart-rate readings straight to instance 1 (cancel window 2 s), which detects the
+    /// emergency, acknowledges the upload and is killed with `kill -9` before the window ends;
+    /// instance 2, already running, finds the due incident and makes the one call.
+    @Test(.timeLimit(.minutes(3)))
+    func anSOSPendingOnAKilledInstanceIsDispatchedOnceByTheOther() async throws {
+        let centre = try DispatchCentre()
+        let listening = centre.start()
+        defer { listening.cancel() }
+        let stack = try await Stack(environment: [
+            "SOS_DISPATCH_URL": centre.url, "SOS_DISPATCH_SECRET": DispatchCentre.secret, "SOS_DISPATCH_TIMEOUT_SECONDS": "1",
+        ])
+        defer { stack.stop() }
+        let (person, _) = try await stack.api.individualSession()
+        let enrolled = try await stack.api.send(.put, "/api/users/sos", token: person, json: [
+            "enabled": true, "consecutiveReadings": 3, "cancelWindowSeconds": 2,
+        ])
+        #expect(enrolled.status == .ok)
+        let first = RemoteAPI(base: "http://127.0.0.1:\(stack.instances[0].port)")
+        let sent = ContinuousClock.now
+        let upload = try await first.send(.post, "/api/users/data", token: person, json: SOSIncidentTests.heartRates([30, 30, 30], from: Date().addingTimeInterval(-5)))
+        let acknowledged = ContinuousClock.now
+        stack.instances[0].kill()
+        let killed = ContinuousClock.now
+        #expect(upload.status == .ok)
+        try await centre.wait(timeout: .seconds(30)) { !$0.isEmpty }
+        let dispatched = ContinuousClock.now
+        try await Task.sleep(for: .seconds(3))   // time for a second call, were there one
+        let incidents = try await stack.api.send(.get, "/api/users/sos/incidents", token: person).items
+        Self.report("SOS incident detected by an instance killed inside its 2 s cancel window", [
+            ("upload sent → acknowledged", "\(sent.duration(to: acknowledged))"),
+            ("acknowledged → instance 1 killed", "\(acknowledged.duration(to: killed))"),
+            ("acknowledged → dispatched by instance 2", "\(acknowledged.duration(to: dispatched))"),
+            ("calls received by the dispatch centre", "\(centre.dispatches.map(\.calls).reduce(0, +)) for \(centre.dispatches.count) incident(s)"),
+        ])
+        #expect(centre.dispatches.count == 1 && centre.dispatches.first?.calls == 1, "dispatched once")
+        #expect(incidents.count == 1 && incidents.first?["status"] as? String == "dispatched")
+        #expect(acknowledged.duration(to: killed) < .seconds(2), "killed inside the cancel window")
         stack.stopExpectingCleanExits()
     }
 }
