@@ -85,14 +85,11 @@ struct FailureDrills {
 
         /// Samples stored for these individuals (by email).
         func storedSamples(of emails: [String]) async throws -> Int {
-            let client = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
-            return try await client.whileRunning {
-                let rows = try await client.query("""
-                    SELECT coalesce(sum(cardinality(b.vals)), 0)::int8 FROM sample_blocks b JOIN individuals i ON i.id = b.individual_id
-                    WHERE i.email = ANY(\(emails))
-                    """)
-                return Int(try rows.first?.decode(Int64.self) ?? 0)
-            }
+            let rows = try await rows("""
+                SELECT coalesce(sum(cardinality(b.vals)), 0)::int8 FROM sample_blocks b JOIN individuals i ON i.id = b.individual_id
+                WHERE i.email = ANY(\(emails))
+                """)
+            return Int(try rows.first?.decode(Int64.self) ?? 0)
         }
     }
 
