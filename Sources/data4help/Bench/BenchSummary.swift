@@ -51,7 +51,7 @@ struct AllBenchCommand: AsyncParsableCommand {
     @Option(help: "Write the table into this README's performance section.") var readme: String?
 
     func run() async throws {
-        setvbuf(stdout, nil, _IOLBF, 0)   // each report line as it comes, also into a file or a pipe
+        lineBufferStandardOutput()   // each report line as it comes, also into a file or a pipe
         let benches: [(String, any AsyncParsableCommand.Type)] = [
             ("ingest", IngestBenchCommand.self), ("webhooks", WebhookBenchCommand.self), ("aggregates", AggregateBenchCommand.self),
             ("sos", SOSBenchCommand.self), ("live", LiveBenchCommand.self),
