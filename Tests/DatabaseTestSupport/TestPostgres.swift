@@ -84,7 +84,11 @@ package actor TestPostgres {
         try? FileManager.default.removeItem(at: directory)
         var options = EmbeddedPostgres.Options(directory: directory)
         options.durable = false
-        options.settings = ["max_connections": "500", "shared_buffers": "64MB"]
+        // Swift Testing runs every test at once: well over a hundred in-process servers, each
+        // with a pool of 4 (three held by its LISTEN connections from the start). At 500 the
+        // cluster refused connections ("too many clients") while servers held three and waited
+        // for a fourth to finish starting: the suite hung in some runs.
+        options.settings = ["max_connections": "2000", "shared_buffers": "64MB"]
         let started = try await EmbeddedPostgres.start(options, logger: Self.logger)
         ClusterCleanup.register(started, directory: directory)
         return started
