@@ -20,7 +20,7 @@ struct PortalSite {
     var allowPrivateWebhooks = false
     /// The API's per-credential limiter: a signed-in page spends from the same bucket as the
     /// session's token would on the API (a 429 page with `Retry-After` once it is empty).
-    var rateLimiter: RateLimiter?
+    let rateLimiter: RateLimiter
 
     var base: String { WebSession.path(surface) }
 
@@ -44,9 +44,9 @@ struct PortalSite {
                                            values: values.merging(headerValues) { $1 }.merging(["email": form["email"] ?? ""]) { $1 }, status: status)
             }
         }
-        var session = open.group()
+        let session = open.group()
             .add(middleware: WebSessionMiddleware(authenticator: components.authenticator, surface: surface, maxBodyBytes: maxBodyBytes))
-        if let rateLimiter { session = session.add(middleware: RateLimitMiddleware(limiter: rateLimiter)) }
+            .add(middleware: RateLimitMiddleware(limiter: rateLimiter))
         session.post("logout") { request, context in
             try await components.sessions.logout(try context.signedIn())
             return PortalForm.redirect(to: "\(base)/login", clearing: WebSession.clearedSessionCookie(surface, request: request))
