@@ -39,6 +39,8 @@ let package = Package(
         ),
         // glibc's posix_spawn extensions (close inherited descriptors), for starting PostgreSQL.
         .target(name: "CSpawn"),
+        // Foundation's XML parser made safe for documents from outside (no entities): GPX today, imports next.
+        .target(name: "UntrustedXML"),
         // The only module that talks to PostgreSQL: connection pool, migrations, embedded cluster, every query.
         .target(
             name: "DatabaseLink",
@@ -102,7 +104,7 @@ let package = Package(
         // RunEvent Manager (Track4Run): courses (GeoJSON, GPX), projection of runners onto them.
         .target(
             name: "RunEvents",
-            dependencies: ["AccessManager", "DatabaseLink", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["AccessManager", "DatabaseLink", "UntrustedXML", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         // The HTTP layer: the two API surfaces, errors as problem+json, operability endpoints, wiring.
@@ -114,6 +116,7 @@ let package = Package(
                 "RunEvents",
                 "SOSManager",
                 "DatabaseLink",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
                 .product(name: "Mustache", package: "swift-mustache"),

@@ -47,6 +47,22 @@ struct ValueParsingTests {
         #expect("\(try Password(parsing: "a secret value"))" == "<password>")
     }
 
+    /// NIST SP 800-63B: no whitespace-only, invisible or breached passwords (the attacker's list).
+    @Test(arguments: [
+        String(repeating: " ", count: 10), String(repeating: "\u{200B}", count: 10), "abc\u{200B}\u{200B}\u{200B}\u{200B}\u{200B}\u{200B}\u{202E}\u{FEFF}",
+        "1234567890", "password12", "Password12", "QWERTYUIOP", "aaaaaaaaaaaa", "a          ",
+    ])
+    func weakPasswordsAreRefused(_ raw: String) {
+        #expect(throws: InvalidValue.self) { try Password(parsing: raw) }
+    }
+
+    @Test func namesRefuseInvisibleAndDirectionCharacters() throws {
+        #expect(throws: InvalidValue.self) { try PersonName(parsing: "Ada \u{202E}issoR") }
+        #expect(throws: InvalidValue.self) { try PersonName(parsing: "Ada\u{200B}Rossi") }
+        #expect(throws: InvalidValue.self) { try OrganisationName(parsing: "Acme\u{2066}Labs") }
+        #expect(try PersonName(parsing: "می\u{200C}خواهم").value == "می\u{200C}خواهم")   // the non-joiner Persian needs stays
+    }
+
     @Test func birthDatesAreRealPastDays() throws {
         let today = ISO8601DateFormatter().date(from: "2026-06-01T00:00:00Z")!
         #expect(try BirthDate(parsing: "2000-02-29", today: today).value == "2000-02-29")

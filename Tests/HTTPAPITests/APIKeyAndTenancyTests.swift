@@ -69,13 +69,27 @@ struct APIKeyAndTenancyTests {
         }
     }
 
-    @Test func logoutWithAnAPIKeyIsRefused() async throws {
+    /// Keys are for the data API: a leaked key can neither mint its successor, nor move the
+    /// webhook, nor manage sessions — and it does not open the portal from a cookie.
+    @Test func anAPIKeyCannotManageTheAccount() async throws {
         try await TestServer.run { api in
             let (token, _) = try await api.thirdPartySession()
-            let key = try await api.send(.post, "/api/thirdparties/keys", token: token, json: ["name": "k"]).string("key")
-            let reply = try await api.send(.post, "/api/thirdparties/logout", token: key)
-            #expect(reply.status == .badRequest)
+            let key = try #require(try await api.send(.post, "/api/thirdparties/keys", token: token, json: ["name": "k"]).string("key"))
+            for (method, path, body) in [
+                (HTTPRequest.Method.post, "/api/thirdparties/keys", ["name": "successor"] as [String: any Sendable]),
+                (.get, "/api/thirdparties/keys", nil), (.post, "/api/thirdparties/logout", nil), (.get, "/api/thirdparties/tokens", nil),
+                (.put, "/api/thirdparties/webhook", ["url": "https://example.org/hook"]), (.get, "/api/thirdparties/webhook/deliveries", nil),
+            ] {
+                let reply = try await api.send(method, path, token: key, json: body)
+                #expect(reply.status == .forbidden && reply.string("type")?.hasSuffix("login-session-required") == true, "\(method) \(path)")
+            }
+            #expect(try await api.send(.get, "/api/thirdparties/keys", token: token).items.count == 1)   // no successor was made
+            // The data API still takes the key.
             #expect(try await api.send(.get, "/api/thirdparties/me", token: key).status == .ok)
+            #expect(try await api.send(.get, "/api/thirdparties/requests", token: key).status == .ok)
+            // A key in the portal's session cookie is no session.
+            let portal = try await api.send(.get, "/portal/keys", token: nil, json: nil, raw: nil, headers: [.cookie: "d4h_portal=\(key)"])
+            #expect(portal.status == .seeOther && portal.headers[.location] == "/portal/login")
         }
     }
 }

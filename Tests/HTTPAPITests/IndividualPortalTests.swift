@@ -5,7 +5,7 @@ import Testing
 @Suite("Individuals' pages (/me): decide, revoke, block, access log, my data, AutomatedSOS")
 struct IndividualPortalTests {
     /// Signs `account` in on `/me` in a fresh browser.
-    static func signIn(_ api: APIClient, _ account: [String: any Sendable]) async throws -> PortalBrowser {
+    static func signIn(_ api: any APISending, _ account: [String: any Sendable]) async throws -> PortalBrowser {
         var browser = PortalBrowser(api)
         let login = try await browser.send(.get, "/me/login")
         #expect(login.status == .ok && !PortalBrowser.html(login).contains("Register your organisation"))

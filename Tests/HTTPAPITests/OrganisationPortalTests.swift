@@ -7,10 +7,10 @@ import Testing
 
 /// A browser's view of the portal over the test client: keeps cookies, reads forms' tokens.
 struct PortalBrowser {
-    let api: APIClient
+    let api: any APISending
     private(set) var cookies: [String: String] = [:]
 
-    init(_ api: APIClient) {
+    init(_ api: any APISending) {
         self.api = api
     }
 
@@ -23,7 +23,7 @@ struct PortalBrowser {
             headers[.contentType] = "application/x-www-form-urlencoded"
             raw = form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")
         }
-        let reply = try await api.send(method, path, raw: raw, headers: headers)
+        let reply = try await api.send(method, path, token: nil, json: nil, raw: raw, headers: headers)
         for cookie in reply.headers[values: .setCookie] {
             let pair = cookie.split(separator: ";")[0].split(separator: "=", maxSplits: 1).map(String.init)
             guard pair.count == 2 else { continue }
@@ -129,7 +129,10 @@ struct OrganisationPortalTests {
             #expect(invalid.status == .unprocessableContent)
             #expect(html.contains(#"id="name-error""#) && html.contains(#"id="email-error""#) && html.contains(#"id="password-error""#))
             #expect(html.contains(#"value="nope""#))   // what was typed stays (not the password)
-            let signedIn = try await fresh.send(.post, "/portal/login", form: [("csrf", try PortalBrowser.csrf(login)), ("email", email), ("password", "correct horse battery staple")])
+            // Every sign-in page issues a fresh form token: the one of the page before no longer works.
+            #expect(try await fresh.send(.post, "/portal/login", form: [("csrf", try PortalBrowser.csrf(login)), ("email", email), ("password", "correct horse battery staple")]).status == .forbidden)
+            let again = try await fresh.send(.get, "/portal/login")
+            let signedIn = try await fresh.send(.post, "/portal/login", form: [("csrf", try PortalBrowser.csrf(again)), ("email", email), ("password", "correct horse battery staple")])
             #expect(signedIn.status == .seeOther && fresh.cookies["d4h_portal"] != nil)
             #expect(PortalBrowser.html(try await fresh.send(.get, "/portal")).contains("Initech"))
             // No session: pages send the browser to sign in.

@@ -17,20 +17,22 @@ struct PortalBrowserTests {
         String(decoding: try! JSONSerialization.data(withJSONObject: [text], options: [.fragmentsAllowed]), as: UTF8.self).dropFirst().dropLast().description
     }
 
-    /// Fills the form whose action is `action` (text fields by name, checkboxes by `name=value`)
-    /// and submits it with its button `button` (or the first).
+    /// Fills the form whose action is `action` (text fields by name, checkboxes by `name=value`),
+    /// submits it with its button `button` (or the first) and waits for the page it leads to.
     static func submit(_ session: DevToolsSession, _ action: String, fields: [(String, String)] = [], ticks: [(String, String)] = [], button: String? = nil) async throws {
         var script = "(() => { const f = document.querySelector('form[action=\(js(action))]'); if (!f) return false;"
         for (name, value) in fields { script += " f.elements[\(js(name))].value = \(js(value));" }
         for (name, value) in ticks { script += " f.querySelector('input[name=' + \(js(name)) + '][value=' + \(js(value)) + ']').checked = true;" }
         script += button.map { " f.requestSubmit(f.querySelector(\(js($0))));" } ?? " f.requestSubmit();"
         script += " return true; })()"
-        let done = try await session.evaluate(script) as? Bool
-        #expect(done == true, "no form \(action)")
+        try await session.navigating("submitting the form \(action)") {
+            let done = try await session.evaluate(script, as: Bool.self)
+            guard done else { throw HeadlessChromium.BrowserError("no form \(action) at \(session.url)") }
+        }
     }
 
     static func go(_ session: DevToolsSession, _ path: String) async throws {
-        _ = try await session.evaluate("location.href = \(js(path)); true")
+        try await session.navigate(to: path)
     }
 
     /// Waits until a page whose path starts with `path` shows `selector` with text `matching`,
@@ -55,8 +57,8 @@ struct PortalBrowserTests {
                     .filter(e => e.labels.length === 0 && !e.getAttribute('aria-label')).map(e => e.name || e.id),
                   width: document.documentElement.scrollWidth
                 })
-                """) as? String ?? ""
-            let parsed = (try? JSONSerialization.jsonObject(with: Data(report.utf8))) as? [String: Any] ?? [:]
+                """, as: String.self)
+            let parsed = try #require(try JSONSerialization.jsonObject(with: Data(report.utf8)) as? [String: Any], "\(page): \(report)")
             #expect(parsed["h1"] as? Int == 1, "\(page): \(report)")
             #expect((parsed["unlabelled"] as? [Any])?.isEmpty == true, "\(page): \(report)")
             #expect((parsed["width"] as? Int ?? 9_999) <= 375, "\(page): \(report)")
@@ -64,7 +66,7 @@ struct PortalBrowserTests {
     }
 
     static func count(_ session: DevToolsSession, _ selector: String) async throws -> Int {
-        try await session.evaluate("document.querySelectorAll(\(js(selector))).length") as? Int ?? -1
+        try await session.evaluate("document.querySelectorAll(\(js(selector))).length", as: Int.self)
     }
 
     @Test(.timeLimit(.minutes(3))) func signUpKeyRequestAcceptDataAndAnAggregateChart() async throws {
@@ -91,17 +93,17 @@ struct PortalBrowserTests {
                 try await Self.text(session, at: "/portal/keys", of: "h1")
                 try await Self.submit(session, "/portal/keys", fields: [("name", "Nightly import")])
                 let key = try await Self.text(session, at: "/portal/keys", of: "#new-key") { $0.hasPrefix("d4hk_") }
-                #expect(try await session.evaluate("document.querySelector('#keys tbody tr td').textContent") as? String == "Nightly import")
+                #expect(try await session.evaluate("document.querySelector('#keys tbody tr td').textContent", as: String.self) == "Nightly import")
 
                 // A POST from a script of this very page, with the session cookie but without the form token: refused.
-                let status = try await session.evaluate("fetch('/portal/keys', {method: 'POST', body: new URLSearchParams({name: 'sneaky'})}).then(r => r.status)") as? Int
+                let status = try await session.evaluate("fetch('/portal/keys', {method: 'POST', body: new URLSearchParams({name: 'sneaky'})}).then(r => r.status)", as: Int.self)
                 #expect(status == 403)
 
                 try await Self.go(session, "/portal/requests")
                 try await Self.text(session, at: "/portal/requests", of: "h1")
                 try await Self.submit(session, "/portal/requests", fields: [("fiscalCode", fiscalCode), ("purpose", "Resting heart rate study")], ticks: [("types", "heartRate")])
                 try await Self.text(session, at: "/portal/requests/", of: "#status") { $0 == "pending" }
-                let path = try await session.evaluate("location.pathname") as? String ?? ""
+                let path = try await session.evaluate("location.pathname", as: String.self)
                 found.withLock { $0 = (String(path.split(separator: "/").last ?? ""), key) }
             }
             let (request, key) = found.withLock { $0 }
@@ -130,10 +132,10 @@ struct PortalBrowserTests {
                 try await Self.text(session, at: "/portal/aggregates", of: "#budget")
                 let to = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: .withFullDate)
                 let from = ISO8601DateFormatter.string(from: Date().addingTimeInterval(-8 * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
-                _ = try await session.evaluate("""
+                #expect(try await session.evaluate("""
                     (() => { const f = document.querySelector('form[action="/portal/aggregates"]');
                       f.elements.type.value = 'stepCount'; f.elements.statistic.value = 'mean'; f.elements.groupBy.value = 'sex'; return true })()
-                    """)
+                    """, as: Bool.self))
                 try await Self.submit(session, "/portal/aggregates", fields: [("from", from), ("to", to), ("epsilon", "0.5")])
                 try await Self.text(session, at: "/portal/aggregates", of: "#answer-status") { $0.hasPrefix("Status: answered") }
                 let heading = try await Self.text(session, at: "/portal/aggregates", of: "#query-title")

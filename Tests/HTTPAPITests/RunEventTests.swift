@@ -62,6 +62,12 @@ struct RunEventTests {
         }
     }
 
+    /// The fields of a run event sent with a GPX body: in the query.
+    static var gpxQuery: String {
+        "name=Parco&startsAt=\(time(86_400))&endsAt=\(time(90_000))&enrolmentDeadline=\(time(3_600))&maxParticipants=5"
+            .replacingOccurrences(of: "+", with: "%2B")
+    }
+
     @Test func aGPXCourseIsAcceptedWithTheOtherFieldsInTheQuery() async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
@@ -69,8 +75,7 @@ struct RunEventTests {
                 <?xml version="1.0"?><gpx version="1.1" xmlns="http://www.topografix.com/GPX/1/1"><trk><trkseg>
                 <trkpt lat="45.4755" lon="9.1725"/><trkpt lat="45.4820" lon="9.1600"/></trkseg></trk></gpx>
                 """
-            let query = "name=Parco&startsAt=\(Self.time(86_400))&endsAt=\(Self.time(90_000))&enrolmentDeadline=\(Self.time(3_600))&maxParticipants=5"
-                .replacingOccurrences(of: "+", with: "%2B")
+            let query = Self.gpxQuery
             let headers: HTTPFields = [.contentType: "application/gpx+xml"]
             let created = try await api.send(.post, "/api/users/runs?\(query)", token: organiser, raw: gpx, headers: headers)
             #expect(created.status == .created, "\(String(decoding: created.data, as: UTF8.self))")

@@ -127,7 +127,9 @@ struct SessionTests {
             let nulled = try await api.send(.patch, "/api/users/me", token: token, raw: #"{"fullName": null}"#)
             #expect(nulled.problemFields == ["fullName"])
             let (_, other) = try await api.individualSession()
-            let taken = try await api.send(.patch, "/api/users/me", token: token, json: ["email": other["email"]!])
+            // A new email needs the current password, like a new password.
+            #expect(try await api.send(.patch, "/api/users/me", token: token, json: ["email": "new-\(UUID().uuidString)@example.org"]).problemFields == ["currentPassword"])
+            let taken = try await api.send(.patch, "/api/users/me", token: token, json: ["email": other["email"]!, "currentPassword": Fixtures.password])
             #expect(taken.status == .conflict)
         }
     }

@@ -4,10 +4,14 @@ import DatabaseLink
 package struct IndividualAccounts: Sendable {
     let store: IndividualStore
     let hasher: PasswordHasher
+    /// Password checks on a signed-in account (changing the email or password, erasing) count
+    /// against the same per-account limit as sign-in: a stolen token cannot guess the password.
+    let throttle: LoginThrottle
 
-    package init(database: Database, hasher: PasswordHasher) {
+    package init(database: Database, hasher: PasswordHasher, throttle: LoginThrottle.Limits = .init()) {
         self.store = IndividualStore(database: database)
         self.hasher = hasher
+        self.throttle = LoginThrottle(database: database, limits: throttle)
     }
 
     /// Creates the account; `AccountError.alreadyRegistered` when the email or fiscal code is taken.
@@ -36,10 +40,14 @@ package struct IndividualAccounts: Sendable {
         return record
     }
 
-    /// Applies a profile change. A new password needs the current one, and ends every other
-    /// login token of the account (the one in use stays valid).
+    /// Applies a profile change. A new email or password needs the current password (checked
+    /// under the sign-in throttle); a new password ends every other login token of the account
+    /// (the one in use stays valid).
     package func update(_ principal: Principal, with change: IndividualProfileChange) async throws -> IndividualRecord {
         guard case .individual(let id) = principal.account else { throw AccountError.notFound }
+        if change.email != nil || change.newPassword != nil {
+            guard try await verifyPassword(change.currentPassword ?? "", of: id) else { throw AccountError.wrongCurrentPassword }
+        }
         var changes = IndividualChanges()
         changes.email = change.email?.value
         changes.fullName = change.fullName?.value
@@ -48,10 +56,6 @@ package struct IndividualAccounts: Sendable {
         changes.homeArea = change.homeArea?.value
         changes.timeZone = change.timeZone?.value
         if let newPassword = change.newPassword {
-            guard let stored = try await store.passwordHash(id: id) else { throw AccountError.notFound }
-            guard await hasher.verify(change.currentPassword ?? "", against: stored) else {
-                throw AccountError.wrongCurrentPassword
-            }
             changes.passwordHash = try await hasher.hash(newPassword)
         }
         let kept: Int64? = if case .accessToken(let tokenId) = principal.credential { tokenId } else { nil }
@@ -68,10 +72,24 @@ package struct IndividualAccounts: Sendable {
     /// Erases the account and all its data for good (GDPR art. 17), after checking the password:
     /// a stolen token alone must not be enough to destroy someone's history.
     package func erase(_ principal: Principal, password: String) async throws {
-        guard case .individual(let id) = principal.account, let stored = try await store.passwordHash(id: id) else {
+        guard case .individual(let id) = principal.account else { throw AccountError.notFound }
+        guard try await verifyPassword(password, of: id) else { throw AccountError.wrongPassword }
+        guard try await store.delete(id: id) else { throw AccountError.notFound }
+    }
+
+    /// Checks the account's password, refusing (429) while the account's sign-in limit is
+    /// reached; a wrong password counts as a failed sign-in, a right one clears the count.
+    private func verifyPassword(_ password: String, of id: Int64) async throws -> Bool {
+        guard let record = try await store.find(id: id), let stored = try await store.passwordHash(id: id) else {
             throw AccountError.notFound
         }
-        guard await hasher.verify(password, against: stored) else { throw AccountError.wrongPassword }
-        guard try await store.delete(id: id) else { throw AccountError.notFound }
+        let attempt = LoginThrottle.Attempt(surface: .individual, email: EmailAddress.normalisedForLookup(record.email), address: nil)
+        try await throttle.check(attempt)
+        guard await hasher.verify(password, against: stored) else {
+            try await throttle.failed(attempt)
+            return false
+        }
+        try await throttle.succeeded(attempt)
+        return true
     }
 }

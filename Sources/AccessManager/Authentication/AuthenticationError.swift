@@ -12,6 +12,9 @@ package enum AuthenticationError: Error, Equatable {
     case wrongSurface
     /// Logout names the token in use; a request made with an API key has none to end.
     case notALoginToken
+    /// An API key on a route that manages the account (keys, webhooks, sessions): keys are for
+    /// the data API only, so a leaked key cannot make itself a successor or redirect deliveries.
+    case loginSessionRequired
     /// Too many failed sign-ins for this account or from this address; retry after the seconds.
     case throttled(retryAfterSeconds: Int)
 }

@@ -60,7 +60,10 @@ package struct HealthDataReader: Sendable {
     package func samples(
         individualId: Int64, types: [Int16], fromMs: Int64?, toMs: Int64?, descending: Bool, limit: Int, after position: SamplePosition?
     ) async throws -> [SampleRow] {
-        var lowerMs = fromMs ?? Self.earliestMs, upperMs = toMs ?? Self.latestMs
+        // Every bound is clamped to the stored range first, so no arithmetic below can overflow
+        // whatever a caller passes.
+        var lowerMs = Self.clamped(fromMs ?? Self.earliestMs), upperMs = Self.clamped(toMs ?? Self.latestMs)
+        let position = position.map { SamplePosition(startMs: Self.clamped($0.startMs), type: $0.type, key: $0.key) }
         if let position {
             if descending { upperMs = min(upperMs, position.startMs + 1) } else { lowerMs = max(lowerMs, position.startMs) }
         }
@@ -114,8 +117,9 @@ package struct HealthDataReader: Sendable {
     package func locations(
         individualId: Int64, fromMs: Int64?, toMs: Int64?, descending: Bool, limit: Int, after position: (timeMs: Int64, key: Int64)?
     ) async throws -> [LocationRow] {
-        let lowerMs = fromMs ?? Self.earliestMs, upperMs = toMs ?? Self.latestMs
-        let cursor = position ?? (descending ? (Self.latestMs, .max) : (Self.earliestMs - 1, .min))
+        let lowerMs = Self.clamped(fromMs ?? Self.earliestMs), upperMs = Self.clamped(toMs ?? Self.latestMs)
+        let cursor: (timeMs: Int64, key: Int64) = position.map { (Self.clamped($0.timeMs), $0.key) }
+            ?? (descending ? (Self.latestMs, .max) : (Self.earliestMs - 1, .min))
         let (after, direction) = descending ? ("<", "DESC") : (">", "ASC")
         let query: PostgresQuery = """
             SELECT (extract(epoch FROM recorded_at) * 1000)::int8, dedupe_key, latitude, longitude, accuracy, altitude
@@ -136,6 +140,11 @@ package struct HealthDataReader: Sendable {
     /// Bounds wide enough for any stored time (1970 to 2200), in epoch milliseconds.
     static let earliestMs: Int64 = 0
     static let latestMs: Int64 = 7_258_118_400_000
+
+    /// A time in milliseconds moved into [earliestMs - 1, latestMs]: outside it nothing is stored.
+    static func clamped(_ milliseconds: Int64) -> Int64 {
+        min(max(milliseconds, earliestMs - 1), latestMs)
+    }
 
     private static func floorMinute(_ milliseconds: Int64) -> Int64 {
         milliseconds - ((milliseconds % 60_000) + 60_000) % 60_000

@@ -91,6 +91,7 @@ package func buildApplication(
             "migrations.applied": "\(report.applied.count)", "migrations.previously": "\(report.alreadyApplied)",
         ])
         try await components.partitions.ensureAround(Date())
+        try await components.cursorKey.load(from: database)
         components.schemaReady.open()
     }
     return app
@@ -129,12 +130,14 @@ struct Components {
     let schemaReady: StartupGate
     /// The database an export reads its history from (the caught-up replica, or the primary).
     let exportDatabase: @Sendable () async -> Database
+    /// The key that authenticates pagination cursors, loaded before the server starts.
+    let cursorKey = CursorKey()
 
     init(database: Database, replica: ReadReplica? = nil, configuration: AppConfiguration, logger: Logger) {
         let hasher = PasswordHasher()
         authenticator = Authenticator(tokens: AccessTokenStore(database: database), apiKeys: APIKeyStore(database: database))
         sessions = SessionService(database: database, hasher: hasher, tokenLifetime: configuration.tokenLifetime, throttle: configuration.loginThrottle)
-        individuals = IndividualAccounts(database: database, hasher: hasher)
+        individuals = IndividualAccounts(database: database, hasher: hasher, throttle: configuration.loginThrottle)
         thirdParties = ThirdPartyAccounts(database: database, hasher: hasher)
         apiKeys = APIKeyService(database: database)
         partitions = PartitionMaintainer(database: database)
@@ -175,6 +178,7 @@ func buildRouter(
     let routes = RouteTable()
     let router = RecordingRouter(router: Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints), table: routes)
     router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: CursorKeyMiddleware(key: components.cursorKey))
     router.add(middleware: ClientAddressMiddleware(trustForwardedFor: configuration.trustProxyHeaders))
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: AccessLogMiddleware())
@@ -233,12 +237,14 @@ func buildRouter(
         .add(middleware: rateLimit)
         .group(context: ThirdPartyRequestContext.self)
     partyAccounts.addAuthenticated(to: authenticatedParties)
-    partySessions.addAuthenticated(to: authenticatedParties)
-    APIKeyController(keys: components.apiKeys, body: body).addRoutes(to: authenticatedParties)
+    // Managing the account — sessions, API keys, the webhook — needs a login token, never an API key.
+    let partyManagement = authenticatedParties.group().add(middleware: LoginSessionRequiredMiddleware<ThirdPartyRequestContext>())
+    partySessions.addAuthenticated(to: partyManagement)
+    APIKeyController(keys: components.apiKeys, body: body).addRoutes(to: partyManagement)
     AccessRequestController(requests: components.accessRequests, body: body).addRoutes(to: authenticatedParties)
     GrantedDataController(granted: components.grantedData).addRoutes(to: authenticatedParties)
     SubscriptionFeedController(feed: components.subscriptionFeed).addRoutes(to: authenticatedParties)
-    WebhookController<ThirdPartyRequestContext>(endpoints: components.webhooks, body: body, prefix: "webhook").addRoutes(to: authenticatedParties)
+    WebhookController<ThirdPartyRequestContext>(endpoints: components.webhooks, body: body, prefix: "webhook").addRoutes(to: partyManagement)
     EventStreamController(events: components.partyEvents, signal: components.changes).addRoutes(to: authenticatedParties)
     AggregateController(aggregates: components.aggregates, subscriptions: components.aggregateSubscriptions, body: body).addRoutes(to: authenticatedParties)
 

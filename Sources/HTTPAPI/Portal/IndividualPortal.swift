@@ -174,7 +174,13 @@ struct MeSOSPages {
     static func form(_ form: PortalForm) throws -> SOSSettingsForm {
         func number(_ name: String) throws -> Double? {
             guard let raw = form[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
-            guard let value = Double(raw) else { throw Problem.invalidField(name, "must be a number") }
+            guard let value = Double(raw), value.isFinite else { throw Problem.invalidField(name, "must be a number") }
+            return value
+        }
+        // Whole numbers are read as integers, never through a Double (1e300 or nan would trap).
+        func integer(_ name: String) throws -> Int? {
+            guard let raw = form[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
+            guard let value = Int(raw) else { throw Problem.invalidField(name, "must be a whole number") }
             return value
         }
         var contacts: [SOSSettingsForm.Contact] = []
@@ -185,8 +191,8 @@ struct MeSOSPages {
         }
         return SOSSettingsForm(
             enabled: form["enabled"] != nil, minHeartRate: try number("minHeartRate"), maxHeartRate: try number("maxHeartRate"),
-            minOxygenSaturation: try number("minOxygenSaturation"), consecutiveReadings: try number("consecutiveReadings").map { Int($0) },
-            cancelWindowSeconds: try number("cancelWindowSeconds").map { Int($0) }, contacts: contacts, medicalNotes: form["medicalNotes"]
+            minOxygenSaturation: try number("minOxygenSaturation"), consecutiveReadings: try integer("consecutiveReadings"),
+            cancelWindowSeconds: try integer("cancelWindowSeconds"), contacts: contacts, medicalNotes: form["medicalNotes"]
         )
     }
 }

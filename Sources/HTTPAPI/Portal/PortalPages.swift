@@ -21,8 +21,10 @@ struct PortalPages {
     }
 
     /// A sign-in or sign-up page: its form token is a fresh random value also set as a cookie.
+    /// Never the client's own cookie: a value chosen by someone else (a planted cookie) must not
+    /// become a form token, and nothing a client sent is ever echoed into `Set-Cookie`.
     func anonymousPage(_ template: String, title: String, request: Request, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) -> Response {
-        let token = request.cookies[WebSession.anonymousCSRFCookie]?.value.nonEmpty ?? WebSession.randomToken()
+        let token = WebSession.randomToken()
         var response = page(template, title: title, csrf: token, values: values, status: status)
         response.setCookie(WebSession.anonymousCSRFCookie(token, request: request))
         return response

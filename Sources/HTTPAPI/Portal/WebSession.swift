@@ -80,8 +80,10 @@ struct WebSessionMiddleware: RouterMiddleware {
     let maxBodyBytes: Int
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        // Only a login token opens a portal: an API key placed in the cookie does not.
         guard let token = request.cookies[WebSession.cookieName(surface)]?.value, !token.isEmpty,
-              let principal = try? await authenticator.authenticate(bearer: token, on: surface)
+              let principal = try? await authenticator.authenticate(bearer: token, on: surface),
+              case .accessToken = principal.credential
         else {
             return PortalForm.redirect(to: WebSession.path(surface) + "/login", clearing: WebSession.clearedSessionCookie(surface, request: request))
         }

@@ -197,6 +197,11 @@ enum ErrorMapping {
                 .forbidden, slug: "wrong-api-surface", title: "Wrong API surface",
                 detail: "This credential belongs to the other API: individuals use /api/users, third parties /api/thirdparties."
             )
+        case .loginSessionRequired:
+            Problem(
+                .forbidden, slug: "login-session-required", title: "Login session required",
+                detail: "API keys are for the data API; managing keys, webhooks and sessions needs a login token (POST /api/thirdparties/login)."
+            )
         case .notALoginToken:
             Problem(
                 .badRequest, slug: "not-a-login-token", title: "Not a login token",

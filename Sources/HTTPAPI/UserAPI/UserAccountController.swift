@@ -113,6 +113,7 @@ struct IndividualProfilePatch: Decodable {
         change.newPassword = fields.optional("password", password, Password.init(parsing:))
         if fiscalCode != nil { fields.fail("fiscalCode", "cannot be changed") }
         if password != nil, currentPassword == nil { fields.fail("currentPassword", "is required to change the password") }
+        if email != nil, password == nil, currentPassword == nil { fields.fail("currentPassword", "is required to change the email address") }
         change.currentPassword = currentPassword
         try fields.finish()
         return change

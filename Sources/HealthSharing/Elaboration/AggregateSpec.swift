@@ -104,11 +104,13 @@ package struct Epsilon: Sendable, Hashable, Comparable {
     }
 
     package init(parsing value: Double, maximum: Epsilon) throws(InvalidValue) {
-        let hundredths = (value * 100).rounded()
-        guard value.isFinite, abs(value * 100 - hundredths) < 1e-6, hundredths >= 1, Int(hundredths) <= maximum.hundredths else {
+        let scaled = (value * 100).rounded()
+        // Int(exactly:) answers nil for nan, ±inf and anything out of Int's range: a client's
+        // 1e20 is refused here instead of trapping the process.
+        guard abs(value * 100 - scaled) < 1e-6, let hundredths = Int(exactly: scaled), (1...maximum.hundredths).contains(hundredths) else {
             throw InvalidValue("must be a multiple of 0.01 from 0.01 to \(maximum.text)")
         }
-        self.hundredths = Int(hundredths)
+        self.hundredths = hundredths
     }
 
     package var value: Double { Double(hundredths) / 100 }

@@ -2,15 +2,20 @@ import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
 #endif
+import UntrustedXML
 
 /// Reads a course from GPX 1.1 (`application/gpx+xml`) with Foundation's XML parser (libxml2):
 /// the track points (`trkpt`) of the first track, or else the route points (`rtept`) of the
-/// first route. External entities are never resolved.
+/// first route. Read through `UntrustedXML`: no entity is declared, expanded or fetched.
 package enum GPXPath {
     package static func points(from data: Data) throws(PathError) -> [GeoPoint] {
         let reader = Reader()
-        let parser = XMLParser(data: data)
-        parser.shouldResolveExternalEntities = false
+        let parser: XMLParser
+        do {
+            parser = try UntrustedXML.parser(for: data)
+        } catch {
+            throw PathError(field: "body", reason: error.reason)
+        }
         parser.delegate = reader
         guard parser.parse(), reader.failure == nil else {
             throw reader.failure ?? PathError(field: "body", reason: "is not well-formed GPX XML (line \(parser.lineNumber))")

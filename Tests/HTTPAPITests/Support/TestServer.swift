@@ -116,6 +116,10 @@ struct APIClient: APISending {
 struct RemoteAPI: APISending {
     let base: String
 
+    /// Redirects are answers to look at (the portals' 303s), not to follow. Never shut down:
+    /// one for the test process.
+    static let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: .init(redirectConfiguration: .disallow))
+
     func send(
         _ method: HTTPRequest.Method, _ path: String, token: String? = nil, json: [String: any Sendable]? = nil,
         raw: String? = nil, headers extraHeaders: HTTPFields = [:]
@@ -125,7 +129,7 @@ struct RemoteAPI: APISending {
         request.method = .init(rawValue: method.rawValue)
         for field in headers { request.headers.add(name: field.name.rawName, value: field.value) }
         if let body { request.body = .bytes(body) }
-        let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
+        let response = try await Self.client.execute(request, timeout: .seconds(30))
         var fields = HTTPFields()
         for (name, value) in response.headers { if let field = HTTPField.Name(name) { fields.append(HTTPField(name: field, value: value)) } }
         let data = try await response.body.collect(upTo: 1 << 26)

@@ -1,0 +1,123 @@
+import AccessManager
+import AsyncHTTPClient
+import DatabaseLink
+import DatabaseTestSupport
+import Foundation
+import HTTPAPI
+import HTTPTypes
+import Testing
+
+/// Requests an attacker would send, each to a real `data4help serve` process: a single request
+/// used to end the process (a Swift trap on a client's number), so the proof is that the same
+/// process still answers `/readyz` afterwards — and that each was refused with a problem naming
+/// its field.
+@Suite("Hostile requests never take the server down")
+struct HostileRequestTests {
+    /// A real server process on a fresh database, with `body` run against it; afterwards the
+    /// process must still be running and ready.
+    static func withServerProcess(_ body: (RemoteAPI) async throws -> Void) async throws {
+        let database = try await TestPostgres.shared.migratedDatabase()
+        let instance = try BalancedPairTests.Instance(database: database)
+        defer { instance.stop() }
+        try await BalancedPairTests.waitReady(instance.port)
+        let api = RemoteAPI(base: "http://127.0.0.1:\(instance.port)")
+        try await body(api)
+        #expect(instance.process.isRunning, "the server process ended (status \(instance.process.isRunning ? 0 : instance.process.terminationStatus))")
+        #expect(try await api.send(.get, "/readyz").status == .ok)
+    }
+
+    @Test(.timeLimit(.minutes(2))) func hugeAndNonFiniteNumbersAreFieldErrors() async throws {
+        try await Self.withServerProcess { api in
+            let (party, _) = try await api.thirdPartySession()
+            let headers: HTTPFields = [.authorization: "Bearer \(party)", .contentType: "application/json"]
+            for epsilon in ["99999999999999999999", "1e300", "-1e300", "1e-300", "1.7976931348623157e308"] {
+                let reply = try await api.send(.post, "/api/thirdparties/aggregates", token: nil, json: nil, raw: """
+                    {"type":"heartRate","statistic":"mean","from":"2026-01-01","to":"2026-01-31","epsilon":\(epsilon)}
+                    """, headers: headers)
+                #expect(reply.status == .unprocessableContent && reply.problemFields == ["epsilon"], "epsilon \(epsilon): \(reply.status)")
+            }
+            // The individuals' AutomatedSOS form: integers that are not (1e300, nan, inf).
+            let (_, account) = try await api.individualSession()
+            var me = try await IndividualPortalTests.signIn(api, account)
+            for (field, value) in [("consecutiveReadings", "1e300"), ("consecutiveReadings", "nan"), ("cancelWindowSeconds", "inf"), ("cancelWindowSeconds", "-9e18")] {
+                let csrf = try PortalBrowser.csrf(try await me.send(.get, "/me/sos"))
+                let reply = try await me.send(.post, "/me/sos", form: [("csrf", csrf), ("enabled", "true"), (field, value)])
+                #expect(reply.status == .unprocessableContent && PortalBrowser.html(reply).contains("id=\"\(field)-error\""), "\(field)=\(value): \(reply.status)")
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(2))) func forgedCursorsAreRefused() async throws {
+        try await Self.withServerProcess { api in
+            let (person, _) = try await api.individualSession()
+            // The cursors of the report: well-formed under the old unauthenticated scheme, with
+            // Int64.max and Int64.min where a time belongs.
+            let forged = ["s1|desc|9223372036854775807|32767|9223372036854775807", "s1|asc|-9223372036854775808|0|0", "l1|desc|9223372036854775807|1", "k1|9223372036854775807"]
+                .map { Data($0.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "") } + ["", "%00", String(repeating: "A", count: 400)]
+            for cursor in forged {
+                for path in ["/api/users/data", "/api/users/data/locations", "/api/users/requests"] {
+                    let reply = try await api.send(.get, "\(path)?cursor=\(cursor)", token: person)
+                    #expect(reply.status == .unprocessableContent && reply.problemFields == ["cursor"], "\(path) \(cursor.prefix(40)): \(reply.status)")
+                }
+            }
+            // A cursor the server issued still works, and one with a byte changed does not.
+            let items: [any Sendable] = (0..<3).map { ["type": "heartRate", "value": 70 + $0, "start": "2026-11-20T08:3\($0):00Z"] as JSONObject }
+            #expect(try await api.send(.post, "/api/users/data", token: person, json: ["items": items]).status == .ok)
+            let first = try await api.send(.get, "/api/users/data?limit=1", token: person)
+            let next = try #require(first.string("nextCursor"))
+            #expect(try await api.send(.get, "/api/users/data?limit=1&cursor=\(next)", token: person).items.count == 1)
+            var edited = Array(next)
+            edited[2] = edited[2] == "A" ? "B" : "A"
+            #expect(try await api.send(.get, "/api/users/data?limit=1&cursor=\(String(edited))", token: person).problemFields == ["cursor"])
+        }
+    }
+
+    @Test(.timeLimit(.minutes(2))) func aClientsCookieIsNeverEchoedIntoSetCookie() async throws {
+        try await Self.withServerProcess { api in
+            for path in ["/me/login", "/portal/login", "/portal/signup"] {
+                let reply = try await api.send(.get, path, token: nil, json: nil, raw: nil, headers: [.cookie: #"d4h_csrf=abc,%20d4h_me=evil"x"#])
+                let cookies = reply.headers[values: .setCookie]
+                #expect(reply.status == .ok && !cookies.isEmpty, "\(path)")
+                #expect(!cookies.contains { $0.contains("evil") || $0.contains("abc") }, "\(path): \(cookies)")
+            }
+        }
+    }
+
+    @Test(.timeLimit(.minutes(2))) func xmlEntityDeclarationsAreRefusedBeforeParsing() async throws {
+        try await Self.withServerProcess { api in
+            let (organiser, _) = try await api.individualSession()
+            // The report's body: one 50,000-character entity referenced 80,000 times (~4 GB expanded).
+            let entity = String(repeating: "x", count: 50_000)
+            let references = String(repeating: "&big;", count: 80_000)
+            let bomb = """
+                <?xml version="1.0"?><!DOCTYPE gpx [<!ENTITY big "\(entity)">]><gpx version="1.1"><trk><name>\(references)</name><trkseg>
+                <trkpt lat="45.4755" lon="9.1725"/><trkpt lat="45.4820" lon="9.1600"/></trkseg></trk></gpx>
+                """
+            let start = ContinuousClock.now
+            let headers: HTTPFields = [.authorization: "Bearer \(organiser)", .contentType: "application/gpx+xml"]
+            let reply = try await api.send(.post, "/api/users/runs?\(RunEventTests.gpxQuery)", token: nil, json: nil, raw: bomb, headers: headers)
+            #expect(reply.status == .unprocessableContent && reply.problemFields == ["body"])
+            #expect(ContinuousClock.now - start < .seconds(2), "refused before any expansion")
+            let parameter = #"<?xml version="1.0"?><!DOCTYPE gpx [<!ENTITY % p "x">]><gpx version="1.1"/>"#
+            #expect(try await api.send(.post, "/api/users/runs?\(RunEventTests.gpxQuery)", token: nil, json: nil, raw: parameter, headers: headers).problemFields == ["body"])
+        }
+    }
+
+    /// With a stolen token, the password still cannot be guessed through the account's own
+    /// routes: a wrong current password counts as a failed sign-in, and the limit answers 429.
+    @Test func passwordChecksOnASignedInAccountAreThrottled() async throws {
+        try await TestServer.run(configure: { $0.loginThrottle.perAccount = 3 }) { api in
+            let (token, account) = try await api.individualSession()
+            for _ in 1...3 {
+                let wrong = try await api.send(.patch, "/api/users/me", token: token, json: ["email": "thief@example.org", "currentPassword": "not the password"])
+                #expect(wrong.problemFields == ["currentPassword"])
+            }
+            let closed = try await api.send(.patch, "/api/users/me", token: token, json: ["password": "a brand new secret", "currentPassword": Fixtures.password])
+            #expect(closed.status == .tooManyRequests && closed.headers[.retryAfter] != nil, "\(closed.status) \(String(decoding: closed.data, as: UTF8.self))")
+            #expect(try await api.send(.delete, "/api/users/me", token: token, json: ["password": Fixtures.password]).status == .tooManyRequests)
+            // Sign-in is closed for the account too: the guesses were sign-in failures.
+            #expect(try await api.send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password]).status == .tooManyRequests)
+            #expect(try await api.send(.get, "/api/users/me", token: token).string("email") == account["email"] as? String)
+        }
+    }
+}
