@@ -12,13 +12,14 @@ VENV := .build/venv
 PYTHON_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: help run test bench drills build deps python-tools deploy-check contract-test unit-test clean-data
+.PHONY: help run test bench drills build deps python-tools deploy-check contract-test unit-test clean-data fuzz fuzz-build hardening-check
 
 help:
 	@echo "make run    build and serve Data4Help on http://localhost:8080 (embedded PostgreSQL under .data/)"
 	@echo "make test   run the test suite and the OpenAPI contract test against real PostgreSQL"
 	@echo "make bench  build for release and print the benchmarks' figures"
 	@echo "make drills failure drills and the load run: two instances behind nginx (figures printed)"
+	@echo "make fuzz   libFuzzer over every decoder of outside bytes (FUZZ_SECONDS per target)"
 
 ## Debian packages the build and the embedded database need; installed only when missing.
 deps:
@@ -59,8 +60,21 @@ unit-test: deps
 	swift build --build-tests
 	swift test --skip-build
 
-## The contract test first, so that the test suite's own summary closes the output.
-test: deploy-check contract-test unit-test
+## No trapping integer conversion that nobody reviewed (Tests/Hardening/reviewed-conversions.txt).
+hardening-check:
+	$(PYTHON) Tests/Hardening/check-conversions.py
+
+## libFuzzer over every decoder of outside bytes (DecoderFuzzing): a build of its own with
+## -sanitize=fuzzer, then each target for FUZZ_SECONDS; a crash fails and keeps its input in
+## Tests/Fuzz/regressions/, which the test suite replays.
+FUZZ_SECONDS ?= 20
+fuzz-build: deps
+	swift build --build-path .build/fuzz --product data4help-fuzz -Xswiftc -sanitize=fuzzer -Xswiftc -DFUZZING -Xswiftc -parse-as-library
+fuzz: fuzz-build
+	Tests/Fuzz/run-fuzzers.sh .build/fuzz/debug/data4help-fuzz $(FUZZ_SECONDS)
+
+## The contract test and the fuzzers first, so that the test suite's own summary closes the output.
+test: deploy-check hardening-check contract-test fuzz unit-test
 
 ## Benchmarks print figures; they assert nothing. Release build, throwaway database.
 ## Every benchmark, one after another, then one table of their figures, which is also written

@@ -13,6 +13,8 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "data4help", targets: ["data4help"]),
+        // libFuzzer driver over every decoder of outside bytes (make fuzz); without FUZZING, a replayer.
+        .executable(name: "data4help-fuzz", targets: ["DecoderFuzzer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
@@ -41,6 +43,7 @@ let package = Package(
         .target(name: "CSpawn"),
         // Foundation's XML parser made safe for documents from outside (no entities): GPX today, imports next.
         .target(name: "UntrustedXML"),
+        .executableTarget(name: "DecoderFuzzer", dependencies: ["HTTPAPI"]),
         // The only module that talks to PostgreSQL: connection pool, migrations, embedded cluster, every query.
         .target(
             name: "DatabaseLink",
@@ -195,7 +198,7 @@ let package = Package(
         ),
         .testTarget(
             name: "RunEventsTests",
-            dependencies: ["RunEvents", "DatabaseLink", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["RunEvents", "DatabaseLink", "UntrustedXML", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -58,7 +58,9 @@ party_token=$(curl -fsS -X POST "$base/api/thirdparties/login" -H 'Content-Type:
 # Every check schemathesis has. Logout is run last, on its own, so that it does not end the
 # session the other operations are tested with. One worker: with two, hypothesis's caches (not
 # thread-safe) sometimes fail inside schemathesis with a KeyError.
-common=(--url "$base" --checks all --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-60}" --seed "${SCHEMATHESIS_SEED:-4242}"
+# --mode all: schema-valid data and negative data (every way a value can break its schema);
+# the coverage phase adds each schema's boundary values (minimum − 1, maximum + 1, empty, …).
+common=(--url "$base" --checks all --mode all --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-60}" --seed "${SCHEMATHESIS_SEED:-4242}"
         --workers 1 --suppress-health-check too_slow,filter_too_much --warnings off --no-color)
 status=0
 run() { "$venv/schemathesis" --config-file "$root/Tests/Contract/schemathesis.toml" run "$spec" "${common[@]}" "$@" || status=1; }
@@ -73,6 +75,18 @@ echo "== schemathesis: logout"
 run -H "Authorization: Bearer $user_token" --include-operation-id logoutIndividual --max-examples 5
 run -H "Authorization: Bearer $party_token" --include-operation-id logoutThirdParty --max-examples 5
 
+# One request must never take the server down: the process that started is the one still
+# answering, and it never logged a fatal error (a Swift trap prints "Fatal error").
+if ! kill -0 "$server" 2>/dev/null || ! curl -fsS "$base/readyz" >/dev/null; then
+  echo "the server process ended or stopped answering during the contract test:" >&2
+  tail -50 "$work/server.log" >&2
+  status=1
+fi
+if grep -qiE 'fatal error|"level":"critical"' "$work/server.log"; then
+  echo "the server logged a fatal error during the contract test:" >&2
+  grep -iE 'fatal error|"level":"critical"' "$work/server.log" >&2
+  status=1
+fi
 if grep -q '"level":"error"' "$work/server.log"; then
   echo "the server logged errors during the contract test:" >&2
   grep '"level":"error"' "$work/server.log" >&2

@@ -21,6 +21,30 @@ struct OperationsTests {
         }
     }
 
+    @Test func metricsNeedTheTokenWhenOneIsSet() async throws {
+        try await TestServer.run(configure: { (configuration: inout AppConfiguration) in configuration.metricsToken = "a metrics token of some length" }) { api in
+            let none = try await api.send(.get, "/metrics"), wrong = try await api.send(.get, "/metrics", token: "not the metrics token")
+            let right = try await api.send(.get, "/metrics", token: "a metrics token of some length")
+            #expect(none.status == .unauthorized && wrong.status == .unauthorized && right.status == .ok)
+        }
+    }
+
+    /// nosniff on every answer, errors included; no-store on every answer to a credentialed request.
+    @Test func securityHeadersOnEveryResponse() async throws {
+        try await TestServer.run { api in
+            let (token, _) = try await api.individualSession()
+            for reply in [
+                try await api.send(.get, "/api/users/me", token: token), try await api.send(.get, "/api/users/sos", token: token),
+                try await api.send(.get, "/api/users/me", token: "d4ht_nonsense"),
+            ] {
+                #expect(reply.headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
+                #expect(reply.headers[.cacheControl] == "no-store")
+            }
+            #expect(try await api.send(.get, "/healthz").headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
+            #expect(try await api.send(.get, "/no/such/route").headers[HTTPField.Name("X-Content-Type-Options")!] == "nosniff")
+        }
+    }
+
     @Test func metricsCountRequestsPerRoute() async throws {
         try await TestServer.run { api in
             _ = try await api.send(.get, "/api/users/me")

@@ -34,7 +34,7 @@ struct RunPositionTests {
         return (id, try #require((created.json["startsAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) }))
     }
 
-    @Test(.timeLimit(.minutes(1))) func fixesAreFilteredProjectedRankedAndKeptForReplay() async throws {
+    @Test(.timeLimit(.minutes(3))) func fixesAreFilteredProjectedRankedAndKeptForReplay() async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (leader, _) = try await api.individualSession(), (chaser, _) = try await api.individualSession()
@@ -42,8 +42,13 @@ struct RunPositionTests {
             for (token, name) in [(leader, "Leader"), (chaser, "Chaser")] {
                 #expect(try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: token, json: ["displayName": name]).status == .created)
             }
+            let sentAt = Date()
             let early = try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [Self.fix(0, at: startsAt)]])
-            #expect(early.status == .unprocessableContent && early.problemFields == ["positions"])   // not under way yet
+            // Not under way yet — when the post really went before the start: on a machine loaded
+            // by the whole suite the six seconds of lead can be gone, and then 200 is right.
+            if sentAt < startsAt.addingTimeInterval(-1) {
+                #expect(early.status == .unprocessableContent && early.problemFields == ["positions"])
+            }
             try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
 
             // Out at 10 m/s with one GPS jump, one inaccurate fix, a resend and a fix from before the start.

@@ -187,7 +187,7 @@ struct SOSIncidentTests {
 
     // MARK: Dispatch
 
-    @Test(.timeLimit(.minutes(1))) func dispatchCentreDownThenUpIsCalledOnceAfterRetries() async throws {
+    @Test(.timeLimit(.minutes(3))) func dispatchCentreDownThenUpIsCalledOnceAfterRetries() async throws {
         let centre = try DispatchCentre()   // not listening yet: connections are refused
         try await TestServer.run(configure: centre.configure) { api in
             let (person, _) = try await api.individualSession()
@@ -203,7 +203,7 @@ struct SOSIncidentTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(1))) func twoInstancesDispatchEachIncidentOnce() async throws {
+    @Test(.timeLimit(.minutes(3))) func twoInstancesDispatchEachIncidentOnce() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
         let centre = try DispatchCentre()
         let listening = centre.start()

@@ -74,7 +74,7 @@ struct LiveRunHubTests {
             """
     }
 
-    @Test(.timeLimit(.minutes(1))) func spectatorsAtTheSamePointShareOneRenderedUpdate() async throws {
+    @Test(.timeLimit(.minutes(3))) func spectatorsAtTheSamePointShareOneRenderedUpdate() async throws {
         let wire = CountingWire(), loads = Counter()
         let (hub, id) = try Self.hub(wire: wire, loads: loads, stored: [Self.state(0, metres: 100, second: 30)])
         var a = try await Watcher.watch(hub, id), b = try await Watcher.watch(hub, id)
@@ -98,7 +98,7 @@ struct LiveRunHubTests {
         #expect(hub.spectatorCount == 0)
     }
 
-    @Test(.timeLimit(.minutes(1))) func aSlowSpectatorGetsEachRunnersLatestStateOnce() async throws {
+    @Test(.timeLimit(.minutes(3))) func aSlowSpectatorGetsEachRunnersLatestStateOnce() async throws {
         let wire = CountingWire(), loads = Counter()
         let (hub, id) = try Self.hub(wire: wire, loads: loads)
         var f = try await Watcher.watch(hub, id), s = try await Watcher.watch(hub, id)
@@ -135,7 +135,7 @@ struct LiveRunHubTests {
         #expect(await s.next().map { String(buffer: $0) } == "U[R0@33#3|]")
     }
 
-    @Test(.timeLimit(.minutes(1))) func aChangeOfTheEventSendsEverySpectatorANewSnapshot() async throws {
+    @Test(.timeLimit(.minutes(3))) func aChangeOfTheEventSendsEverySpectatorANewSnapshot() async throws {
         let wire = CountingWire(), loads = Counter()
         let (hub, id) = try Self.hub(wire: wire, loads: loads, stored: [Self.state(0, metres: 10, second: 5)])
         var messages = try await Watcher.watch(hub, id)
@@ -150,7 +150,7 @@ struct LiveRunHubTests {
         #expect(loads.value == 3)
     }
 
-    @Test(.timeLimit(.minutes(1))) func anUnknownEventIsRefusedAndLeavesNothingBehind() async throws {
+    @Test(.timeLimit(.minutes(3))) func anUnknownEventIsRefusedAndLeavesNothingBehind() async throws {
         let wire = CountingWire(), loads = Counter()
         let (hub, _) = try Self.hub(wire: wire, loads: loads)
         await #expect(throws: RunEventError.self) { try await hub.subscribe(to: UUID()) {} }

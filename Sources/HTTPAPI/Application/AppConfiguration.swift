@@ -77,6 +77,8 @@ package struct AppConfiguration: Sendable {
     package var sosDispatchURL: String?
     /// `SOS_DISPATCH_SECRET`: shared with the dispatch centre; signs our calls and its reports.
     package var sosDispatchSecret: String?
+    /// `METRICS_TOKEN`: the bearer token `/metrics` asks for; unset, it answers loopback only.
+    package var metricsToken: String?
     /// `SOS_DISPATCH_TIMEOUT_SECONDS`: how long the dispatch centre has to accept a call before
     /// it is attempted again.
     package var sosDispatchTimeout = Duration.seconds(2)
@@ -180,6 +182,10 @@ package struct AppConfiguration: Sendable {
         if let value = reader.string(forKey: "sos.dispatch.secret", isSecret: true), !value.isEmpty {
             guard value.utf8.count >= 16 else { throw ConfigurationError("SOS_DISPATCH_SECRET must be at least 16 characters") }
             sosDispatchSecret = value
+        }
+        if let value = reader.string(forKey: "metrics.token", isSecret: true), !value.isEmpty {
+            guard value.utf8.count >= 16 else { throw ConfigurationError("METRICS_TOKEN must be at least 16 characters") }
+            metricsToken = value
         }
         liveUpdateInterval = .milliseconds(try Self.integer(
             reader, "live.update.interval.ms", env: "LIVE_UPDATE_INTERVAL_MS", default: 50, range: 0...5_000

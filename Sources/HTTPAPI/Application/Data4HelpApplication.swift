@@ -40,7 +40,9 @@ package func buildApplication(
     let pages = try PageController.library(directory: configuration.pagesDirectory)
     let router = buildRouter(
         components: components,
-        operations: OperationsController(migrator: migrator, metrics: metrics, openAPIDocument: ByteBuffer(bytes: document)),
+        operations: OperationsController(
+            migrator: migrator, metrics: metrics, openAPIDocument: ByteBuffer(bytes: document), metricsToken: configuration.metricsToken
+        ),
         pages: pages,
         configuration: configuration
     )
@@ -178,6 +180,7 @@ func buildRouter(
     let routes = RouteTable()
     let router = RecordingRouter(router: Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints), table: routes)
     router.add(middleware: RequestIDMiddleware())
+    router.add(middleware: SecurityHeadersMiddleware())
     router.add(middleware: CursorKeyMiddleware(key: components.cursorKey))
     router.add(middleware: ClientAddressMiddleware(trustForwardedFor: configuration.trustProxyHeaders))
     router.add(middleware: MetricsMiddleware())

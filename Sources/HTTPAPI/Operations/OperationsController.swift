@@ -9,6 +9,9 @@ struct OperationsController {
     let migrator: Migrator
     let metrics: PrometheusCollectorRegistry
     let openAPIDocument: ByteBuffer
+    /// `METRICS_TOKEN`: with it, `/metrics` needs `Authorization: Bearer <token>`; without it,
+    /// only loopback clients (a sidecar, the node's agent) may scrape.
+    var metricsToken: String? = nil
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         // The process is up and serving HTTP; says nothing about its dependencies.
@@ -35,8 +38,22 @@ struct OperationsController {
             }
             return HealthStatus(status: "ready")
         }
-        router.get("metrics") { _, _ in
-            Response(
+        // Metrics tell who uses what and how much: not for the public.
+        router.get("metrics") { [metricsToken] request, context in
+            if let metricsToken {
+                guard case .bearer(let sent) = AuthorizationHeader(request.headers), WebSession.same(sent, metricsToken) else {
+                    throw Problem(
+                        .unauthorized, slug: "metrics-token", title: "Metrics token required",
+                        detail: "Send 'Authorization: Bearer <METRICS_TOKEN>'.", headers: [.wwwAuthenticate: #"Bearer realm="metrics""#]
+                    )
+                }
+            } else if !Self.isLoopback(context.clientAddress) {
+                throw Problem(
+                    .forbidden, slug: "metrics-loopback-only", title: "Metrics are served to loopback only",
+                    detail: "Without METRICS_TOKEN, /metrics answers only clients on the same host."
+                )
+            }
+            return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
                 body: .init(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer()))
@@ -49,6 +66,11 @@ struct OperationsController {
                 body: .init(byteBuffer: openAPIDocument)
             )
         }
+    }
+
+    static func isLoopback(_ address: String?) -> Bool {
+        guard let address else { return false }
+        return address == "::1" || address.hasPrefix("127.") || address.hasPrefix("::ffff:127.")
     }
 }
 

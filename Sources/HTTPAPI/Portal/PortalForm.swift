@@ -10,12 +10,18 @@ struct PortalForm {
     init(_ request: inout Request, limit: Int) async throws {
         let buffer = try await request.body.collect(upTo: limit)
         request.body = .init(buffer: buffer)
-        text = String(buffer: buffer)
+        let text = String(buffer: buffer)
         let contentType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard text.isEmpty || contentType == "application/x-www-form-urlencoded" else {
             throw Problem(.unsupportedMediaType, slug: "form-expected", title: "Form expected",
                           detail: "Portal forms are sent as application/x-www-form-urlencoded.")
         }
+        self.init(text: text)
+    }
+
+    /// A form from its URL-encoded text.
+    init(text: String) {
+        self.text = text
         // Read here rather than with Hummingbird's URLEncodedFormDecoder: a browser sends the
         // checkboxes of one name as repeated fields (`types=a&types=b`), which that decoder refuses.
         pairs = text.split(separator: "&").map { pair in

@@ -1,57 +1,45 @@
 import Foundation
-#if canImport(FoundationXML)
-import FoundationXML
-#endif
 import UntrustedXML
 
-/// Reads a course from GPX 1.1 (`application/gpx+xml`) with Foundation's XML parser (libxml2):
-/// the track points (`trkpt`) of the first track, or else the route points (`rtept`) of the
-/// first route. Read through `UntrustedXML`: no entity is declared, expanded or fetched.
+/// Reads a course from GPX 1.0/1.1 (`application/gpx+xml`) with `XMLReader` (no entity is
+/// declared, expanded or fetched): the track points (`trkpt`) of the first track that has any,
+/// or else the route points (`rtept`) of the first route. A track without points is skipped: a
+/// Garmin track converted by GPSBabel starts with an empty "ACTIVE LOG".
 package enum GPXPath {
     package static func points(from data: Data) throws(PathError) -> [GeoPoint] {
-        let reader = Reader()
-        let parser: XMLParser
-        do {
-            parser = try UntrustedXML.parser(for: data)
-        } catch {
-            throw PathError(field: "body", reason: error.reason)
-        }
-        parser.delegate = reader
-        guard parser.parse(), reader.failure == nil else {
-            throw reader.failure ?? PathError(field: "body", reason: "is not well-formed GPX XML (line \(parser.lineNumber))")
-        }
-        guard reader.sawGPX else { throw PathError(field: "body", reason: "has no <gpx> root element") }
-        let points = reader.track.isEmpty ? reader.route : reader.track
-        guard !points.isEmpty else { throw PathError(field: "body", reason: "has no track points (trkpt) or route points (rtept)") }
-        return points
-    }
-
-    /// Collects points; one parse only, used on the caller's task (never shared).
-    private final class Reader: NSObject, XMLParserDelegate {
         var sawGPX = false
-        var track: [GeoPoint] = []
-        var route: [GeoPoint] = []
-        var failure: PathError?
-        private var tracksSeen = 0
-        private var routesSeen = 0
-
-        func parser(
-            _ parser: XMLParser, didStartElement name: String, namespaceURI: String?, qualifiedName: String?, attributes: [String: String] = [:]
-        ) {
-            let local = name.split(separator: ":").last.map(String.init) ?? name
-            switch local {
-            case "gpx": sawGPX = true
-            case "trk": tracksSeen += 1
-            case "rte": routesSeen += 1
-            case "trkpt" where tracksSeen == 1, "rtept" where routesSeen == 1:
-                guard let lat = attributes["lat"].flatMap(Double.init), let lon = attributes["lon"].flatMap(Double.init) else {
-                    failure = PathError(field: "body", reason: "a \(local) at line \(parser.lineNumber) lacks numeric lat and lon attributes")
-                    parser.abortParsing()
-                    return
+        var tracks: [[GeoPoint]] = [], routes: [[GeoPoint]] = []
+        do {
+            try XMLReader.read(data) { event in
+                guard case .start(let name, let attributes) = event else { return }
+                let local = name.split(separator: ":").last.map(String.init) ?? name
+                switch local {
+                case "gpx": sawGPX = true
+                case "trk": tracks.append([])
+                case "rte": routes.append([])
+                case "trkpt", "rtept":
+                    guard let lat = attributes["lat"].flatMap(Double.init), let lon = attributes["lon"].flatMap(Double.init) else {
+                        throw PathError(field: "body", reason: "a \(local) lacks numeric lat and lon attributes")
+                    }
+                    let point = GeoPoint(latitude: lat, longitude: lon)
+                    if local == "trkpt", !tracks.isEmpty { tracks[tracks.count - 1].append(point) }
+                    if local == "rtept", !routes.isEmpty { routes[routes.count - 1].append(point) }
+                default: break
                 }
-                if local == "trkpt" { track.append(GeoPoint(latitude: lat, longitude: lon)) } else { route.append(GeoPoint(latitude: lat, longitude: lon)) }
-            default: break
             }
+        } catch let error as PathError {
+            throw error
+        } catch let error as UntrustedXMLError {
+            throw PathError(field: "body", reason: error.reason)
+        } catch let error as XMLReadError {
+            throw PathError(field: "body", reason: "is not well-formed XML (line \(error.line): \(error.reason))")
+        } catch {
+            throw PathError(field: "body", reason: "is not well-formed XML")
         }
+        guard sawGPX else { throw PathError(field: "body", reason: "has no <gpx> root element") }
+        guard let points = tracks.first(where: { !$0.isEmpty }) ?? routes.first(where: { !$0.isEmpty }) else {
+            throw PathError(field: "body", reason: "has no track points (trkpt) or route points (rtept)")
+        }
+        return points
     }
 }

@@ -1,0 +1,74 @@
+import Foundation
+import HealthSharing
+import NIOCore
+import RunEvents
+import SOSManager
+
+/// Every decoder of bytes from outside, as one function from bytes to nothing: the entry points
+/// of the libFuzzer targets (`data4help-fuzz`, `make fuzz`) and of the corpus replay in the test
+/// suite. Each runs the decoder the way a request does, through to the typed value the handler
+/// would use; a malformed input must end in a thrown error or nil, never a trap.
+package enum DecoderFuzzing {
+    /// The targets by name.
+    package static let targets: [String: @Sendable (Data) -> Void] = [
+        "upload": upload, "cursor": cursor, "aggregate": aggregate, "gpx": gpx, "form": form, "timestamp": timestamp,
+        "signature": signature,
+    ]
+
+    /// `POST /api/users/data`: the byte scanner (or Foundation's decoder), then each item's rules.
+    package static func upload(_ data: Data) {
+        guard let items = try? IngestUploadBody.items(in: ByteBuffer(bytes: data)) else { return }
+        let rules = IngestRules(), now = Date()
+        for item in items { _ = try? rules.validate(item, now: now) }
+    }
+
+    /// Pagination cursors: the authenticated codec on the raw text, and — since a forged cursor
+    /// never gets past the tag — the field parsers on what a cursor could carry once authenticated.
+    package static func cursor(_ data: Data) {
+        let text = String(decoding: data, as: UTF8.self)
+        _ = KeysetPagination.decodeCursor(text)
+        _ = try? OwnDataCursor.decodeSample(text, order: .descending)
+        let fields = text.split(separator: "|", omittingEmptySubsequences: false).map(String.init)
+        guard let tag = fields.first else { return }
+        let signed = CursorCodec.encode(tag, Array(fields.dropFirst()))
+        for order in [ListingOrder.ascending, .descending] {
+            _ = try? OwnDataCursor.decodeSample(signed, order: order)
+            _ = try? OwnDataCursor.decodeLocation(signed, order: order)
+        }
+        _ = KeysetPagination.decodeCursor(signed)
+    }
+
+    /// `POST /api/thirdparties/aggregates`: JSON, then the query grammar.
+    package static func aggregate(_ data: Data) {
+        guard let form = try? JSONBody(limit: .max).decode(AggregateSpecForm.self, bytes: ByteBuffer(bytes: data)) else { return }
+        _ = try? form.spec(defaultEpsilon: Epsilon(hundredths: 50), maximum: Epsilon(hundredths: 100))
+    }
+
+    /// A run event's course as GPX.
+    package static func gpx(_ data: Data) {
+        guard let points = try? GPXPath.points(from: data) else { return }
+        _ = try? GeoPath(points: points, field: "body")
+    }
+
+    /// A portal form post: the URL-encoded pairs, then the AutomatedSOS form and an aggregate
+    /// form, the two that turn form text into numbers.
+    package static func form(_ data: Data) {
+        let form = PortalForm(text: String(decoding: data, as: UTF8.self))
+        if let settings = try? MeSOSPages.form(form) { _ = try? settings.settings(allowPrivateNetworks: false) }
+        if let spec = try? PortalAggregatePages.spec(form) {
+            _ = try? spec.spec(defaultEpsilon: Epsilon(hundredths: 50), maximum: Epsilon(hundredths: 100))
+        }
+    }
+
+    /// RFC 3339 instants, as every time field and query parameter is read.
+    package static func timestamp(_ data: Data) {
+        _ = RFC3339Timestamp.parse(String(decoding: data, as: UTF8.self))
+    }
+
+    /// The dispatch centre's signature header: the first line is the header, the rest the body.
+    package static func signature(_ data: Data) {
+        let parts = data.split(separator: UInt8(ascii: "\n"), maxSplits: 1, omittingEmptySubsequences: false)
+        let header = String(decoding: parts.first ?? Data(), as: UTF8.self)
+        _ = WebhookSignature.verify(header: header, secret: "fuzzing secret", body: Array(parts.count > 1 ? parts[1] : Data()))
+    }
+}
