@@ -11,7 +11,7 @@ import Testing
 /// used to end the process (a Swift trap on a client's number), so the proof is that the same
 /// process still answers `/readyz` afterwards — and that each was refused with a problem naming
 /// its field.
-@Suite("Hostile requests never take the server down")
+@Suite("Hostile requests never take the server down", .serialized)
 struct HostileRequestTests {
     /// A real server process on a fresh database, with `body` run against it; afterwards the
     /// process must still be running and ready.
