@@ -95,6 +95,7 @@ let package = Package(
                 "AccessManager",
                 "DatabaseLink",
                 "HealthSharing",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),

@@ -306,11 +306,25 @@ struct SOSIncidentTests {
             let forged = WebhookSignature.header(secret: "not-the-dispatch-secret-at-all", timestamp: Int64(Date().timeIntervalSince1970), body: Array(body.utf8))
             #expect(try await api.send(.post, "/api/dispatch/incidents/\(id)/acknowledge", raw: body, headers: [HTTPField.Name("Data4Help-Signature")!: forged]).status == .unauthorized)
 
-            func signed(_ path: String) async throws -> APIClient.Reply {
-                let header = WebhookSignature.header(secret: DispatchCentre.secret, timestamp: Int64(Date().timeIntervalSince1970), body: Array(body.utf8))
-                return try await api.send(.post, path, raw: body, headers: [HTTPField.Name("Data4Help-Signature")!: header, .contentType: "application/json"])
+            func header(_ path: String, at time: Int64 = Int64(Date().timeIntervalSince1970)) -> String {
+                WebhookSignature.header(secret: DispatchCentre.secret, timestamp: time, request: "POST \(path)", body: Array(body.utf8))
             }
-            let acknowledged = try await signed("/api/dispatch/incidents/\(id)/acknowledge")
+            func send(_ path: String, _ header: String) async throws -> APIClient.Reply {
+                try await api.send(.post, path, raw: body, headers: [HTTPField.Name("Data4Help-Signature")!: header, .contentType: "application/json"])
+            }
+            func signed(_ path: String) async throws -> APIClient.Reply { try await send(path, header(path)) }
+            // A signature of the body alone (the old scheme), or one made for another incident or
+            // verb, does not move this incident.
+            let bodyOnly = WebhookSignature.header(secret: DispatchCentre.secret, timestamp: Int64(Date().timeIntervalSince1970), body: Array(body.utf8))
+            #expect(try await send("/api/dispatch/incidents/\(id)/acknowledge", bodyOnly).status == .unauthorized)
+            let other = UUID().uuidString.lowercased()
+            #expect(try await send("/api/dispatch/incidents/\(id)/acknowledge", header("/api/dispatch/incidents/\(other)/acknowledge")).status == .unauthorized)
+            #expect(try await send("/api/dispatch/incidents/\(id)/resolve", header("/api/dispatch/incidents/\(id)/acknowledge")).status == .unauthorized)
+            let first = header("/api/dispatch/incidents/\(id)/acknowledge")
+            let acknowledged = try await send("/api/dispatch/incidents/\(id)/acknowledge", first)
+            // The same signed report again: a replay, refused.
+            let replayed = try await send("/api/dispatch/incidents/\(id)/acknowledge", first)
+            #expect(replayed.status == .conflict && replayed.string("type")?.hasSuffix("report-replayed") == true)
             #expect(acknowledged.status == .ok && acknowledged.json["status"] as? String == "acknowledged" && acknowledged.json["dispatchReference"] as? String == "CREW-7")
             let resolved = try await signed("/api/dispatch/incidents/\(id)/resolve")
             #expect(resolved.json["status"] as? String == "resolved" && resolved.json["resolvedAt"] is String)

@@ -209,4 +209,15 @@ package struct SOSIncidentStore: Sendable {
     package enum ReportRefusal: Error, Sendable {
         case notDispatched, alreadyResolved
     }
+
+    /// Notes a report signature's digest; false when it was seen before (a replay). Digests older
+    /// than 15 minutes (three times the signature's tolerance) are purged in the same statement
+    /// (index: dispatch_report_signatures_seen_idx).
+    package func firstUse(ofReportSignature digest: String) async throws -> Bool {
+        let rows = try await database.query("""
+            WITH purged AS (DELETE FROM dispatch_report_signatures WHERE seen_at < now() - interval '15 minutes')
+            INSERT INTO dispatch_report_signatures (digest) VALUES (\(digest)) ON CONFLICT (digest) DO NOTHING RETURNING 1
+            """)
+        return !rows.isEmpty
+    }
 }

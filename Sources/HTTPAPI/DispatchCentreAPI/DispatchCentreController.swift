@@ -7,9 +7,10 @@ import SOSManager
 
 /// `/api/dispatch/incidents/{id}/acknowledge|resolve`: the dispatch centre reports back.
 ///
-/// The centre is not an account: it signs each report like we sign our calls to it
-/// (`Data4Help-Signature`, HMAC-SHA256 over `"<t>.<body>"` with the shared dispatch secret,
-/// timestamps within 5 minutes), so only the holder of that secret can move an incident.
+/// The centre is not an account: it signs each report (`Data4Help-Signature`, HMAC-SHA256 over
+/// `"<t>.POST <path>.<body>"` with the shared dispatch secret, timestamps within 5 minutes), so
+/// only the holder of that secret can move an incident, only the incident and verb it signed, and
+/// each signature once (replays are refused with 409).
 struct DispatchCentreController {
     let incidents: SOSIncidentService
     /// nil when no dispatch centre is configured: every report is refused.
@@ -25,8 +26,11 @@ struct DispatchCentreController {
             let verb = report == .acknowledged ? "acknowledge" : "resolve"
             group.post(RouterPath("incidents/{incidentId}/\(verb)")) { request, context in
                 let bytes = try await body.bytes(of: request) ?? ByteBuffer()
+                // The signature covers the method and path too: it cannot move another incident.
                 guard let secret, let signature = request.headers[.init(WebhookSignature.header)!],
-                      WebhookSignature.verify(header: signature, secret: secret, body: Array(bytes.readableBytesView))
+                      WebhookSignature.verify(
+                          header: signature, secret: secret, request: "\(request.method.rawValue) \(request.uri.path)", body: Array(bytes.readableBytesView)
+                      )
                 else {
                     throw Problem(.unauthorized, slug: "signature", title: "Signature required",
                                   detail: "Sign the report with the dispatch secret in the \(WebhookSignature.header) header.")
@@ -35,7 +39,9 @@ struct DispatchCentreController {
                 if let reference = form.reference, reference.isEmpty || reference.count > 200 {
                     throw Problem.invalidField("reference", "must be 1 to 200 characters")
                 }
-                return SOSIncidentBody(try await incidents.record(report, on: try SOSIncidentController.incidentId(context), reference: form.reference))
+                return SOSIncidentBody(try await incidents.record(
+                    report, on: try SOSIncidentController.incidentId(context), reference: form.reference, signature: signature
+                ))
             }
         }
     }

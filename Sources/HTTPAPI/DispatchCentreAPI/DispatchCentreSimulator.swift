@@ -139,10 +139,14 @@ package final class DispatchCentreSimulator: Sendable {
         for (verb, delay) in steps {
             try? await Task.sleep(for: delay)
             let body = Array(#"{"reference":"\#(dispatch.reference)"}"#.utf8)
-            var request = HTTPClientRequest(url: "\(reports.callbackBase)/api/dispatch/incidents/\(dispatch.incidentId)/\(verb)")
+            let path = "/api/dispatch/incidents/\(dispatch.incidentId)/\(verb)"
+            var request = HTTPClientRequest(url: "\(reports.callbackBase)\(path)")
             request.method = .POST
             request.headers.add(name: "Content-Type", value: "application/json")
-            request.headers.add(name: WebhookSignature.header, value: WebhookSignature.header(secret: secret, timestamp: Int64(Date().timeIntervalSince1970), body: body))
+            request.headers.add(
+                name: WebhookSignature.header,
+                value: WebhookSignature.header(secret: secret, timestamp: Int64(Date().timeIntervalSince1970), request: "POST \(path)", body: body)
+            )
             request.body = .bytes(ByteBuffer(bytes: body))
             for attempt in 1...5 {
                 if let response = try? await HTTPClient.shared.execute(request, timeout: .seconds(5)) {

@@ -69,6 +69,9 @@ enum ErrorMapping {
             case .incidentNotFound: return .notFound("incident")
             case .reportConflict(let detail):
                 return Problem(.conflict, slug: "incident-state", title: "Incident not in that state", detail: detail + ".")
+            case .replayedReport:
+                return Problem(.conflict, slug: "report-replayed", title: "Report already received",
+                               detail: "This signature was already used; sign each report afresh.")
             }
         case let error as RunEventError:
             switch error {

@@ -1,4 +1,5 @@
 import AccessManager
+import Crypto
 import DatabaseLink
 import Foundation
 
@@ -27,8 +28,11 @@ package struct SOSIncidentService: Sendable {
         return try SOSIncident(record)
     }
 
-    /// The dispatch centre's acknowledgement or resolution (already authenticated by the caller).
-    package func record(_ report: DispatchCentreReport, on id: UUID, reference: String?) async throws -> SOSIncident {
+    /// The dispatch centre's acknowledgement or resolution (already authenticated by the caller,
+    /// whose verified `signature` is accepted once: a replay is refused).
+    package func record(_ report: DispatchCentreReport, on id: UUID, reference: String?, signature: String) async throws -> SOSIncident {
+        let digest = SHA256.hash(data: Data(signature.utf8)).map { String(format: "%02x", $0) }.joined()
+        guard try await store.firstUse(ofReportSignature: digest) else { throw SOSError.replayedReport }
         switch try await store.record(report, publicId: id, reference: reference) {
         case nil: throw SOSError.incidentNotFound
         case .failure(.notDispatched): throw SOSError.reportConflict("no dispatch was made for this incident")

@@ -113,4 +113,6 @@ package enum SOSError: Error, Equatable {
     /// The dispatch centre reported on an incident it was never called for, or acknowledged a
     /// resolved one.
     case reportConflict(String)
+    /// A report whose signature was already used: a replay.
+    case replayedReport
 }
