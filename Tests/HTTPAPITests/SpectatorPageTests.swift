@@ -32,6 +32,12 @@ struct SpectatorPageTests {
 
             let page = try await api.send(.get, "/runs/\(id)")
             #expect(page.status == .ok && page.headers[.contentType]?.hasPrefix("text/html") == true)
+            // No inline script: the CSP allows this origin's scripts only, and the page loads its own.
+            #expect(page.headers[.contentSecurityPolicy]?.contains("script-src 'self';") == true)
+            #expect(!String(decoding: page.data, as: UTF8.self).contains("<script>"))
+            let script = try await api.send(.get, "/assets/run.js")
+            #expect(script.status == .ok && script.headers[.contentType]?.hasPrefix("text/javascript") == true)
+            #expect(try await api.send(.get, "/assets/nothing.js").status == .notFound)
             #expect(try await api.send(.get, "/runs/\(UUID().uuidString.lowercased())").status == .notFound)
 
             let browser = try await HeadlessChromium()

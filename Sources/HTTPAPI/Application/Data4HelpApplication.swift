@@ -38,12 +38,14 @@ package func buildApplication(
     }
     let components = Components(database: database, replica: replica, configuration: configuration, logger: logger)
     let pages = try PageController.library(directory: configuration.pagesDirectory)
+    let scripts = try PageController.scripts(directory: configuration.pagesDirectory)
     let router = buildRouter(
         components: components,
         operations: OperationsController(
             migrator: migrator, metrics: metrics, openAPIDocument: ByteBuffer(bytes: document), metricsToken: configuration.metricsToken
         ),
         pages: pages,
+        scripts: scripts,
         configuration: configuration
     )
     var services: [any Service] = [
@@ -175,7 +177,8 @@ struct Components {
 /// request id → client address → metrics → access log → problem+json → request timeout; each
 /// authenticated surface adds authentication → rate limit.
 func buildRouter(
-    components: Components, operations: OperationsController, pages: MustacheLibrary, configuration: AppConfiguration
+    components: Components, operations: OperationsController, pages: MustacheLibrary, scripts: [String: ByteBuffer],
+    configuration: AppConfiguration
 ) -> Router<AppRequestContext> {
     let routes = RouteTable()
     let router = RecordingRouter(router: Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints), table: routes)
@@ -194,7 +197,7 @@ func buildRouter(
     SampleTypeController().addRoutes(to: router)
     PublicRunController(runs: components.runEvents).addRoutes(to: router)
     PublicRunLiveController(live: components.livePositions).addRoutes(to: router)
-    PageController(library: pages, runs: components.runEvents).addRoutes(to: router)
+    PageController(library: pages, runs: components.runEvents, scripts: scripts).addRoutes(to: router)
     OrganisationPortal(site: PortalSite(
         surface: .thirdParty, pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes,
         rateLimiter: limiter

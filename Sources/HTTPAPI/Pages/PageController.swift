@@ -3,10 +3,24 @@ import Hummingbird
 import Mustache
 import RunEvents
 
-/// Server-rendered HTML pages (Mustache templates from `PAGES_DIR`; no build step, no CDN).
+/// Server-rendered HTML pages (Mustache templates from `PAGES_DIR`; no build step, no CDN), and
+/// the pages' scripts (`PAGES_DIR/*.js`, served as `/assets/<name>.js`: the pages' CSP allows
+/// scripts from this origin only, never inline ones).
 struct PageController {
     let library: MustacheLibrary
     let runs: RunEventService
+    /// The scripts by file name (`run.js`), read at start.
+    let scripts: [String: ByteBuffer]
+
+    /// Reads every `*.js` of the directory.
+    static func scripts(directory: String) throws -> [String: ByteBuffer] {
+        let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".js") }
+        var scripts: [String: ByteBuffer] = [:]
+        for file in files {
+            scripts[file] = ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(file))))
+        }
+        return scripts
+    }
 
     /// Loads every `*.mustache` of the directory; a missing or broken template stops start-up.
     static func library(directory: String) throws -> MustacheLibrary {
@@ -21,6 +35,14 @@ struct PageController {
     }
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
+        router.get("assets/{file}") { _, context in
+            guard let file = context.parameters.get("file"), let script = scripts[file] else { throw Problem.notFound("asset") }
+            return Response(
+                status: .ok,
+                headers: [.contentType: "text/javascript; charset=utf-8", .cacheControl: "public, max-age=300"],
+                body: .init(byteBuffer: script)
+            )
+        }
         // The spectators' page: the course and every runner, live.
         router.get("runs/{runId}") { _, context -> HTML in
             let id = try RunEventController.runId(context)
@@ -47,7 +69,8 @@ struct HTML: ResponseGenerator {
             status: .ok,
             headers: [
                 .contentType: "text/html; charset=utf-8",
-                .contentSecurityPolicy: "default-src 'self'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'",
+                // Scripts from this origin only (no inline script, no eval); styles stay inline in the pages.
+                .contentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
             ],
             body: .init(byteBuffer: ByteBuffer(string: text))
         )
