@@ -102,6 +102,20 @@ struct HostileRequestTests {
         }
     }
 
+    /// A number that does not fit its integer field is a 422 naming the field, not "not JSON".
+    @Test func aNumberThatDoesNotFitItsFieldIsNamed() async throws {
+        try await TestServer.run { api in
+            let (token, _) = try await api.individualSession()
+            for value in ["1.5", "1e20", "99999999999999999999"] {
+                let reply = try await api.send(.put, "/api/users/sos", token: token, raw: #"{"enabled": true, "minHeartRate": 40.5, "consecutiveReadings": \#(value)}"#)
+                #expect(reply.status == .unprocessableContent && reply.problemFields == ["consecutiveReadings"], "\(value): \(reply.status)")
+            }
+            let items = #"{"items":[{"type":"heartRate","value":70,"start":"2026-11-20T08:30:00Z"}],"extra":{"list":[1,2.5]}}"#
+            #expect(try await api.send(.post, "/api/users/data", token: token, raw: items).status == .ok)
+            #expect(try await api.send(.put, "/api/users/sos", token: token, raw: #"{"enabled": tru}"#).status == .badRequest)   // not JSON at all
+        }
+    }
+
     /// With a stolen token, the password still cannot be guessed through the account's own
     /// routes: a wrong current password counts as a failed sign-in, and the limit answers 429.
     @Test func passwordChecksOnASignedInAccountAreThrottled() async throws {

@@ -37,11 +37,62 @@ struct JSONBody {
 
     /// Decodes bytes already read, with the same problems as `decode`.
     func decode<Value: Decodable>(_ type: Value.Type, bytes buffer: ByteBuffer) throws -> Value {
+        let data = Data(buffer.readableBytesView)
         do {
-            return try WireFormat.decoder().decode(Value.self, from: Data(buffer.readableBytesView))
+            return try WireFormat.decoder().decode(Value.self, from: data)
         } catch let error as DecodingError {
+            if case .dataCorrupted(let context) = error, context.codingPath.isEmpty, let field = Self.numberThatDoesNotFit(Value.self, in: data) {
+                throw Problem.invalidField(field, "must be a whole number in range")
+            }
             throw Self.problem(for: error)
         }
+    }
+
+    /// Foundation's decoder on Linux reports a number that does not fit its field (`1.5` or
+    /// `1e20` for an integer) as "not valid JSON" with no coding path. When the document is valid
+    /// JSON, each number that is not a whole number within ±2^53 is replaced by 0 in turn (at
+    /// most 64, on this error path only): the one whose replacement lets decoding get past the
+    /// error is the field at fault.
+    static func numberThatDoesNotFit<Value: Decodable>(_ type: Value.Type, in data: Data) -> String? {
+        guard let document = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) else { return nil }
+        var candidates: [[Any]] = []
+        func collect(_ value: Any, _ path: [Any]) {
+            guard candidates.count < 64 else { return }
+            if let object = value as? [String: Any] {
+                for (key, child) in object.sorted(by: { $0.key < $1.key }) { collect(child, path + [key]) }
+            } else if let array = value as? [Any] {
+                for (index, child) in array.enumerated() { collect(child, path + [index]) }
+            } else if let number = value as? NSNumber, !(value is Bool) {
+                let double = number.doubleValue
+                if double.rounded() != double || abs(double) > 9_007_199_254_740_992 { candidates.append(path) }
+            }
+        }
+        collect(document, [])
+        func replacing(_ value: Any, at path: ArraySlice<Any>) -> Any {
+            guard let first = path.first else { return 0 }
+            if var object = value as? [String: Any], let key = first as? String, let child = object[key] {
+                object[key] = replacing(child, at: path.dropFirst())
+                return object
+            }
+            if var array = value as? [Any], let index = first as? Int, array.indices.contains(index) {
+                array[index] = replacing(array[index], at: path.dropFirst())
+                return array
+            }
+            return value
+        }
+        for path in candidates {
+            guard let changed = try? JSONSerialization.data(withJSONObject: replacing(document, at: path[...]), options: [.fragmentsAllowed]) else { continue }
+            do {
+                _ = try WireFormat.decoder().decode(Value.self, from: changed)
+            } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {
+                continue
+            } catch {}
+            return path.enumerated().reduce("") { name, step in
+                if let index = step.element as? Int { return name + "[\(index)]" }
+                return name.isEmpty ? "\(step.element)" : name + ".\(step.element)"
+            }
+        }
+        return nil
     }
 
     static func isJSON(_ contentType: String) -> Bool {
