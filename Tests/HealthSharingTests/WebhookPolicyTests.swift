@@ -8,6 +8,7 @@ struct WebhookPolicyTests {
         "127.0.0.1", "127.255.0.1", "10.0.0.1", "172.16.0.1", "172.31.255.255", "192.168.1.1", "169.254.169.254",
         "100.64.0.1", "0.0.0.0", "224.0.0.1", "255.255.255.255", "198.18.0.1",
         "::1", "::", "fe80::1", "fc00::1", "fd12:3456::1", "ff02::1", "::ffff:127.0.0.1", "::ffff:10.0.0.1", "64:ff9b::a00:1", "2001:db8::1",
+        "::127.0.0.1", "::8.8.8.8", "64:ff9b:1::a00:1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "fec0::1", "100::1",
     ])
     func nonPublicAddressesAreRefused(_ literal: String) throws {
         let address = try #require(IPAddress(literal: literal))
@@ -25,7 +26,9 @@ struct WebhookPolicyTests {
         }
         for text in ["ftp://example.com", "example.com/hook", "https://", "https://u:p@example.com", "https://example.com/#frag",
                      "http://localhost:8080", "http://LOCALHOST./x", "http://printer.local/", "http://127.0.0.1/", "http://[::1]/",
-                     "https://" + String(repeating: "a", count: 2050) + ".com"] {
+                     "https://" + String(repeating: "a", count: 2050) + ".com",
+                     "http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/", "http://127.1/", "http://0x7f000001/", "http://10.1/x",
+                     "http://[::127.0.0.1]/", "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/"] {
             #expect(throws: WebhookURLError.self, "\(text)") { try WebhookURL(parsing: text, allowPrivateNetworks: false) }
         }
         #expect((try? WebhookURL(parsing: "http://127.0.0.1:9000/hook", allowPrivateNetworks: true)) != nil)

@@ -27,10 +27,25 @@ package struct WebhookURL: Sendable, Equatable {
             if host == "localhost" || host.hasSuffix(".localhost") || host.hasSuffix(".local") || host.hasSuffix(".internal") {
                 throw .invalid("must not point at a local or internal host")
             }
-            if let address = IPAddress(literal: host), !address.isPublic {
-                throw .invalid("must not point at a loopback, private or link-local address")
+            if let address = IPAddress(literal: host) {
+                guard address.isPublic else { throw .invalid("must not point at a loopback, private or link-local address") }
+            } else if Self.looksNumeric(host) {
+                // 2130706433, 0x7f.1, 0177.0.0.1, 127.1: not dotted-decimal, yet resolvers and URL
+                // parsers read them as IPv4 addresses — which the check above would not see.
+                throw .invalid("must be a name or a dotted-decimal IPv4 address (no decimal, octal, hex or short forms)")
             }
         }
+    }
+}
+
+extension WebhookURL {
+    /// A host whose last label is a number (decimal, or hex with 0x) is an IPv4 address to the
+    /// WHATWG URL standard and to getaddrinfo, whatever its form.
+    static func looksNumeric(_ host: String) -> Bool {
+        guard let last = host.split(separator: ".").last, !last.isEmpty else { return false }
+        let text = last.lowercased()
+        if text.allSatisfy(\.isNumber) { return true }
+        return text.hasPrefix("0x") && text.dropFirst(2).allSatisfy(\.isHexDigit)
     }
 }
 
@@ -68,11 +83,14 @@ package enum IPAddress: Sendable, Equatable {
             ]
             return !blocked.contains { prefix, bits in a >> (32 - bits) == prefix >> (32 - bits) }
         case .v6(let b):
-            if b[0..<15].allSatisfy({ $0 == 0 }) { return false }                    // :: and ::1
+            if b[0..<12].allSatisfy({ $0 == 0 }) { return false }                    // ::, ::1 and IPv4-compatible ::a.b.c.d (deprecated)
             if b[0..<10].allSatisfy({ $0 == 0 }), b[10] == 0xFF, b[11] == 0xFF {       // ::ffff:a.b.c.d
                 return IPAddress.v4(b[12..<16].reduce(0) { $0 << 8 | UInt32($1) }).isPublic
             }
-            if b[0] == 0x00, b[1] == 0x64, b[2] == 0xFF, b[3] == 0x9B { return false } // NAT64 64:ff9b::/96
+            if b[0] == 0x00, b[1] == 0x64, b[2] == 0xFF, b[3] == 0x9B { return false } // NAT64 64:ff9b::/96 and 64:ff9b:1::/48
+            if b[0] == 0x01, b[1..<8].allSatisfy({ $0 == 0 }) { return false }          // 100::/64 discard-only
+            if b[0] == 0x20, b[1] == 0x01, b[2] == 0x00, b[3] == 0x00 { return false } // Teredo 2001::/32 (embeds any IPv4)
+            if b[0] == 0xFE, b[1] & 0xC0 == 0xC0 { return false }                      // fec0::/10 site-local (deprecated)
             if b[0] & 0xFE == 0xFC { return false }                                    // fc00::/7 unique local
             if b[0] == 0xFE, b[1] & 0xC0 == 0x80 { return false }                      // fe80::/10 link-local
             if b[0] == 0xFF { return false }                                           // multicast
