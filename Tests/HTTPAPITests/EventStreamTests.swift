@@ -115,7 +115,8 @@ struct EventStreamTests {
             let request = try #require(try await api.send(.post, "/api/thirdparties/requests", token: party, json: [
                 "fiscalCode": account["fiscalCode"]!, "types": ["heartRate"], "purpose": "Monitoring", "subscribe": true,
             ]).string("id"))
-            let until = Date().addingTimeInterval(3).formatted(.iso8601)
+            // Long enough that the acceptance lands before it even with the whole suite running.
+            let until = Date().addingTimeInterval(10).formatted(.iso8601)
             let accepted = try await api.send(.put, "/api/users/requests/\(request)", token: person, json: ["decision": "accept", "accessUntil": until])
             try #require(accepted.status == .ok)
             var stream = try await EventStreamReader.open(http, port: port, token: party)

@@ -40,10 +40,14 @@ struct SessionTests {
     }
 
     @Test func tokensExpire() async throws {
-        try await TestServer.run(configure: { $0.tokenLifetime = .seconds(4) }) { api in
+        try await TestServer.run(configure: { $0.tokenLifetime = .seconds(10) }) { api in
+            // The token was issued between these two instants, whatever the load.
+            let before = ContinuousClock.now
             let (token, _) = try await api.individualSession()
-            #expect(try await api.send(.get, "/api/users/me", token: token).status == .ok)
-            try await Task.sleep(for: .milliseconds(4500))
+            let after = ContinuousClock.now
+            let live = try await api.send(.get, "/api/users/me", token: token)
+            if ContinuousClock.now < before + .seconds(9) { #expect(live.status == .ok) }   // surely within its lifetime
+            try await Task.sleep(until: after + .seconds(10.5))
             let expired = try await api.send(.get, "/api/users/me", token: token)
             #expect(expired.status == .unauthorized)
         }
