@@ -173,6 +173,8 @@ let package = Package(
             path: "Tests/DatabaseTestSupport",
             swiftSettings: swiftSettings
         ),
+        // Reproducible randomness for property and statistical tests.
+        .target(name: "SeededRandom", path: "Tests/SeededRandom", swiftSettings: swiftSettings),
         .testTarget(
             name: "DatabaseLinkTests",
             dependencies: [
@@ -192,19 +194,19 @@ let package = Package(
         .testTarget(
             name: "HealthSharingTests",
             dependencies: [
-                "HealthSharing", "AccessManager", "DatabaseLink", "DatabaseTestSupport",
+                "HealthSharing", "AccessManager", "DatabaseLink", "DatabaseTestSupport", "SeededRandom",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "RunEventsTests",
-            dependencies: ["RunEvents", "DatabaseLink", "UntrustedXML", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["RunEvents", "DatabaseLink", "UntrustedXML", "SeededRandom", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .testTarget(
             name: "SOSManagerTests",
-            dependencies: ["SOSManager", "HealthSharing", "DatabaseLink"],
+            dependencies: ["SOSManager", "HealthSharing", "DatabaseLink", "SeededRandom"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -214,6 +216,7 @@ let package = Package(
                 "HealthSharing",
                 "DatabaseLink",
                 "DatabaseTestSupport",
+                "SeededRandom",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),

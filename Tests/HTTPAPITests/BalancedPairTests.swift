@@ -141,8 +141,7 @@ struct BalancedPairTests {
         // The live view through nginx, in a real browser: the spectators' page connects its
         // WebSocket through the balancer, gets the snapshot, then the runner's move.
         let (organiser, _) = try await api.individualSession()
-        let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser)
-        #expect(try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: person, json: ["displayName": "Anna"]).status == .created)
+        let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser, enrolling: [(person, "Anna")])
         let browser = try await HeadlessChromium()
         defer { browser.stop() }
         let posted = Mutex(false)

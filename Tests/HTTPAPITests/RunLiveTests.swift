@@ -11,10 +11,7 @@ struct RunLiveTests {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (anna, _) = try await api.individualSession(), (bruno, _) = try await api.individualSession()
-            let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser)
-            for (token, name) in [(anna, "Anna"), (bruno, "Bruno")] {
-                #expect(try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: token, json: ["displayName": name]).status == .created)
-            }
+            let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser, enrolling: [(anna, "Anna"), (bruno, "Bruno")])
             try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
             _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: anna, json: ["positions": [RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(20, at: startsAt.addingTimeInterval(3))]])
 
@@ -44,8 +41,7 @@ struct RunLiveTests {
             try await TestServer.run(database: database) { second in
                 let (organiser, _) = try await first.individualSession()
                 let (runner, _) = try await first.individualSession()
-                let (id, startsAt) = try await RunPositionTests.liveEvent(first, organiser)
-                #expect(try await first.send(.post, "/api/users/runs/\(id)/enrolment", token: runner, json: ["displayName": "Carla"]).status == .created)
+                let (id, startsAt) = try await RunPositionTests.liveEvent(first, organiser, enrolling: [(runner, "Carla")])
                 let spectator = LiveSpectator(port: try #require(second.client.port), runId: id)
                 defer { spectator.stop() }
                 try await spectator.wait { $0.first?["type"] as? String == "snapshot" }

@@ -19,34 +19,53 @@ struct RunPositionTests {
         return ["latitude": p.latitude, "longitude": p.longitude, "accuracy": accuracy, "time": RunEventTests.time(time.timeIntervalSinceNow, fraction: true)]
     }
 
-    /// An out-and-back of 150 m each way that starts in a few seconds (enrolment open until then,
-    /// time enough on a loaded machine); answers its id and start.
-    static func liveEvent(_ api: some APISending, _ organiser: String) async throws -> (id: String, startsAt: Date) {
-        let startsAt = Date().addingTimeInterval(6).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
+    struct StartNotMoved: Error, CustomStringConvertible {
+        var description: String { "the event's start could not be moved forward in 20 tries" }
+    }
+
+    /// An out-and-back of 150 m each way with `runners` enrolled, starting about two seconds after
+    /// the last enrolment; answers its id and start.
+    ///
+    /// The event is created a day out and its start (and enrolment deadline) moved forward only once
+    /// everyone is in, so no fixed lead can be used up by a loaded machine: a start that has already
+    /// passed when the server reads the change is refused (422 `startsAt`), and the move is retried.
+    static func liveEvent(
+        _ api: some APISending, _ organiser: String, enrolling runners: [(token: String, name: String)],
+        whileUpcoming: (String) async throws -> Void = { _ in }
+    ) async throws -> (id: String, startsAt: Date) {
         let turn = point(150)
         let created = try await api.send(.post, "/api/users/runs", token: organiser, json: RunEventTests.event([
-            "startsAt": RunEventTests.time(startsAt.timeIntervalSinceNow + 0.01), "endsAt": RunEventTests.time(3_600),
-            "enrolmentDeadline": RunEventTests.time(startsAt.timeIntervalSinceNow + 0.01),
+            "startsAt": RunEventTests.time(86_400), "endsAt": RunEventTests.time(90_000), "enrolmentDeadline": RunEventTests.time(86_400),
             "path": ["type": "LineString", "coordinates": [[start.longitude, start.latitude], [turn.longitude, turn.latitude], [start.longitude, start.latitude]]] as JSONObject,
         ]))
         #expect(created.status == .created, "\(String(decoding: created.data, as: UTF8.self))")
         let id = try #require(created.json["id"] as? String)
-        return (id, try #require((created.json["startsAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) }))
+        for runner in runners {
+            let enrolment = try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: runner.token, json: ["displayName": runner.name])
+            #expect(enrolment.status == .created, "\(String(decoding: enrolment.data, as: UTF8.self))")
+        }
+        try await whileUpcoming(id)
+        for _ in 0..<20 {
+            // The next whole second at least two seconds away (fixes are sent at whole seconds after it).
+            let startsAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 2).rounded(.up))
+            let moved = try await api.send(.patch, "/api/users/runs/\(id)", token: organiser, json: [
+                "startsAt": startsAt.formatted(.iso8601), "enrolmentDeadline": startsAt.formatted(.iso8601),
+            ])
+            if moved.status == .ok {
+                return (id, try #require((moved.json["startsAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) }))
+            }
+            #expect(moved.status == .unprocessableContent, "\(String(decoding: moved.data, as: UTF8.self))")
+        }
+        throw StartNotMoved()
     }
 
     @Test(.timeLimit(.minutes(3))) func fixesAreFilteredProjectedRankedAndKeptForReplay() async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (leader, _) = try await api.individualSession(), (chaser, _) = try await api.individualSession()
-            let (id, startsAt) = try await Self.liveEvent(api, organiser)
-            for (token, name) in [(leader, "Leader"), (chaser, "Chaser")] {
-                #expect(try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: token, json: ["displayName": name]).status == .created)
-            }
-            // Not under way yet: a fix before the start is refused. Sent only while it is surely
-            // before the start — on a machine loaded by the whole suite the six seconds of lead
-            // can be gone, and an accepted fix would change every count below.
-            if Date() < startsAt.addingTimeInterval(-1) {
-                let early = try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [Self.fix(0, at: startsAt)]])
+            let (id, startsAt) = try await Self.liveEvent(api, organiser, enrolling: [(leader, "Leader"), (chaser, "Chaser")]) { id in
+                // Not under way yet (it starts in a day until the helper moves it): a fix is refused.
+                let early = try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [Self.fix(0, at: Date())]])
                 #expect(early.status == .unprocessableContent && early.problemFields == ["positions"])
             }
             try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))

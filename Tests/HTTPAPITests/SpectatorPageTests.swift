@@ -24,9 +24,7 @@ struct SpectatorPageTests {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (runner, _) = try await api.individualSession(), (second, _) = try await api.individualSession()
-            let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser)
-            #expect(try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: runner, json: ["displayName": "Giulia"]).status == .created)
-            #expect(try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: second, json: ["displayName": "Marco"]).status == .created)
+            let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser, enrolling: [(runner, "Giulia"), (second, "Marco")])
             try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
             _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: runner, json: ["positions": [RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(20, at: startsAt.addingTimeInterval(3))]])
 

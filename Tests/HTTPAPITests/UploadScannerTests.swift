@@ -1,28 +1,15 @@
 import Foundation
 import HealthSharing
 import NIOCore
+import SeededRandom
 import Testing
 
 @testable import HTTPAPI
-
-/// A reproducible random source (SplitMix64), so a failing case can be replayed from its seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
-
 @Suite("The upload byte scanner agrees with Foundation's decoder")
 struct UploadScannerTests {
     static let fields = ["id", "type", "value", "unit", "start", "end", "source", "latitude", "longitude", "accuracy", "altitude", "time", "extra"]
 
-    static func randomValue(_ random: inout SeededGenerator, depth: Int = 0) -> String {
+    static func randomValue(_ random: inout SplitMix64, depth: Int = 0) -> String {
         switch Int.random(in: 0..<16, using: &random) {
         case 0: return #""plain text""#
         case 1: return #""heartRate""#
@@ -42,7 +29,7 @@ struct UploadScannerTests {
         }
     }
 
-    static func randomItem(_ random: inout SeededGenerator) -> String {
+    static func randomItem(_ random: inout SplitMix64) -> String {
         if Int.random(in: 0..<12, using: &random) == 0 { return randomValue(&random) }
         var keys = fields.shuffled(using: &random).prefix(Int.random(in: 0...8, using: &random)).map { $0 }
         if Int.random(in: 0..<15, using: &random) == 0, let first = keys.first { keys.append(first) }  // a duplicate key
@@ -53,7 +40,7 @@ struct UploadScannerTests {
     }
 
     @Test func agreesOnRandomUploads() throws {
-        var random = SeededGenerator(state: 20_261_121)
+        var random = SplitMix64(seed: 20_261_121)
         var fastPathTaken = 0
         let cases = 3000
         for _ in 0..<cases {

@@ -1,5 +1,6 @@
 import Foundation
 import RunEvents
+import SeededRandom
 import Testing
 
 @Suite("Courses: GeoJSON and GPX paths, projection of fixes with monotone progress")
@@ -87,7 +88,7 @@ struct CourseProjectionTests {
     /// A runner at a steady pace on a winding course, fixes with up to 10 m of noise every 5 s:
     /// progress never goes back and stays close to the truth.
     @Test(arguments: 0..<50) func progressFollowsTheTruthOnRandomCourses(seed: Int) throws {
-        var random = SplitMix(seed: UInt64(seed))
+        var random = SplitMix64(seed: UInt64(seed))
         var points = [Self.origin]
         var heading = Double.random(in: 0..<(2 * .pi), using: &random)
         for _ in 0..<30 {
@@ -109,18 +110,5 @@ struct CourseProjectionTests {
             along = position.distanceMeters
             truth += speed * interval
         }
-    }
-}
-
-/// SplitMix64: reproducible randomness for property tests.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

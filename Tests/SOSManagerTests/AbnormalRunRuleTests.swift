@@ -2,6 +2,7 @@ import DatabaseLink
 import Foundation
 import HealthSharing
 import SOSManager
+import SeededRandom
 import Testing
 
 @Suite("AbnormalRunRule: the design's counter over stored readings")
@@ -50,7 +51,7 @@ struct AbnormalRunRuleTests {
     /// Whatever order readings arrive in, and however often they are resent, the emergencies are
     /// the ones the design's counter finds walking the distinct readings in time order.
     @Test(arguments: 0..<200) func arrivalOrderAndDuplicatesDoNotChangeTheOutcome(seed: Int) {
-        var random = SeededGenerator(seed: UInt64(seed))
+        var random = SplitMix64(seed: UInt64(seed) &+ 0x9E37_79B9_7F4A_7C15)
         let count = Int.random(in: 1...25, using: &random)
         let consecutive = Int.random(in: 1...5, using: &random)
         let readings = (0..<count).map { Self.reading($0, Bool.random(using: &random) ? 30 : 72) }
@@ -69,18 +70,5 @@ struct AbnormalRunRuleTests {
         let runs = rule.emergencies(type: .heartRate, new: Set(stored.map(\.identity)), receivedAt: Self.now)
         #expect(runs.count == expected)
         #expect(runs.allSatisfy { $0.readings.count >= consecutive && $0.readings.allSatisfy { $0.value < 40 } })
-    }
-}
-
-/// SplitMix64: reproducible randomness for the property test.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed &+ 0x9E37_79B9_7F4A_7C15 }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
