@@ -134,3 +134,30 @@ struct HostileRequestTests {
         }
     }
 }
+
+extension HostileRequestTests {
+    /// Requests NIO's HTTP parser refuses never reach a route: they used to get an empty 400 from
+    /// the framework. Each now gets a problem document (501 for a method the parser does not know,
+    /// 400 for a broken request line or header), on the first request of a connection and after a
+    /// good one, and the connection is closed.
+    @Test(.timeLimit(.minutes(2))) func requestsTheParserRefusesGetAProblemDocument() async throws {
+        try await Self.withServerProcess { api in
+            let port = try #require(URLComponents(string: api.base)?.port)
+            let cases: [(request: String, status: Int, slug: String)] = [
+                ("FROB /api/runs HTTP/1.1\r\nHost: x\r\n\r\n", 501, "method-not-implemented"),
+                ("GET /readyz HTTP/1.1\r\nHost: x\r\n\r\nFROB /api/runs HTTP/1.1\r\nHost: x\r\n\r\n", 501, "method-not-implemented"),
+                ("GET /api runs HTTP/1.1\r\nHost: x\r\n\r\n", 400, "malformed-request"),
+                ("GET /readyz HTTP/1.1\r\nHost: x\r\nBad Header: y\r\n\r\n", 400, "malformed-request"),
+                ("GET /readyz HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nab", 400, "malformed-request"),
+            ]
+            for (request, status, slug) in cases {
+                let answer = try await RawHTTP.exchange(port: port, request)
+                let last = answer.range(of: "HTTP/1.1 ", options: .backwards).map { String(answer[$0.lowerBound...]) } ?? answer
+                #expect(last.hasPrefix("HTTP/1.1 \(status) "), "\(request.debugDescription): \(last.debugDescription)")
+                #expect(last.lowercased().contains("content-type: application/problem+json"), "\(request.debugDescription): \(last.debugDescription)")
+                #expect(last.contains("tag:data4help,2026:problem:\(slug)"), "\(request.debugDescription): \(last.debugDescription)")
+                #expect(last.lowercased().contains("connection: close"), "\(request.debugDescription): \(last.debugDescription)")
+            }
+        }
+    }
+}

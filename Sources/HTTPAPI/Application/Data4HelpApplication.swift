@@ -2,6 +2,7 @@ import AccessManager
 import DatabaseLink
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import Mustache
@@ -81,10 +82,12 @@ package func buildApplication(
     liveSocket.addPlainRoute(to: router)
     var app = Application(
         router: router,
-        server: .http1WebSocketUpgrade(
-            webSocketRouter: webSockets,
-            configuration: .init(http1: .init(idleTimeout: .nanoseconds(Int64(configuration.idleTimeout.inSeconds * 1e9))), ws: .init())
-        ),
+        server: HTTPServerBuilder { [webSocketResponder = webSockets.buildResponder(), idleTimeout = configuration.idleTimeout] responder in
+            ProblemAnsweringChannel(inner: HTTP1WebSocketUpgradeChannel(
+                responder: responder, webSocketResponder: webSocketResponder,
+                configuration: .init(http1: .init(idleTimeout: .nanoseconds(Int64(idleTimeout.inSeconds * 1e9))), ws: .init())
+            ))
+        },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "data4help"),
         services: services,
         logger: logger
