@@ -1,0 +1,40 @@
+import DatabaseLink
+import Foundation
+import Synchronization
+import Testing
+
+@Suite("withTimeout answers at its limit, whatever the body does")
+struct TimeoutTests {
+    /// A body that ignores cancellation (as a PostgresNIO query already sent does) must not hold
+    /// the caller past the limit: the probe answers `TimedOut` on time and the body ends later.
+    @Test func aBodyThatIgnoresCancellationDoesNotHoldTheCaller() async throws {
+        let ended = Atomic<Bool>(false)
+        let started = ContinuousClock.now
+        await #expect(throws: TimedOut.self) {
+            try await withTimeout(.milliseconds(100)) {
+                // Not a cancellable sleep: a blocking wait on another thread.
+                await withCheckedContinuation { continuation in
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 2) { continuation.resume() }
+                }
+                ended.store(true, ordering: .relaxed)
+                return 1
+            }
+        }
+        #expect(started.duration(to: .now) < .seconds(1.5))
+        let endedYet = ended.load(ordering: .relaxed)
+        #expect(!endedYet)
+    }
+
+    @Test func aPromptBodyAnswersAndAThrowingOneThrows() async throws {
+        #expect(try await withTimeout(.seconds(5)) { 42 } == 42)
+        struct Refused: Error {}
+        await #expect(throws: Refused.self) { try await withTimeout(.seconds(5)) { throw Refused() } }
+    }
+
+    @Test func theCallersCancellationEndsTheWait() async throws {
+        let task = Task { try await withTimeout(.seconds(30)) { try await Task.sleep(for: .seconds(30)); return 0 } }
+        try await Task.sleep(for: .milliseconds(50))
+        task.cancel()
+        await #expect(throws: CancellationError.self) { try await task.value }
+    }
+}
