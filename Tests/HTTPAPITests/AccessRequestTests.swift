@@ -96,13 +96,26 @@ struct AccessRequestTests {
 
             #expect(try await api.send(.post, "/api/users/blocked-parties", token: person, json: ["organisationId": organisation]).status == .noContent)
             #expect(try await api.send(.get, "/api/thirdparties/requests/\(first.string("id")!)", token: party).string("status") == "denied")
+            // A blocked party's next request looks exactly like one to a fiscal code nobody holds
+            // (a block must not be told from silence), and the person never sees it.
             let again = try await Self.ask(api, party, fiscalCode: account["fiscalCode"]!)
-            #expect(again.status == .accepted)
-            #expect(again.string("status") == "denied")
+            let unknown = try await Self.ask(api, party, fiscalCode: "ZZ7654321")
+            #expect(again.status == .accepted && again.status == unknown.status)
+            #expect(again.string("status") == "pending" && unknown.string("status") == "pending")
+            #expect(again.json.keys.sorted() == unknown.json.keys.sorted())
+            #expect((again.json["history"] as? [[String: Any]])?.map { $0["status"] as? String } == ["pending"])
+            #expect((again.json["history"] as? [Any])?.count == (unknown.json["history"] as? [Any])?.count)
+            let withheld = try #require(again.string("id"))
+            #expect(try await api.send(.get, "/api/users/requests", token: person).items.map { $0["id"] as? String } == [first.string("id")])
+            #expect(try await api.send(.get, "/api/users/requests/\(withheld)", token: person).status == .notFound)
+            #expect(try await api.send(.put, "/api/users/requests/\(withheld)", token: person, json: ["decision": "accept"]).status == .notFound)
             #expect(try await api.send(.get, "/api/users/blocked-parties", token: person).items.count == 1)
 
+            // Unblocked: the withheld request stays out of sight and stands until it lapses, as
+            // any unanswered request does (pendingRequestsExpire: then a new one may be filed).
             #expect(try await api.send(.delete, "/api/users/blocked-parties/\(organisation)", token: person).status == .noContent)
-            #expect(try await Self.ask(api, party, fiscalCode: account["fiscalCode"]!).string("status") == "pending")
+            #expect(try await Self.ask(api, party, fiscalCode: account["fiscalCode"]!).status == .conflict)
+            #expect(try await api.send(.get, "/api/users/requests", token: person).items.count == 1)
             #expect(try await api.send(.post, "/api/users/blocked-parties", token: person, json: ["organisationId": UUID().uuidString]).problemFields == ["organisationId"])
         }
     }

@@ -40,8 +40,10 @@ package struct AccessRequestStore: Sendable {
         )
     }
 
-    /// Stores a request: `pending`, or `denied` at once when the person has blocked the party.
-    /// A pending request is announced to the person's registered device (`request.created`).
+    /// Stores a request, `pending`. One from a party the person has blocked is withheld: the party
+    /// sees exactly what a request to an unknown fiscal code shows, the person nothing (not listed,
+    /// not decidable, not announced); it lapses at its expiry. Any other is announced to the
+    /// person's registered device (`request.created`).
     /// A second pending request of the party for the same fiscal code throws a unique violation.
     package func create(_ request: NewAccessRequest) async throws -> AccessRequestRecord {
         let logger = database.logger
@@ -63,13 +65,12 @@ package struct AccessRequestStore: Sendable {
                 ),
                 inserted AS (
                     INSERT INTO access_requests (third_party_id, fiscal_code, purpose, subscribe, types, data_from, data_to,
-                                                 access_until, expires_at, status, decided_at)
+                                                 access_until, expires_at, status, withheld)
                     SELECT \(request.thirdPartyId), \(request.fiscalCode), \(request.purpose), \(request.subscribe),
                            \(request.scope.types)::text[], \(request.scope.dataFrom), \(request.scope.dataTo), \(request.scope.until),
-                           \(request.expiresAt), CASE WHEN blocked.yes THEN 'denied' ELSE 'pending' END,
-                           CASE WHEN blocked.yes THEN now() END
+                           \(request.expiresAt), 'pending', blocked.yes
                     FROM blocked
-                    RETURNING id, public_id, status, purpose, types
+                    RETURNING id, public_id, status, withheld, purpose, types
                 ),
                 notification AS (   -- the individual's device hears of it, when they registered one
                     INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
@@ -79,13 +80,11 @@ package struct AccessRequestStore: Sendable {
                     JOIN individuals i ON i.fiscal_code = \(request.fiscalCode)
                     JOIN webhook_endpoints w ON w.individual_id = i.id
                     JOIN third_parties p ON p.id = \(request.thirdPartyId)
-                    WHERE n.status = 'pending'
+                    WHERE NOT n.withheld
                 ),
                 history AS (
                     INSERT INTO access_request_history (request_id, status, actor)
                     SELECT id, 'pending', 'third_party' FROM inserted
-                    UNION ALL
-                    SELECT id, 'denied', 'system' FROM inserted WHERE status = 'denied'
                 )
                 SELECT id FROM inserted
                 """, logger: logger).collect()
@@ -165,7 +164,7 @@ package struct AccessRequestStore: Sendable {
     }
 
     /// Blocks an organisation (by its public id): its pending requests are denied and its active
-    /// grants revoked, now; later requests are denied on arrival. False when there is no such party.
+    /// grants revoked, now; later requests are withheld (see `create`). False when there is no such party.
     package func block(individualId: Int64, organisation: UUID) async throws -> Bool {
         let logger = database.logger
         return try await database.withTransaction { connection in
@@ -216,7 +215,7 @@ package struct AccessRequestStore: Sendable {
     private func list(owner: AccountReference, status: String?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
         let (before, after) = switch owner {
         case .thirdParty: ("r.third_party_id = ", "")
-        case .individual: ("r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = ", ")")
+        case .individual: ("NOT r.withheld AND r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = ", ")")
         }
         let rows = try await database.query("""
             SELECT * FROM (
@@ -234,7 +233,8 @@ package struct AccessRequestStore: Sendable {
     ) async throws -> Int64? {
         let rows = try await connection.query("""
             SELECT r.id FROM access_requests r
-            WHERE r.public_id = \(publicId) AND r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = \(individualId))
+            WHERE r.public_id = \(publicId) AND NOT r.withheld
+              AND r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = \(individualId))
             \(unescaped: lock ? "FOR UPDATE" : "")
             """, logger: logger).collect()
         return try rows.first?.decode(Int64.self)
