@@ -6,21 +6,21 @@ import Testing
 @Suite("withTimeout answers at its limit, whatever the body does")
 struct TimeoutTests {
     /// A body that ignores cancellation (as a PostgresNIO query already sent does) must not hold
-    /// the caller past the limit: the probe answers `TimedOut` on time and the body ends later.
+    /// the caller past the limit: the probe answers `TimedOut` while the body is still running.
+    /// (The body ends 30 s later on its own, so a `withTimeout` that waited for it would answer
+    /// only then, with the body done — no timing assertion needed.)
     @Test func aBodyThatIgnoresCancellationDoesNotHoldTheCaller() async throws {
         let ended = Atomic<Bool>(false)
-        let started = ContinuousClock.now
         await #expect(throws: TimedOut.self) {
             try await withTimeout(.milliseconds(100)) {
-                // Not a cancellable sleep: a blocking wait on another thread.
+                // Not a cancellable sleep: a wait on another thread.
                 await withCheckedContinuation { continuation in
-                    DispatchQueue.global().asyncAfter(deadline: .now() + 2) { continuation.resume() }
+                    DispatchQueue.global().asyncAfter(deadline: .now() + 30) { continuation.resume() }
                 }
                 ended.store(true, ordering: .relaxed)
                 return 1
             }
         }
-        #expect(started.duration(to: .now) < .seconds(1.5))
         let endedYet = ended.load(ordering: .relaxed)
         #expect(!endedYet)
     }

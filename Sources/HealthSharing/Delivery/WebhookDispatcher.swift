@@ -69,14 +69,10 @@ package struct WebhookDispatcher: Service {
     }
 
     package func run() async throws {
-        var configuration = HTTPClient.Configuration(
-            redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(5), read: .init(settings.timeout))
-        )
-        configuration.decompression = .disabled
-        // A receiver that refuses the connection fails this attempt now; retries are ours, with backoff.
-        configuration.connectionPool.retryConnectionEstablishment = false
-        let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+        // Every connection to a receiver goes through the egress proxy, which connects to the
+        // address it checked: no second resolution between the check and the connection.
+        let proxy = try await WebhookEgressProxy.start(policy: addresses, logger: logger)
+        let client = Self.client(through: proxy, timeout: settings.timeout)
         await cancelWhenGracefulShutdown {
             await schemaReady.wait()
             await withDiscardingTaskGroup { group in
@@ -86,6 +82,21 @@ package struct WebhookDispatcher: Service {
             }
         }
         try await client.shutdown()
+        await proxy.close()
+    }
+
+    /// The HTTP client of deliveries: no redirects, no decompression, connections only through
+    /// `proxy` (a tunnel per connection, TLS end to end with the receiver's name).
+    package static func client(through proxy: WebhookEgressProxy, timeout: Duration) -> HTTPClient {
+        var configuration = HTTPClient.Configuration(
+            redirectConfiguration: .disallow,
+            timeout: .init(connect: .seconds(5), read: .init(timeout)),
+            proxy: .server(host: "127.0.0.1", port: proxy.port, authorization: .basic(username: proxy.username, password: proxy.password))
+        )
+        configuration.decompression = .disabled
+        // A receiver that refuses the connection fails this attempt now; retries are ours, with backoff.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
     /// One worker: claim one due delivery, attempt it, repeat; sleep until notified when idle.
@@ -188,6 +199,7 @@ package struct WebhookDispatcher: Service {
         case let error as HTTPClientError where error == .readTimeout || error == .deadlineExceeded: "timed out"
         case let error as HTTPClientError where error == .connectTimeout: "connect timed out"
         case let error as HTTPClientError where error == .remoteConnectionClosed: "connection closed by receiver"
+        case let error as HTTPClientError where error == .invalidProxyResponse: "refused at connection: address not allowed or unreachable"
         default: String(String(describing: error).prefix(200))
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import NIOPosix
 #if canImport(Glibc)
 import Glibc
@@ -54,9 +55,25 @@ package enum WebhookURLError: Error, Equatable {
 }
 
 /// An IPv4 or IPv6 address, to tell public addresses from the ones a webhook must never reach.
+struct IPAddressFormatError: Error {}
+
 package enum IPAddress: Sendable, Equatable {
     case v4(UInt32)
     case v6([UInt8])
+
+    /// The socket address of this address and `port`.
+    func socketAddress(port: Int) throws -> SocketAddress {
+        switch self {
+        case .v4(let a):
+            return try SocketAddress(ipAddress: "\(a >> 24).\(a >> 16 & 0xFF).\(a >> 8 & 0xFF).\(a & 0xFF)", port: port)
+        case .v6(let b):
+            var raw = in6_addr()
+            withUnsafeMutableBytes(of: &raw) { $0.copyBytes(from: b) }
+            var text = [CChar](repeating: 0, count: Int(INET6_ADDRSTRLEN))
+            guard inet_ntop(AF_INET6, &raw, &text, socklen_t(text.count)) != nil else { throw IPAddressFormatError() }
+            return try SocketAddress(ipAddress: String(cString: text), port: port)
+        }
+    }
 
     package init?(literal: String) {
         var v4 = in_addr()
@@ -101,26 +118,55 @@ package enum IPAddress: Sendable, Equatable {
     }
 }
 
-/// Checks, before every attempt, where a webhook's host resolves to now: any non-public address
-/// refuses the attempt (a name that resolved publicly at registration may not later point
-/// inside). Resolution runs on NIO's blocking-I/O thread pool (`getaddrinfo` blocks).
+/// Where a webhook's host may be reached: every address it resolves to must be public (unless
+/// `allowPrivateNetworks`, for development and tests). Checked before every attempt — a name
+/// that resolved publicly at registration may not later point inside — and, for the connection
+/// itself, by `WebhookEgressProxy`, which connects to the very address it checked.
+/// Resolution runs on NIO's blocking-I/O thread pool (`getaddrinfo` blocks).
 package struct WebhookAddressPolicy: Sendable {
-    package let allowPrivateNetworks: Bool
+    package struct Refusal: Error, Sendable, Equatable {
+        package let reason: String
+        /// The host resolves to an address a webhook may not reach (otherwise: to none).
+        package let notAllowed: Bool
+    }
 
-    package init(allowPrivateNetworks: Bool) {
+    package let allowPrivateNetworks: Bool
+    private let resolver: @Sendable (String) async -> [IPAddress]
+
+    /// `resolver` answers a host's addresses; the system's (`getaddrinfo`) unless a test gives one.
+    package init(allowPrivateNetworks: Bool, resolver: (@Sendable (String) async -> [IPAddress])? = nil) {
         self.allowPrivateNetworks = allowPrivateNetworks
+        self.resolver = resolver ?? { await Self.resolve($0) }
     }
 
     /// Nil when the host may be reached, otherwise why not.
     package func refusal(for host: String) async -> String? {
-        if allowPrivateNetworks { return nil }
-        let name = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
-        if let literal = IPAddress(literal: name) {
-            return literal.isPublic ? nil : "address not allowed"
+        switch await checkedAddresses(host) {
+        case .success: nil
+        case .failure(let refusal): refusal.reason
         }
-        let addresses = await Self.resolve(name)
-        if addresses.isEmpty { return "host did not resolve" }
-        return addresses.allSatisfy(\.isPublic) ? nil : "address not allowed"
+    }
+
+    /// The address to connect to for `host:port`, from one resolution whose every address passed.
+    package func pinnedAddress(host: String, port: Int) async -> Result<SocketAddress, Refusal> {
+        switch await checkedAddresses(host) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let addresses):
+            guard let first = addresses.first, let address = try? first.socketAddress(port: port) else {
+                return .failure(Refusal(reason: "host did not resolve", notAllowed: false))
+            }
+            return .success(address)
+        }
+    }
+
+    private func checkedAddresses(_ host: String) async -> Result<[IPAddress], Refusal> {
+        let name = host.trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let addresses = if let literal = IPAddress(literal: name) { [literal] } else { await resolver(name) }
+        if addresses.isEmpty { return .failure(Refusal(reason: "host did not resolve", notAllowed: false)) }
+        if !allowPrivateNetworks, !addresses.allSatisfy(\.isPublic) {
+            return .failure(Refusal(reason: "address not allowed", notAllowed: true))
+        }
+        return .success(addresses)
     }
 
     static func resolve(_ host: String) async -> [IPAddress] {

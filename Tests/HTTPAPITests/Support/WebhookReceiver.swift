@@ -11,6 +11,8 @@ final class WebhookReceiver: Sendable {
         let deliveryId: String
         let eventType: String
         let signature: String
+        /// The request's authority (`Host`), as the sender wrote it.
+        let host: String
         let body: [UInt8]
 
         var json: [String: Any] { ((try? JSONSerialization.jsonObject(with: Data(body))) as? [String: Any]) ?? [:] }
@@ -67,6 +69,7 @@ final class WebhookReceiver: Sendable {
                     deliveryId: request.headers[HTTPField.Name("Data4Help-Delivery")!] ?? "",
                     eventType: request.headers[HTTPField.Name("Data4Help-Event")!] ?? "",
                     signature: request.headers[HTTPField.Name("Data4Help-Signature")!] ?? "",
+                    host: request.head.authority ?? "",
                     body: Array(body.readableBytesView)
                 ))
                 return (state.status, state.hold)
