@@ -26,17 +26,7 @@ struct BalancedPairTests {
 
         init(database: DatabaseURL, environment extra: [String: String] = [:]) throws {
             port = try freeLoopbackPort()
-            process = Process()
-            process.executableURL = ServerProcess.executable
-            process.arguments = ["serve"]
-            process.environment = [
-                "DATABASE_URL": ServerProcess.connectionString(database), "HOST": "127.0.0.1", "PORT": String(port), "LOG_LEVEL": "error",
-                "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
-                "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
-                "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,
-            ].merging(extra) { $1 }
-            process.standardOutput = FileHandle.nullDevice
-            try process.run()
+            process = try ServerProcess.launch(database: database, environment: ["HOST": "127.0.0.1", "PORT": String(port)].merging(extra) { $1 })
         }
 
         func stop() {
@@ -76,6 +66,8 @@ struct BalancedPairTests {
             process.executableURL = URL(fileURLWithPath: nginx)
             process.arguments = ["-p", directory.path, "-e", directory.appendingPathComponent("error.log").path,
                                  "-c", directory.appendingPathComponent("nginx.conf").path, "-g", "daemon off;"]
+            process.standardOutput = FileHandle.nullDevice   // see ServerProcess.launch: never the test's own output
+            process.standardError = FileHandle.nullDevice    // (it logs to error.log)
             try process.run()
         }
 

@@ -26,17 +26,9 @@ struct SOSCrashTests {
         // A real server process detects the emergency and is killed (SIGKILL) inside the cancel window.
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
         let port = try freeLoopbackPort()
-        let server = Process()
-        server.executableURL = ServerProcess.executable
-        server.arguments = ["serve"]
-        server.environment = [
-            "DATABASE_URL": ServerProcess.connectionString(database), "HOST": "127.0.0.1", "PORT": String(port), "LOG_LEVEL": "error",
-            "SOS_DISPATCH_URL": centre.url, "SOS_DISPATCH_SECRET": DispatchCentre.secret,
-            "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
-            "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
-            "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,
-        ]
-        try server.run()
+        let server = try ServerProcess.launch(database: database, environment: [
+            "HOST": "127.0.0.1", "PORT": String(port), "SOS_DISPATCH_URL": centre.url, "SOS_DISPATCH_SECRET": DispatchCentre.secret,
+        ])
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
         let base = "http://127.0.0.1:\(port)"
         let deadline = ContinuousClock.now + .seconds(30)

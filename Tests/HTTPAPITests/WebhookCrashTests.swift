@@ -26,17 +26,9 @@ struct WebhookCrashTests {
 
         // A real server process starts delivering, and is killed (SIGKILL) while the receiver holds the first POST.
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
-        let server = Process()
-        server.executableURL = ServerProcess.executable
-        server.arguments = ["serve"]
-        server.environment = [
-            "DATABASE_URL": ServerProcess.connectionString(database), "HOST": "127.0.0.1", "PORT": String(try freeLoopbackPort()),
-            "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_TIMEOUT_SECONDS": "2", "LOG_LEVEL": "error",
-            "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
-            "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
-            "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,
-        ]
-        try server.run()
+        let server = try ServerProcess.launch(database: database, environment: [
+            "HOST": "127.0.0.1", "PORT": String(try freeLoopbackPort()), "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_TIMEOUT_SECONDS": "2",
+        ])
         try await receiver.wait { !$0.isEmpty }
         kill(server.processIdentifier, SIGKILL)
         server.waitUntilExit()

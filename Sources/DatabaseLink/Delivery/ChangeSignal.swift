@@ -20,6 +20,9 @@ package final class ChangeSignal: Sendable {
     /// The current generation: pass it to `wait` to sleep until something newer happens.
     package var generation: UInt64 { state.withLock { $0.generation } }
 
+    /// Tasks asleep on this signal now, for `/metrics`.
+    package var waiterCount: Int { state.withLock { $0.waiters.count } }
+
     /// Wakes every waiter.
     package func notify() {
         let waiters = state.withLock { state in
@@ -32,8 +35,14 @@ package final class ChangeSignal: Sendable {
 
     /// Returns when the generation is past `seen`, after `timeout`, or when the task is cancelled.
     package func wait(after seen: UInt64, timeout: Duration) async {
+        await Self.wait(forAnyOf: [(self, seen)], timeout: timeout)
+    }
+
+    /// Returns when any of the signals is past the generation given with it, after `timeout`, or
+    /// when the task is cancelled.
+    package static func wait(forAnyOf signals: [(signal: ChangeSignal, seen: UInt64)], timeout: Duration) async {
         await withTaskGroup(of: Void.self) { group in
-            group.addTask { await self.waitForChange(after: seen) }
+            for (signal, seen) in signals { group.addTask { await signal.waitForChange(after: seen) } }
             group.addTask { try? await Task.sleep(for: timeout) }
             await group.next()
             group.cancelAll()

@@ -38,12 +38,20 @@ package func buildApplication(
         ReadReplica(primary: database, configuration: $0.clientConfiguration(maximumConnections: configuration.databasePoolSize), logger: logger)
     }
     let components = Components(database: database, replica: replica, configuration: configuration, logger: logger)
+    let dispatcher = configuration.webhookWorkers > 0 ? WebhookDispatcher(
+        database: database, events: components.partyEvents, encoder: WireWebhookEncoder(), signal: components.changes,
+        schemaReady: components.schemaReady, settings: configuration.webhookSettings, logger: logger
+    ) : nil
+    let held = HeldResourceGauges(
+        counts: components.held, components: components, rateLimiter: components.rateLimiter, webhookAttempts: dispatcher?.attemptsInFlight
+    )
     let pages = try PageController.library(directory: configuration.pagesDirectory)
     let scripts = try PageController.scripts(directory: configuration.pagesDirectory)
     let router = buildRouter(
         components: components,
         operations: OperationsController(
-            migrator: migrator, metrics: metrics, openAPIDocument: ByteBuffer(bytes: document), metricsToken: configuration.metricsToken
+            migrator: migrator, metrics: metrics, openAPIDocument: ByteBuffer(bytes: document), metricsToken: configuration.metricsToken,
+            beforeScrape: held.record
         ),
         pages: pages,
         scripts: scripts,
@@ -62,12 +70,8 @@ package func buildApplication(
         ),
     ]
     if let replica { services.append(replica) }
-    if configuration.webhookWorkers > 0 {
-        services.append(WebhookDispatcher(
-            database: database, events: components.partyEvents, encoder: WireWebhookEncoder(), signal: components.changes,
-            schemaReady: components.schemaReady, settings: configuration.webhookSettings, logger: logger
-        ))
-    }
+    if let dispatcher { services.append(dispatcher) }
+
     if let url = configuration.sosDispatchURL, let secret = configuration.sosDispatchSecret {
         services.append(HTTPDispatchCentreService(
             url: url, secret: secret, timeout: configuration.sosDispatchTimeout, database: database, signal: components.sosChanges,
@@ -77,7 +81,7 @@ package func buildApplication(
         logger.warning("SOS_DISPATCH_URL is not set: this instance detects emergencies but dispatches none")
     }
     let webSockets = Router(context: LiveSocketContext.self)
-    let liveSocket = RunLiveSocket(hub: components.liveHub)
+    let liveSocket = RunLiveSocket(hub: components.liveHub, open: components.held.webSockets)
     liveSocket.addRoutes(to: webSockets)
     liveSocket.addPlainRoute(to: router)
     var app = Application(
@@ -139,6 +143,10 @@ struct Components {
     let exportDatabase: @Sendable () async -> Database
     /// The key that authenticates pagination cursors, loaded before the server starts.
     let cursorKey = CursorKey()
+    /// Per-credential request buckets (`RATE_LIMIT_REQUESTS` per `RATE_LIMIT_WINDOW`).
+    let rateLimiter: RateLimiter
+    /// Long-lived connections being served, for `HeldResourceGauges`.
+    let held = HeldResourceGauges.Counts()
 
     init(database: Database, replica: ReadReplica? = nil, configuration: AppConfiguration, logger: Logger) {
         let hasher = PasswordHasher()
@@ -173,6 +181,7 @@ struct Components {
         sosChanges = ChangeSignal()
         schemaReady = StartupGate()
         exportDatabase = { await replica?.readingYourWrites() ?? database }
+        rateLimiter = RateLimiter(limit: configuration.rateLimitRequests, window: configuration.rateLimitWindow)
     }
 }
 
@@ -193,8 +202,7 @@ func buildRouter(
     router.add(middleware: AccessLogMiddleware())
     router.add(middleware: ProblemMiddleware(routes: routes))
     router.add(middleware: RequestTimeoutMiddleware(limit: configuration.requestTimeout))
-    let limiter = RateLimiter(limit: configuration.rateLimitRequests, window: configuration.rateLimitWindow)
-    let rateLimit = RateLimitMiddleware(limiter: limiter)
+    let rateLimit = RateLimitMiddleware(limiter: components.rateLimiter)
 
     operations.addRoutes(to: router)
     SampleTypeController().addRoutes(to: router)
@@ -203,11 +211,11 @@ func buildRouter(
     PageController(library: pages, runs: components.runEvents, scripts: scripts).addRoutes(to: router)
     OrganisationPortal(site: PortalSite(
         surface: .thirdParty, pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes,
-        rateLimiter: limiter
+        rateLimiter: components.rateLimiter
     )).addRoutes(to: router)
     IndividualPortal(site: PortalSite(
         surface: .individual, pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes,
-        allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks, rateLimiter: limiter
+        allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks, rateLimiter: components.rateLimiter
     )).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 
@@ -254,7 +262,7 @@ func buildRouter(
     GrantedDataController(granted: components.grantedData).addRoutes(to: authenticatedParties)
     SubscriptionFeedController(feed: components.subscriptionFeed).addRoutes(to: authenticatedParties)
     WebhookController<ThirdPartyRequestContext>(endpoints: components.webhooks, body: body, prefix: "webhook").addRoutes(to: partyManagement)
-    EventStreamController(events: components.partyEvents, signal: components.changes).addRoutes(to: authenticatedParties)
+    EventStreamController(events: components.partyEvents, signal: components.changes, open: components.held.eventStreams).addRoutes(to: authenticatedParties)
     AggregateController(aggregates: components.aggregates, subscriptions: components.aggregateSubscriptions, body: body).addRoutes(to: authenticatedParties)
 
     // /api/dispatch — the AutomatedSOS dispatch centre reports back (signed, not an account).

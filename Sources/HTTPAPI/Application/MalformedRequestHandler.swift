@@ -30,7 +30,10 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// The problem to answer once `responsesEnded` reaches `after`.
     private var owed: (status: HTTPResponseStatus, body: ByteBuffer, after: Int)?
     private var failed = false
-    /// After a WebSocket upgrade the connection carries frames, not HTTP parts: hands off.
+    /// After a WebSocket upgrade the connection carries frames, not HTTP parts: hands off. Set
+    /// when the `101` goes out — before the upgrader removes the HTTP codec and the WebSocket
+    /// handler writes its first frame (NIO's `upgradeComplete` event comes only after that, and
+    /// only to the handlers after the upgrade handler).
     private var upgraded = false
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -49,6 +52,8 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
         let part = unwrapOutboundIn(data)
         context.write(data, promise: promise)
         switch part {
+        case .head(let head) where head.status == .switchingProtocols:
+            upgraded = true   // WebSocket frames follow, in both directions: hands off from now
         case .head(let head) where head.status.code >= 200: responding = true
         case .end:
             responding = false
@@ -58,14 +63,6 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
     }
 
-    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        if case HTTPServerUpgradeEvents.upgradeComplete = event {
-            upgraded = true
-            context.pipeline.syncOperations.removeHandler(self, promise: nil)
-        }
-        context.fireUserInboundEventTriggered(event)
-    }
-
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         guard !upgraded, let parserError = error as? HTTPParserError else {
             context.fireErrorCaught(error)
@@ -73,6 +70,11 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
         guard !failed else { return }
         failed = true
+        // On a connection's first request the upgrade handler still waits for a head: it must
+        // hear of the error to give up (it fails the connection's upgrade, and Hummingbird closes
+        // the connection after this answer has been written). Later errors stop here: after it,
+        // Hummingbird would answer an empty 400 of its own.
+        defer { if requestsRead == 0 { context.fireErrorCaught(error) } }
         // A request broken in its body was passed on at its head: if its response has begun,
         // there is no answering it any more — only closing.
         let earlier = reading ? requestsRead - 1 : requestsRead
@@ -131,16 +133,54 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 }
 
+/// Closes a connection whose client has half-closed it while it is being sent an event stream.
+///
+/// A client that leaves an event stream (or the balancer in front of it) closes its side; the
+/// server's channel allows half-closure (an HTTP/1.1 client may close its side and still await
+/// a response), so without this the stream would only notice at its next write — a heartbeat
+/// later — holding the stream, its database polling and its wake-ups until then. An event
+/// stream never ends by itself, so a client that closed its side has gone: the connection is
+/// closed, and the stream ends on its close (`AppRequestContext.connectionClosed`).
+final class EventStreamHangupHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+
+    private var streaming = false
+    private var upgraded = false
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if !upgraded {
+            switch unwrapOutboundIn(data) {
+            case .head(let head) where head.status == .switchingProtocols:
+                upgraded = true   // as in MalformedRequestHandler: frames follow, hands off
+            case .head(let head): streaming = head.headers["Content-Type"].contains { $0.lowercased().hasPrefix("text/event-stream") }
+            case .end: streaming = false
+            case .body: break
+            }
+        }
+        context.write(data, promise: promise)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event, streaming, !upgraded { context.close(promise: nil) }
+        context.fireUserInboundEventTriggered(event)
+    }
+}
+
 /// The server's child channel: Hummingbird's HTTP/1.1 with WebSocket upgrade, plus
-/// `MalformedRequestHandler` right after NIO's HTTP codec (the additional handlers Hummingbird
-/// takes are placed after its own codec and only once a request head was parsed: too late for a
-/// first request the parser refuses).
+/// `MalformedRequestHandler` and `EventStreamHangupHandler` right after NIO's HTTP codec (the
+/// additional handlers Hummingbird takes are placed after its own codec and only once a request
+/// head was parsed: too late for a first request the parser refuses).
 struct ProblemAnsweringChannel<Inner: ServerChildChannel>: ServerChildChannel {
     let inner: Inner
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Inner.Value> {
         inner.setup(channel: channel, logger: logger).flatMapThrowing { value in
-            try channel.pipeline.syncOperations.addHandler(MalformedRequestHandler())
+            // Right after the request decoder, so before the upgrade handler: the `101` it writes
+            // on a WebSocket upgrade passes through them (writes go towards the socket), which
+            // tells them that frames follow before the first frame is written.
+            let decoder = try channel.pipeline.syncOperations.handler(type: ByteToMessageHandler<HTTPRequestDecoder>.self)
+            try channel.pipeline.syncOperations.addHandlers([MalformedRequestHandler(), EventStreamHangupHandler()], position: .after(decoder))
             return value
         }
     }

@@ -1,6 +1,7 @@
 import AccessManager
 import Hummingbird
 import Logging
+import NIOCore
 import Foundation
 
 /// The request context of every route: Hummingbird's core storage plus the caller's
@@ -14,12 +15,16 @@ package struct AppRequestContext: RequestContext {
     /// The client's IP address: the connection's peer, or behind a trusted balancer the address
     /// it forwarded (`ClientAddressMiddleware`). Used for limits, never logged.
     package var clientAddress: String?
+    /// Completes when the client's connection closes: a long-lived response (an event stream)
+    /// ends then, not at its next write.
+    package let connectionClosed: EventLoopFuture<Void>?
 
     package init(source: ApplicationRequestContextSource) {
         self.coreContext = .init(source: source)
         self.principal = nil
         self.csrfToken = nil
         self.clientAddress = source.channel.remoteAddress?.ipAddress
+        self.connectionClosed = source.channel.closeFuture
     }
 
     package var requestDecoder: JSONDecoder { WireFormat.decoder() }

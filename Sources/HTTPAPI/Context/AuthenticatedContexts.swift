@@ -1,13 +1,16 @@
 import AccessManager
 import Foundation
 import Hummingbird
+import NIOCore
 
 /// A request context that can only exist with an authenticated principal of one API surface,
 /// so a handler written against it cannot forget to check who is asking.
 package protocol AuthenticatedRequestContext: ChildRequestContext<AppRequestContext> {
     static var surface: Surface { get }
     var principal: Principal { get }
-    init(coreContext: CoreRequestContextStorage, principal: Principal)
+    /// Completes when the client's connection closes (see `AppRequestContext`).
+    var connectionClosed: EventLoopFuture<Void>? { get }
+    init(coreContext: CoreRequestContextStorage, principal: Principal, connectionClosed: EventLoopFuture<Void>?)
 }
 
 extension AuthenticatedRequestContext {
@@ -16,7 +19,7 @@ extension AuthenticatedRequestContext {
         guard let principal = context.principal, Self.surface.owns(principal.account) else {
             throw AuthenticationError.missingCredentials
         }
-        self.init(coreContext: context.coreContext, principal: principal)
+        self.init(coreContext: context.coreContext, principal: principal, connectionClosed: context.connectionClosed)
     }
 
     package var requestDecoder: JSONDecoder { WireFormat.decoder() }
@@ -28,10 +31,12 @@ package struct IndividualRequestContext: AuthenticatedRequestContext {
     package static var surface: Surface { .individual }
     package var coreContext: CoreRequestContextStorage
     package let principal: Principal
+    package let connectionClosed: EventLoopFuture<Void>?
 
-    package init(coreContext: CoreRequestContextStorage, principal: Principal) {
+    package init(coreContext: CoreRequestContextStorage, principal: Principal, connectionClosed: EventLoopFuture<Void>?) {
         self.coreContext = coreContext
         self.principal = principal
+        self.connectionClosed = connectionClosed
     }
 }
 
@@ -40,9 +45,11 @@ package struct ThirdPartyRequestContext: AuthenticatedRequestContext {
     package static var surface: Surface { .thirdParty }
     package var coreContext: CoreRequestContextStorage
     package let principal: Principal
+    package let connectionClosed: EventLoopFuture<Void>?
 
-    package init(coreContext: CoreRequestContextStorage, principal: Principal) {
+    package init(coreContext: CoreRequestContextStorage, principal: Principal, connectionClosed: EventLoopFuture<Void>?) {
         self.coreContext = coreContext
         self.principal = principal
+        self.connectionClosed = connectionClosed
     }
 }

@@ -61,6 +61,9 @@ package final class RateLimiter: Sendable {
         }
     }
 
+    /// Buckets held now (one per credential seen since the last sweep), for `/metrics`.
+    package var bucketCount: Int { buckets.withLock { $0.count } }
+
     /// Forgets buckets that have refilled completely: they are the same as no bucket.
     private func sweep(now: ContinuousClock.Instant) {
         let rate = perSecond, capacity = Double(limit)

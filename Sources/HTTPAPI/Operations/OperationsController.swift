@@ -12,6 +12,8 @@ struct OperationsController {
     /// `METRICS_TOKEN`: with it, `/metrics` needs `Authorization: Bearer <token>`; without it,
     /// only loopback clients (a sidecar, the node's agent) may scrape.
     var metricsToken: String? = nil
+    /// Records the gauges of what the server holds, just before each scrape.
+    var beforeScrape: @Sendable () -> Void = {}
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         // The process is up and serving HTTP; says nothing about its dependencies.
@@ -39,7 +41,7 @@ struct OperationsController {
             return HealthStatus(status: "ready")
         }
         // Metrics tell who uses what and how much: not for the public.
-        router.get("metrics") { [metricsToken] request, context in
+        router.get("metrics") { [metricsToken, beforeScrape] request, context in
             if let metricsToken {
                 guard case .bearer(let sent) = AuthorizationHeader(request.headers), WebSession.same(sent, metricsToken) else {
                     throw Problem(
@@ -56,7 +58,7 @@ struct OperationsController {
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
-                body: .init(byteBuffer: ByteBuffer(bytes: metrics.emitToBuffer()))
+                body: .init(byteBuffer: { beforeScrape(); return ByteBuffer(bytes: metrics.emitToBuffer()) }())
             )
         }
         router.get("openapi.yaml") { _, _ in

@@ -1,4 +1,5 @@
 import DatabaseLink
+import HealthSharing
 import Foundation
 import Hummingbird
 import HummingbirdWebSocket
@@ -15,12 +16,16 @@ import RunEvents
 /// 30 s. A spectator that reads slowly gets the latest state of each runner, not a backlog.
 struct RunLiveSocket {
     let hub: LiveRunHub
+    /// Connections being served, for `/metrics`.
+    let open: InFlightCount
 
     func addRoutes(to router: Router<LiveSocketContext>) {
         router.ws("api/runs/{runId}/live", shouldUpgrade: { _, context in
             context.parameters.get("runId", as: UUID.self) == nil ? .dontUpgrade : .upgrade([:])
         }, onUpgrade: { inbound, outbound, context in
             guard let runId = context.requestContext.parameters.get("runId", as: UUID.self) else { return }
+            open.enter()
+            defer { open.leave() }
             let writer = LiveFrameWriter(channel: context.requestContext.channel)
             let subscription: LiveRunHub.Subscription
             do {

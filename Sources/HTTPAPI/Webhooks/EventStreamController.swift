@@ -18,6 +18,8 @@ import ServiceLifecycle
 struct EventStreamController {
     let events: PartyEvents
     let signal: ChangeSignal
+    /// Streams being served, for `/metrics`.
+    let open: InFlightCount
     var heartbeat: Duration = .seconds(15)
     var maximumDuration: Duration = .seconds(600)
 
@@ -41,10 +43,12 @@ struct EventStreamController {
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .xAccelBuffering: "no"],
-                body: ResponseBody { writer in
+                body: ResponseBody { [open] writer in
+                    open.enter()
+                    defer { open.leave() }
                     // On graceful shutdown, wake the loop so it sees the shutdown and ends the stream.
                     try await withGracefulShutdownHandler {
-                        try await stream(to: &writer, party: party, after: lastEventId)
+                        try await stream(to: &writer, party: party, after: lastEventId, connectionClosed: context.connectionClosed)
                     } onGracefulShutdown: {
                         signal.notify()
                     }
@@ -54,14 +58,21 @@ struct EventStreamController {
         }
     }
 
-    private func stream(to writer: inout any ResponseBodyWriter, party: Int64, after start: Int64) async throws {
+    /// Writes the party's events as they come until the client leaves (noticed when its
+    /// connection closes, not only at the next write), the maximum duration passes or the server
+    /// shuts down.
+    private func stream(
+        to writer: inout any ResponseBodyWriter, party: Int64, after start: Int64, connectionClosed: EventLoopFuture<Void>?
+    ) async throws {
+        let closed = ChangeSignal()
+        connectionClosed?.whenComplete { _ in closed.notify() }
         let clock = ContinuousClock()
         let deadline = clock.now + maximumDuration
         var last = start
         var lastWrite = clock.now
         try await writer.write(ByteBuffer(string: "retry: 2000\n\n"))
         let encoder = WireFormat.encoder()
-        while clock.now < deadline, !Task.isCancelled, !Task.isShuttingDownGracefully {
+        while clock.now < deadline, closed.generation == 0, !Task.isCancelled, !Task.isShuttingDownGracefully {
             let seen = signal.generation
             let batch = try await events.after(last, thirdPartyId: party, dataOnly: false, limit: 100)
             for event in batch {
@@ -80,7 +91,7 @@ struct EventStreamController {
                 try await writer.write(ByteBuffer(string: ": keep-alive\n\n"))
                 lastWrite = clock.now
             }
-            await signal.wait(after: seen, timeout: min(heartbeat, deadline - clock.now))
+            await ChangeSignal.wait(forAnyOf: [(signal, seen), (closed, 0)], timeout: min(heartbeat, deadline - clock.now))
         }
     }
 }

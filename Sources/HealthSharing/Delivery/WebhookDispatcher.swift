@@ -6,11 +6,23 @@ import Metrics
 import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
+import Synchronization
 
 /// Turns a claimed delivery (and the party event it carries, if any) into the JSON body POSTed.
 /// The HTTP layer provides it: the body is in the API's wire format.
 package protocol WebhookBodyEncoder: Sendable {
     func body(for delivery: ClaimedDelivery, event: PartyEvent?) throws -> [UInt8]
+}
+
+/// How many of something are under way now (entered and not yet left), for a gauge.
+package final class InFlightCount: Sendable {
+    private let count = Atomic<Int>(0)
+
+    package init() {}
+
+    package func enter() { count.add(1, ordering: .relaxed) }
+    package func leave() { count.subtract(1, ordering: .relaxed) }
+    package var value: Int { count.load(ordering: .relaxed) }
 }
 
 /// Settings of webhook delivery.
@@ -53,6 +65,8 @@ package struct WebhookDispatcher: Service {
     let settings: WebhookDeliverySettings
     let addresses: WebhookAddressPolicy
     let logger: Logger
+    /// Attempts under way on this instance (at most `settings.workers`), for `/metrics`.
+    package let attemptsInFlight = InFlightCount()
 
     package init(
         database: Database, events: PartyEvents, encoder: any WebhookBodyEncoder, signal: ChangeSignal,
@@ -105,7 +119,9 @@ package struct WebhookDispatcher: Service {
             let seen = signal.generation
             do {
                 if let delivery = try await store.claim(limit: 1, lease: settings.lease).first {
+                    attemptsInFlight.enter()
                     await attempt(delivery, client: client)
+                    attemptsInFlight.leave()
                     continue
                 }
             } catch {

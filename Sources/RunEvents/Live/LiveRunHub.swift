@@ -80,6 +80,15 @@ package final class LiveRunHub: Sendable {
         runs.withLock { $0.values.reduce(0) { $0 + $1.subscriberCount } }
     }
 
+    /// Events watched on this instance (each holds its board and rendered states), for `/metrics`.
+    package var watchedEventCount: Int { runs.withLock { $0.count } }
+
+    /// Spectators with a message due that they have not taken yet (at most one each: what waits
+    /// is each runner's latest state, not a queue of frames), for `/metrics`.
+    package var messagesDue: Int {
+        runs.withLock { Array($0.values) }.reduce(0) { $0 + $1.dueCount }
+    }
+
     /// A notification from PostgreSQL: a runner's new state, or a change of an event or its
     /// roster (reloaded). Nil after the listener (re)connected: anything may have been missed
     /// meanwhile, so every watched event is reloaded.
@@ -173,6 +182,11 @@ final class LiveRun: Sendable {
     }
 
     var subscriberCount: Int { state.withLock { $0.viewers.count } }
+
+    /// Viewers behind the newest batch or board generation.
+    var dueCount: Int {
+        state.withLock { state in state.viewers.values.count { $0.generation < state.generation || $0.seen < state.batch } }
+    }
 
     func add(wake: @escaping @Sendable () -> Void) -> LiveRunHub.Subscription {
         let subscription = LiveRunHub.Subscription(run: self, wake: wake)

@@ -1,4 +1,5 @@
 import DatabaseLink
+import DatabaseTestSupport
 import Foundation
 
 /// What tests need to run the real `data4help` executable as a separate process.
@@ -14,5 +15,33 @@ enum ServerProcess {
     static func connectionString(_ url: DatabaseURL) -> String {
         let password = url.password.map { ":" + ($0.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? $0) } ?? ""
         return "postgres://\(url.username)\(password)@\(url.host):\(url.port)/\(url.database)?sslmode=disable"
+    }
+
+    /// A `data4help` process with `arguments` on `database`: the test environment (migrations,
+    /// pages, contract) plus `extra`. Its output goes to a log file, never to the test process's
+    /// own output: a child still running after the test process died (a crash) would otherwise
+    /// hold `swift test`'s pipe open and hang it until the CI limit.
+    static func launch(_ arguments: [String] = ["serve"], database: DatabaseURL, environment extra: [String: String]) throws -> Process {
+        let process = Process()
+        process.executableURL = executable
+        process.arguments = arguments
+        process.environment = [
+            "DATABASE_URL": connectionString(database), "LOG_LEVEL": "error",
+            "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
+            "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
+            "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,
+        ].merging(extra) { $1 }
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = try logFile(named: "data4help")
+        try process.run()
+        return process
+    }
+
+    /// A fresh file in the temporary directory for a child's output.
+    static func logFile(named name: String) throws -> FileHandle {
+        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8)).log")
+        FileManager.default.createFile(atPath: url.path, contents: nil)
+        return try FileHandle(forWritingTo: url)
     }
 }
