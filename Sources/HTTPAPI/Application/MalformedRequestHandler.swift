@@ -70,11 +70,9 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
         guard !failed else { return }
         failed = true
-        // On a connection's first request the upgrade handler still waits for a head: it must
-        // hear of the error to give up (it fails the connection's upgrade, and Hummingbird closes
-        // the connection after this answer has been written). Later errors stop here: after it,
-        // Hummingbird would answer an empty 400 of its own.
-        defer { if requestsRead == 0 { context.fireErrorCaught(error) } }
+        // Not passed on: after this handler, Hummingbird would answer an empty 400 of its own, or
+        // on a connection's first request log the upgrade it then gives up as an error (one log
+        // line per malformed request: a way to flood the log). See `answer` for how it ends.
         // A request broken in its body was passed on at its head: if its response has begun,
         // there is no answering it any more — only closing.
         let earlier = reading ? requestsRead - 1 : requestsRead
@@ -98,7 +96,14 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
         headers.add(name: "Cache-Control", value: "no-store")
         context.write(wrapOutboundOut(.head(HTTPResponseHead(version: .http1_1, status: status, headers: headers))), promise: nil)
         context.write(wrapOutboundOut(.body(.byteBuffer(body))), promise: nil)
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in context.close(promise: nil) }
+        // Then the connection ends. On its first request the upgrade handler (next) still waits
+        // for a head: told that the input closed, it gives up quietly (a plain close would make it
+        // fail with a state error that Hummingbird logs as an error).
+        let firstRequest = requestsRead == 0
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            if firstRequest { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
+            context.close(promise: nil)
+        }
     }
 
     private static func problem(for error: HTTPParserError) -> (HTTPResponseStatus, ByteBuffer) {
