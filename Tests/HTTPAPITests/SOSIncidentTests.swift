@@ -210,7 +210,10 @@ struct SOSIncidentTests {
             let listening = centre.start()
             defer { listening.cancel() }
             let done = try await Self.waitForIncidents(api, person) { $0.first?["status"] as? String == "dispatched" }
-            #expect(centre.dispatches.count == 1 && centre.dispatches[0].calls == 1)
+            // One dispatch: the centre keys calls by the incident (Idempotency-Key). Usually one
+            // call too; on a loaded machine an answer slower than the 1 s timeout is retried,
+            // and the centre still dispatches once.
+            #expect(centre.dispatches.count == 1 && centre.dispatches[0].calls >= 1)
             #expect(centre.dispatches[0].incidentId == done.first?["id"] as? String)
         }
     }

@@ -17,6 +17,9 @@ package struct AppConfiguration: Sendable {
     /// `READ_DATABASE_URL`: a streaming replica of `DATABASE_URL` for aggregate queries and
     /// exports; while it is unreachable they read from the primary.
     package var readDatabaseURL: DatabaseURL?
+    /// How quickly the replica must answer before its reads go to the primary (not an
+    /// environment setting: the defaults suit production; tests on a loaded machine widen them).
+    package var replicaTiming = ReadReplica.Timing()
     /// `DATABASE_POOL_SIZE`: maximum connections in the pool (and in the replica's pool).
     package var databasePoolSize = 20
     /// `DATA_DIR`: where the embedded PostgreSQL keeps its cluster.

@@ -35,7 +35,10 @@ package func buildApplication(
         throw ConfigurationError("cannot read the OpenAPI document at OPENAPI_PATH (\(configuration.openAPIPath))")
     }
     let replica = configuration.readDatabaseURL.map {
-        ReadReplica(primary: database, configuration: $0.clientConfiguration(maximumConnections: configuration.databasePoolSize), logger: logger)
+        ReadReplica(
+            primary: database, configuration: $0.clientConfiguration(maximumConnections: configuration.databasePoolSize),
+            timing: configuration.replicaTiming, logger: logger
+        )
     }
     let components = Components(database: database, replica: replica, configuration: configuration, logger: logger)
     let dispatcher = configuration.webhookWorkers > 0 ? WebhookDispatcher(

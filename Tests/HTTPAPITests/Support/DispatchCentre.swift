@@ -23,8 +23,8 @@ final class DispatchCentre: Sendable {
     var dispatches: [DispatchCentreSimulator.Dispatch] { simulator.dispatches }
 
     /// Listens until the returned task is cancelled.
-    func start() -> Task<Void, any Error> {
-        Task { try await simulator.run(host: "127.0.0.1", port: port, logger: TestPostgres.logger) }
+    func start() -> LocalServer {
+        LocalServer(simulator.application(host: "127.0.0.1", port: port, logger: TestPostgres.logger))
     }
 
     /// Points a server at this centre, with contacts' webhooks allowed on loopback.

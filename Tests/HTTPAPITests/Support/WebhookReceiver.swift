@@ -59,7 +59,7 @@ final class WebhookReceiver: Sendable {
     }
 
     /// Listens until the returned task is cancelled.
-    func start() -> Task<Void, any Error> {
+    func start() -> LocalServer {
         if let fd = reservation.withLock({ value in defer { value = nil }; return value }) { close(fd) }
         let router = Router()
         router.post("hooks/data4help") { request, _ -> Response in
@@ -78,7 +78,7 @@ final class WebhookReceiver: Sendable {
             return Response(status: status)
         }
         let app = Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: port)))
-        return Task { try await app.runService(gracefulShutdownSignals: []) }
+        return LocalServer(app)
     }
 
     /// Waits until `condition` holds for what has been received.

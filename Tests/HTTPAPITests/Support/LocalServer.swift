@@ -1,0 +1,24 @@
+import DatabaseTestSupport
+import Logging
+import ServiceLifecycle
+
+/// A test's own HTTP server (a webhook receiver, the dispatch centre) running until `cancel()`,
+/// which shuts it down **gracefully**.
+///
+/// Cancelling the serving task instead can trap in a debug build: a connection accepted at that
+/// moment is dropped before it is served, and NIO's writer asserts ("Deinited NIOAsyncWriter
+/// without calling finish()", apple/swift-nio#3481; NIO's advice is a graceful shutdown). Seen
+/// here once, under load, ending the whole test process while a server under test kept
+/// retrying its calls to a centre that was being stopped.
+final class LocalServer: Sendable {
+    private let group: ServiceGroup
+
+    init(_ service: some Service) {
+        group = ServiceGroup(configuration: .init(services: [service], logger: TestPostgres.logger))
+        Task { [group] in try? await group.run() }
+    }
+
+    func cancel() {
+        Task { [group] in await group.triggerGracefulShutdown() }
+    }
+}
