@@ -55,7 +55,7 @@ struct ReadReplicaTests {
             try await onPrimary.whileRunning { try await onReplica.whileRunning {
                 try await PopulationSeeder(database: onPrimary).seed(individuals: 300, days: 40, tag: "early")
                 try await Self.waitUntilReplayed(primary: onPrimary, replica: onReplica)
-                let (party, _) = try await api.thirdPartySession()
+                let (party, _) = try await Self.step("sign up a party") { try await api.thirdPartySession() }
 
                 // Replay paused: what the primary gains now is not on the replica.
                 _ = try await onReplica.query("SELECT pg_wal_replay_pause()")
@@ -64,33 +64,44 @@ struct ReadReplicaTests {
                 }
                 try await PopulationSeeder(database: onPrimary).seed(individuals: 300, days: 40, tag: "late")
                 let before = replicaLog(Self.aggregateMark)
-                let counted = try await Self.count(api, party: party, daysBack: 29)
+                let counted = try await Self.step("count on the paused replica") { try await Self.count(api, party: party, daysBack: 29) }
                 #expect((250...350).contains(counted), "counted \(counted): the replica, paused, holds 300 people")
                 #expect(replicaLog(Self.aggregateMark) > before, "the group query ran on the replica")
 
                 // An export while the replica lags reads the primary, and so holds the upload.
-                let (person, _) = try await api.individualSession()
-                let upload = try await api.send(.post, "/api/users/data", token: person, json: ["items": [
+                let (person, _) = try await Self.step("sign up a person") { try await api.individualSession() }
+                let upload = try await Self.step("upload") { try await api.send(.post, "/api/users/data", token: person, json: ["items": [
                     ["type": "heartRate", "value": 61, "unit": "bpm", "start": "2026-11-01T08:00:00Z"] as JSONObject,
-                ]])
+                ]]) }
                 #expect(upload.json["accepted"] as? Int == 1)
                 let exportsBefore = replicaLog(Self.exportMark)
-                #expect(try await Self.exportedSamples(api, token: person) == 1)
+                #expect(try await Self.step("export while the replica lags") { try await Self.exportedSamples(api, token: person) } == 1)
                 #expect(replicaLog(Self.exportMark) == exportsBefore, "a lagging replica serves no export")
 
                 // Caught up: the next export reads from the replica, and still holds everything.
                 _ = try await onReplica.query("SELECT pg_wal_replay_resume()")
                 try await Self.waitUntilReplayed(primary: onPrimary, replica: onReplica)
-                #expect(try await Self.exportedSamples(api, token: person) == 1)
+                #expect(try await Self.step("export from the caught-up replica") { try await Self.exportedSamples(api, token: person) } == 1)
                 #expect(replicaLog(Self.exportMark) > exportsBefore, "a caught-up replica serves the export")
             } }
 
             // The replica gone: aggregates are answered by the primary, which counts everyone —
             // at once, not after a dead replica's timeouts (the client gives up after 30 s).
             try await replica.stop(immediately: true)
-            let (party, _) = try await api.thirdPartySession()
-            let counted = try await Self.count(api, party: party, daysBack: 28)
+            let (party, _) = try await Self.step("sign up a party after the replica stopped") { try await api.thirdPartySession() }
+            let counted = try await Self.step("count with the replica stopped") { try await Self.count(api, party: party, daysBack: 28) }
             #expect((550...650).contains(counted), "counted \(counted): the primary holds 600 people")
+        }
+    }
+
+    /// Runs one step of the test, naming it if it throws: a request that timed out (seen twice on
+    /// a loaded machine, cause not yet found) then says which one it was.
+    static func step<T>(_ name: String, _ body: () async throws -> T) async throws -> T {
+        do {
+            return try await body()
+        } catch {
+            Issue.record("step '\(name)' failed: \(error)")
+            throw error
         }
     }
 
