@@ -1,3 +1,5 @@
+// The server's child channel and the two handlers it adds after the HTTP request decoder:
+// answers for requests the parser refuses, and hang-up of event streams whose client left.
 import Foundation
 import HummingbirdCore
 import Logging
