@@ -50,7 +50,7 @@ struct ExportAndErasureTests {
             let login = try await api.send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password])
             #expect(login.status == .unauthorized)
             // The email and fiscal code are free again.
-            #expect(try await api.send(.post, "/api/users/registration", json: account).status == .created)
+            #expect(try await api.registerAndConfirm(surface: "users", account).status == .created)
         }
     }
 }

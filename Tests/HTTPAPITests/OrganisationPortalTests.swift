@@ -56,8 +56,15 @@ struct OrganisationPortalTests {
         let created = try await browser.send(.post, "/portal/signup", form: [
             ("csrf", try PortalBrowser.csrf(page)), ("name", name), ("email", email), ("password", "correct horse battery staple"),
         ])
-        #expect(created.status == .seeOther && created.headers[.location] == "/portal")
-        let cookie = try #require(created.headers[values: .setCookie].first { $0.hasPrefix("d4h_portal=") })
+        #expect(created.status == .ok && PortalBrowser.html(created).contains("Check your e-mail"))
+        #expect(created.headers[values: .setCookie].first { $0.hasPrefix("d4h_portal=") } == nil)
+        // The link in the message opens a page with a button; only the button's POST confirms.
+        let token = try await Mailbox.confirmationToken(for: email)
+        let confirmPage = try await browser.send(.get, "/portal/confirm?token=\(token)")
+        #expect(confirmPage.status == .ok && PortalBrowser.html(confirmPage).contains(token))
+        let confirmed = try await browser.send(.post, "/portal/confirm", form: [("csrf", try PortalBrowser.csrf(confirmPage)), ("token", token)])
+        #expect(confirmed.status == .seeOther && confirmed.headers[.location] == "/portal")
+        let cookie = try #require(confirmed.headers[values: .setCookie].first { $0.hasPrefix("d4h_portal=") })
         #expect(cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax") && cookie.contains("Path=/portal"))
         return email
     }

@@ -31,6 +31,17 @@ struct PortalBrowserTests {
         }
     }
 
+    /// Signs an organisation up as a person does: the form, the "check your e-mail" page, the link
+    /// from the mailbox, its confirm button; ends signed in on `/portal`.
+    static func signUp(_ session: DevToolsSession, name: String, email: String) async throws {
+        try await submit(session, "/portal/signup", fields: [("name", name), ("email", email), ("password", "correct horse battery staple")])
+        try await text(session, at: "/portal/signup", of: "#check-title") { $0 == "Check your e-mail" }
+        let token = try await Mailbox.confirmationToken(for: email)
+        try await go(session, "/portal/confirm?token=\(token)")
+        try await text(session, at: "/portal/confirm", of: "h1")
+        try await submit(session, "/portal/confirm")
+    }
+
     static func go(_ session: DevToolsSession, _ path: String) async throws {
         try await session.navigate(to: path)
     }
@@ -85,9 +96,7 @@ struct PortalBrowserTests {
             // The organisation signs up, creates a key and asks for the individual's heart rate.
             try await organisation.withPage("\(base)/portal/signup") { session in
                 try await Self.text(session, at: "/portal/signup", of: "h1")
-                try await Self.submit(session, "/portal/signup", fields: [
-                    ("name", "Cardio Lab"), ("email", "lab-\(UUID().uuidString.prefix(6).lowercased())@cardio.example"), ("password", "correct horse battery staple"),
-                ])
+                try await Self.signUp(session, name: "Cardio Lab", email: "lab-\(UUID().uuidString.prefix(6).lowercased())@cardio.example")
                 try await Self.text(session, at: "/portal", of: "header form span") { $0 == "Cardio Lab" }
                 try await Self.go(session, "/portal/keys")
                 try await Self.text(session, at: "/portal/keys", of: "h1")
@@ -162,9 +171,7 @@ struct PortalBrowserTests {
                 try await Self.text(session, at: "/portal/login", of: "h1") { $0 == "Sign in" }
                 try await Self.go(session, "/portal/signup")
                 try await Self.text(session, at: "/portal/signup", of: "h1")
-                try await Self.submit(session, "/portal/signup", fields: [
-                    ("name", "Other Lab"), ("email", "other-\(UUID().uuidString.prefix(6).lowercased())@lab.example"), ("password", "correct horse battery staple"),
-                ])
+                try await Self.signUp(session, name: "Other Lab", email: "other-\(UUID().uuidString.prefix(6).lowercased())@lab.example")
                 try await Self.text(session, at: "/portal", of: "header form span") { $0 == "Other Lab" }
                 try await Self.go(session, "/portal/keys")
                 try await Self.text(session, at: "/portal/keys", of: "#main p:last-of-type") { $0 == "No keys yet." }

@@ -8,7 +8,7 @@ struct SessionTests {
     @Test func loginWithJSONOrBasicIssuesAWorkingToken() async throws {
         try await TestServer.run { api in
             let account = Fixtures.individual()
-            _ = try await api.send(.post, "/api/users/registration", json: account)
+            try await api.registerAndConfirm(surface: "users", account)
             let json = try await api.send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password])
             #expect(json.status == .ok)
             #expect(json.string("token")?.hasPrefix("d4ht_") == true)

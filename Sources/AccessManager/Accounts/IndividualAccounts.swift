@@ -14,7 +14,9 @@ package struct IndividualAccounts: Sendable {
         self.throttle = LoginThrottle(database: database, limits: throttle)
     }
 
-    /// Creates the account; `AccountError.alreadyRegistered` when the email or fiscal code is taken.
+    /// Creates the account at once, without an e-mail confirmation: for operators (`seed --demo`).
+    /// People register through `RegistrationService`. `AccountError.alreadyRegistered` when the
+    /// email or fiscal code is taken.
     package func register(_ registration: IndividualRegistration) async throws -> IndividualRecord {
         let passwordHash = try await hasher.hash(registration.password)
         do {

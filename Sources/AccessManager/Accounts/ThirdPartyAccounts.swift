@@ -23,7 +23,9 @@ package struct ThirdPartyAccounts: Sendable {
         self.hasher = hasher
     }
 
-    /// Creates the organisation's account; `AccountError.alreadyRegistered` when the email is taken.
+    /// Creates the organisation's account at once, without an e-mail confirmation: for operators
+    /// (`seed --demo`). Organisations register through `RegistrationService`.
+    /// `AccountError.alreadyRegistered` when the email is taken.
     package func register(_ registration: ThirdPartyRegistration) async throws -> ThirdPartyRecord {
         let passwordHash = try await hasher.hash(registration.password)
         do {

@@ -5,10 +5,13 @@ import ServiceLifecycle
 
 /// Deletes login tokens that expired or were revoked more than a week ago, once an hour, so that
 /// `access_tokens` holds live tokens and recent history rather than every login ever made; and
-/// sign-in failure windows over for a day.
+/// sign-in failure windows over for a day; registrations that expired unconfirmed (they hold
+/// personal data nobody confirmed) and records of outbound mail older than a month.
 package struct TokenJanitor: Service {
     let tokens: AccessTokenStore
     let loginFailures: LoginFailureStore
+    let registrations: RegistrationStore
+    let mail: OutboundMailStore
     let logger: Logger
     /// How long ended tokens stay listed in the table (for audit and support questions).
     package var retention: Duration = .seconds(7 * 24 * 3600)
@@ -17,6 +20,8 @@ package struct TokenJanitor: Service {
     package init(database: Database, logger: Logger) {
         self.tokens = AccessTokenStore(database: database)
         self.loginFailures = LoginFailureStore(database: database)
+        self.registrations = RegistrationStore(database: database)
+        self.mail = OutboundMailStore(database: database)
         self.logger = logger
     }
 
@@ -31,6 +36,8 @@ package struct TokenJanitor: Service {
             let removed = try await tokens.purge(endedBefore: cutoff)
             if removed > 0 { logger.info("purged ended login tokens", metadata: ["tokens.removed": "\(removed)"]) }
             _ = try await loginFailures.purge(startedBefore: Date().addingTimeInterval(-86_400))
+            _ = try await registrations.purgeExpired()
+            _ = try await mail.purge(createdBefore: Date().addingTimeInterval(-30 * 86_400))
         } catch {
             logger.warning("token purge failed; will retry", metadata: ["error.type": "\(type(of: error))"])
         }

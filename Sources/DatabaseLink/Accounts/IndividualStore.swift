@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 /// The `individuals` table.
@@ -23,12 +24,17 @@ package struct IndividualStore: Sendable {
 
     /// Inserts the account. A taken email or fiscal code throws `DatabaseFailure.uniqueViolation`.
     package func insert(_ individual: NewIndividual) async throws -> IndividualRecord {
-        let rows = try await database.query("""
+        try await database.withConnection { try await Self.insert(individual, on: $0, logger: database.logger) }
+    }
+
+    /// Inserts the account on a connection inside a caller's transaction (a confirmed registration).
+    static func insert(_ individual: NewIndividual, on connection: LeasedConnection, logger: Logger) async throws -> IndividualRecord {
+        let rows = try await connection.query("""
             INSERT INTO individuals (email, password_hash, fiscal_code, full_name, birth_date, sex, home_area)
             VALUES (\(individual.email), \(individual.passwordHash), \(individual.fiscalCode), \(individual.fullName),
                     \(individual.birthDate)::date, \(individual.sex), \(individual.homeArea))
             RETURNING \(unescaped: Self.columns)
-            """)
+            """, logger: logger).collect()
         return try Self.record(rows[0].decode(Row.self))
     }
 

@@ -90,7 +90,34 @@ package struct AppConfiguration: Sendable {
     /// event (the most an update waits to be batched with others; 0 sends each at once).
     package var liveUpdateInterval = Duration.milliseconds(50)
 
+    /// `PUBLIC_BASE_URL`: the address people reach this server at (links in e-mails); by default
+    /// `http://HOST:PORT`.
+    package var publicBaseURL: String?
+    /// `MAIL_SMTP_URL`: `smtp://host:port` of the relay that sends e-mail (registration links and
+    /// notices). Unset: messages are written as `.eml` files into `MAIL_PICKUP_DIR` instead.
+    package var mailRelay: MailRelay?
+    /// `MAIL_PICKUP_DIR`: where messages go when there is no relay (default `DATA_DIR/mail`).
+    package var mailPickupDirectory: String?
+    /// `MAIL_FROM`: the sender address of every message (required with `MAIL_SMTP_URL`).
+    package var mailSender = "no-reply@data4help.invalid"
+    /// How long a registration's confirmation link works (not an environment setting).
+    package var registrationLifetime = Duration.seconds(24 * 3600)
+
+    /// An SMTP relay's address.
+    package struct MailRelay: Sendable, Equatable {
+        package var host: String
+        package var port: Int
+    }
+
     package init() {}
+
+    /// The registration settings these values make.
+    package var registrationSettings: RegistrationService.Settings {
+        var settings = RegistrationService.Settings()
+        settings.publicBaseURL = publicBaseURL ?? "http://\(host == "0.0.0.0" ? "localhost" : host):\(port)"
+        settings.lifetime = registrationLifetime
+        return settings
+    }
 
     /// The webhook delivery settings these values make.
     package var webhookSettings: WebhookDeliverySettings {
@@ -199,6 +226,27 @@ package struct AppConfiguration: Sendable {
         sosDispatchTimeout = .seconds(try Self.integer(
             reader, "sos.dispatch.timeout.seconds", env: "SOS_DISPATCH_TIMEOUT_SECONDS", default: 2, range: 1...4
         ))
+        if let value = reader.string(forKey: "public.base.url"), !value.isEmpty {
+            guard let url = URL(string: value), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.query == nil else {
+                throw ConfigurationError("PUBLIC_BASE_URL must be an http(s) URL without a query, like https://data4help.example")
+            }
+            publicBaseURL = value.hasSuffix("/") ? String(value.dropLast()) : value
+        }
+        if let value = reader.string(forKey: "mail.smtp.url"), !value.isEmpty {
+            guard let url = URL(string: value), url.scheme == "smtp", let host = url.host, !host.isEmpty, url.user == nil else {
+                throw ConfigurationError("MAIL_SMTP_URL must be smtp://host:port (a relay on the private network; no credentials)")
+            }
+            mailRelay = MailRelay(host: host, port: url.port ?? 25)
+            guard let sender = reader.string(forKey: "mail.from"), !sender.isEmpty else {
+                throw ConfigurationError("MAIL_FROM is required when MAIL_SMTP_URL is set")
+            }
+            mailSender = sender
+        }
+        if let value = reader.string(forKey: "mail.from"), !value.isEmpty {
+            guard let address = try? EmailAddress(parsing: value) else { throw ConfigurationError("MAIL_FROM must be an e-mail address") }
+            mailSender = address.value
+        }
+        if let value = reader.string(forKey: "mail.pickup.dir"), !value.isEmpty { mailPickupDirectory = value }
         if let value = reader.string(forKey: "migrations.dir") { migrationsDirectory = value }
         if let value = reader.string(forKey: "openapi.path") { openAPIPath = value }
         if let value = reader.string(forKey: "pages.dir") { pagesDirectory = value }

@@ -72,6 +72,10 @@ package func buildApplication(
             schemaReady: components.schemaReady, logger: logger
         ),
     ]
+    services.append(MailDispatcher(
+        database: database, transport: mailTransport(configuration, logger: logger), sender: configuration.mailSender,
+        queued: components.mailQueued, schemaReady: components.schemaReady, logger: logger
+    ))
     if let replica { services.append(replica) }
     if let dispatcher { services.append(dispatcher) }
 
@@ -111,12 +115,26 @@ package func buildApplication(
     return app
 }
 
+/// Where e-mail goes: the SMTP relay when one is set, else `.eml` files in a pickup directory.
+private func mailTransport(_ configuration: AppConfiguration, logger: Logger) -> any MailTransport {
+    if let relay = configuration.mailRelay {
+        return SMTPTransport(host: relay.host, port: relay.port, heloName: URL(string: configuration.registrationSettings.publicBaseURL)?.host ?? "localhost")
+    }
+    let directory = configuration.mailPickupDirectory ?? URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("mail").path
+    logger.notice("MAIL_SMTP_URL is not set: e-mail is written to a pickup directory, not sent", metadata: ["mail.directory": "\(directory)"])
+    return PickupDirectoryTransport(directory: URL(fileURLWithPath: directory))
+}
+
 /// The logic-tier components, built once per application over one connection pool.
 struct Components {
     let authenticator: Authenticator
     let sessions: SessionService
     let individuals: IndividualAccounts
     let thirdParties: ThirdPartyAccounts
+    /// Registration of both kinds of account, confirmed by e-mail.
+    let registrations: RegistrationService
+    /// Bumped when a message is queued, so that this instance's `MailDispatcher` sends it at once.
+    let mailQueued = ChangeSignal()
     let apiKeys: APIKeyService
     let partitions: PartitionMaintainer
     let storedData: StoredDataEvents
@@ -157,6 +175,7 @@ struct Components {
         sessions = SessionService(database: database, hasher: hasher, tokenLifetime: configuration.tokenLifetime, throttle: configuration.loginThrottle)
         individuals = IndividualAccounts(database: database, hasher: hasher, throttle: configuration.loginThrottle)
         thirdParties = ThirdPartyAccounts(database: database, hasher: hasher)
+        registrations = RegistrationService(database: database, hasher: hasher, settings: configuration.registrationSettings, mailQueued: mailQueued)
         apiKeys = APIKeyService(database: database)
         partitions = PartitionMaintainer(database: database)
         storedData = StoredDataEvents()
@@ -224,7 +243,7 @@ func buildRouter(
 
     // /api/users — individuals.
     let users = router.group("api/users")
-    let userAccounts = UserAccountController(accounts: components.individuals, body: body)
+    let userAccounts = UserAccountController(accounts: components.individuals, registrations: components.registrations, body: body)
     let userSessions = SessionController<IndividualRequestContext>(sessions: components.sessions, body: body)
     userAccounts.addRegistration(to: users)
     userSessions.addLogin(to: users)
@@ -248,7 +267,7 @@ func buildRouter(
 
     // /api/thirdparties — organisations (tenants).
     let thirdParties = router.group("api/thirdparties")
-    let partyAccounts = ThirdPartyAccountController(accounts: components.thirdParties, body: body)
+    let partyAccounts = ThirdPartyAccountController(accounts: components.thirdParties, registrations: components.registrations, body: body)
     let partySessions = SessionController<ThirdPartyRequestContext>(sessions: components.sessions, body: body)
     partyAccounts.addRegistration(to: thirdParties)
     partySessions.addLogin(to: thirdParties)

@@ -44,6 +44,28 @@ struct PortalSite {
                                            values: values.merging(headerValues) { $1 }.merging(["email": form["email"] ?? ""]) { $1 }, status: status)
             }
         }
+        // The link in a confirmation message opens a page with a button: confirming is a POST, so a
+        // mail scanner that fetches every link creates nothing.
+        open.get("confirm") { request, _ in
+            pages.anonymousPage("portal-confirm", title: "Confirm your account", request: request,
+                                values: headerValues.merging(["token": request.uri.queryParameters.get("token") ?? ""]) { $1 })
+        }
+        open.post("confirm") { request, context in
+            var request = request
+            let form = try await PortalForm(&request, limit: maxBodyBytes)
+            try PortalPages.checkAnonymousCSRF(form, request)
+            do {
+                let token = try ConfirmationBody(token: form["token"]).validated()
+                let account: AccountReference = surface == .thirdParty
+                    ? .thirdParty(try await components.registrations.confirmThirdParty(token: token).id)
+                    : .individual(try await components.registrations.confirmIndividual(token: token).id)
+                return signedIn(try await components.sessions.issue(for: account), request: request)
+            } catch {
+                let (values, status) = PortalPages.errorValues(error, logger: context.logger)
+                return pages.anonymousPage("portal-confirm", title: "Confirm your account", request: request,
+                                           values: values.merging(headerValues) { $1 }.merging(["token": form["token"] ?? ""]) { $1 }, status: status)
+            }
+        }
         let session = open.group()
             .add(middleware: WebSessionMiddleware(authenticator: components.authenticator, surface: surface, maxBodyBytes: maxBodyBytes))
             .add(middleware: RateLimitMiddleware(limiter: rateLimiter))
@@ -116,8 +138,9 @@ struct OrganisationPortal {
             let form = try await PortalForm(&request, limit: site.maxBodyBytes)
             try PortalPages.checkAnonymousCSRF(form, request)
             do {
-                let record = try await site.components.thirdParties.register(try form.decode(ThirdPartyRegistrationBody.self).validated())
-                return site.signedIn(try await site.components.sessions.issue(for: .thirdParty(record.id)), request: request)
+                let receipt = try await site.components.registrations.register(try form.decode(ThirdPartyRegistrationBody.self).validated())
+                return site.pages.anonymousPage("portal-check-email", title: "Check your e-mail", request: request,
+                                                values: site.headerValues.merging(["email": receipt.email]) { $1 })
             } catch {
                 let (values, status) = PortalPages.errorValues(error, logger: context.logger)
                 return site.pages.anonymousPage("portal-signup", title: "Sign up", request: request,

@@ -218,8 +218,10 @@ enum ErrorMapping {
         case .alreadyRegistered:
             Problem(
                 .conflict, slug: "already-registered", title: "Already registered",
-                detail: "An account with this email address or fiscal code already exists."
+                detail: "An account with this email address or fiscal code was created after this registration was made."
             )
+        case .confirmationUnknown:
+            .invalidField("token", "is unknown, already used or expired: register again for a new link")
         case .emailInUse:
             Problem(
                 .conflict, slug: "email-in-use", title: "Email address in use",

@@ -7,13 +7,19 @@ import Logging
 /// `/api/thirdparties`: an organisation's registration and profile.
 struct ThirdPartyAccountController {
     let accounts: ThirdPartyAccounts
+    let registrations: RegistrationService
     let body: JSONBody
 
-    /// `POST registration` (public).
+    /// `POST registration` (public): 202 and a message to the address, as for individuals;
+    /// `POST registration/confirmation` with the mailed token: 201, the organisation's account.
     func addRegistration(to group: RouterGroup<AppRequestContext>) {
-        group.post("registration") { request, context -> EditedResponse<ThirdPartyProfileBody> in
+        group.post("registration") { request, context -> EditedResponse<RegistrationReceiptBody> in
             let form = try await body.decode(ThirdPartyRegistrationBody.self, from: request, context: context)
-            let record = try await accounts.register(form.validated())
+            return EditedResponse(status: .accepted, response: RegistrationReceiptBody(try await registrations.register(form.validated())))
+        }
+        group.post("registration/confirmation") { request, context -> EditedResponse<ThirdPartyProfileBody> in
+            let token = try await body.decode(ConfirmationBody.self, from: request, context: context).validated()
+            let record = try await registrations.confirmThirdParty(token: token)
             return EditedResponse(status: .created, headers: [.location: "/api/thirdparties/me"], response: ThirdPartyProfileBody(record))
         }
     }

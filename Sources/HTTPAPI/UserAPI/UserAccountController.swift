@@ -7,13 +7,19 @@ import Logging
 /// `/api/users`: an individual's registration, profile and settings.
 struct UserAccountController {
     let accounts: IndividualAccounts
+    let registrations: RegistrationService
     let body: JSONBody
 
-    /// `POST registration` (public).
+    /// `POST registration` (public): 202 and a message to the address, the same answer whatever
+    /// is already registered; `POST registration/confirmation` with the mailed token: 201, the account.
     func addRegistration(to group: RouterGroup<AppRequestContext>) {
-        group.post("registration") { request, context -> EditedResponse<IndividualProfileBody> in
+        group.post("registration") { request, context -> EditedResponse<RegistrationReceiptBody> in
             let form = try await body.decode(IndividualRegistrationBody.self, from: request, context: context)
-            let record = try await accounts.register(form.validated())
+            return EditedResponse(status: .accepted, response: RegistrationReceiptBody(try await registrations.register(form.validated())))
+        }
+        group.post("registration/confirmation") { request, context -> EditedResponse<IndividualProfileBody> in
+            let token = try await body.decode(ConfirmationBody.self, from: request, context: context).validated()
+            let record = try await registrations.confirmIndividual(token: token)
             return EditedResponse(status: .created, headers: [.location: "/api/users/me"], response: IndividualProfileBody(record))
         }
     }

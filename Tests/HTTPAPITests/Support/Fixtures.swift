@@ -37,20 +37,33 @@ enum Fixtures {
 }
 
 extension APISending {
-    /// Registers an individual and logs in; returns the login token and the registration body.
+    /// Registers an individual as a person would — the registration, the link from the mailbox,
+    /// the confirmation — and logs in; returns the login token and the registration body.
     func individualSession(_ overrides: [String: any Sendable] = [:]) async throws -> (token: String, account: [String: any Sendable]) {
         let account = Fixtures.individual(overrides)
-        let registered = try await send(.post, "/api/users/registration", json: account)
-        precondition(registered.status == .created, "registration failed: \(registered.status)")
+        try await registerAndConfirm(surface: "users", account)
         let login = try await send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password])
         return (login.string("token") ?? "", account)
+    }
+
+    /// `POST /api/{surface}/registration`, then the confirmation with the token mailed to the
+    /// account's address; returns the confirmation's reply (201 and the account).
+    @discardableResult
+    func registerAndConfirm(surface: String, _ account: [String: any Sendable]) async throws -> APIClient.Reply {
+        let email = account["email"] as! String
+        let earlier = Mailbox.messages(to: email).count   // an address registered again (after an erasure)
+        let registered = try await send(.post, "/api/\(surface)/registration", json: account)
+        precondition(registered.status == .accepted, "registration failed: \(registered.status)")
+        let token = try await Mailbox.confirmationToken(for: email, after: earlier)
+        let confirmed = try await send(.post, "/api/\(surface)/registration/confirmation", json: ["token": token])
+        precondition(confirmed.status == .created, "confirmation failed: \(confirmed.status)")
+        return confirmed
     }
 
     /// Registers a third party and logs in; returns the login token and the registration body.
     func thirdPartySession() async throws -> (token: String, account: [String: any Sendable]) {
         let account = Fixtures.thirdParty()
-        let registered = try await send(.post, "/api/thirdparties/registration", json: account)
-        precondition(registered.status == .created, "registration failed: \(registered.status)")
+        try await registerAndConfirm(surface: "thirdparties", account)
         let login = try await send(.post, "/api/thirdparties/login", json: ["email": account["email"]!, "password": Fixtures.password])
         return (login.string("token") ?? "", account)
     }

@@ -30,6 +30,7 @@ enum ServerProcess {
             "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
             "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
             "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,
+            "MAIL_PICKUP_DIR": Mailbox.directory.path,
         ].merging(extra) { $1 }
         process.standardInput = FileHandle.nullDevice
         process.standardOutput = FileHandle.nullDevice

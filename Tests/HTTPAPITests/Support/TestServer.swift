@@ -34,6 +34,7 @@ enum TestServer {
         configuration.migrationsDirectory = TestPostgres.migrationsDirectory.path
         configuration.openAPIPath = TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path
         configuration.pagesDirectory = TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path
+        configuration.mailPickupDirectory = Mailbox.directory.path
         configure(&configuration)
         let app = try buildApplication(
             configuration: configuration, databaseURL: databaseURL, metrics: metrics, logger: TestPostgres.logger
