@@ -1,3 +1,4 @@
+import AccessManager
 import Foundation
 import HTTPAPI
 import HTTPTypes

@@ -1,3 +1,4 @@
+import AccessManager
 import ArgumentParser
 import AsyncHTTPClient
 import DatabaseLink
@@ -19,6 +20,8 @@ struct BenchServer: Sendable {
     var ports: [Int] { bases.map { Int($0.split(separator: ":").last ?? "") ?? 0 } }
     let databaseURL: DatabaseURL
     let client: HTTPClient
+    /// Where the instances write their e-mail (registration links), read as a mailbox.
+    let mailbox: PickupMailbox
     let logger: Logger
 
     /// `instances` servers share the one database (each with its own port).
@@ -38,7 +41,11 @@ struct BenchServer: Sendable {
         let cluster = try await EmbeddedPostgres.start(.init(directory: directory.appendingPathComponent("pg")), logger: logger)
         do {
             let url = try await cluster.database(named: "bench", logger: logger)
-            try await serve(databaseURL: url, instances: instances, clientConnections: clientConnections, configure: configure, logger: logger, body)
+            let mailbox = PickupMailbox(directory: directory.appendingPathComponent("mail"))
+            try await serve(
+                databaseURL: url, mailbox: mailbox, instances: instances, clientConnections: clientConnections, configure: configure,
+                logger: logger, body
+            )
             try await cluster.stop()
         } catch {
             try? await cluster.stop()
@@ -47,7 +54,7 @@ struct BenchServer: Sendable {
     }
 
     private static func serve(
-        databaseURL: DatabaseURL, instances: Int, clientConnections: Int, configure: (inout AppConfiguration) -> Void, logger: Logger,
+        databaseURL: DatabaseURL, mailbox: PickupMailbox, instances: Int, clientConnections: Int, configure: (inout AppConfiguration) -> Void, logger: Logger,
         _ body: (BenchServer) async throws -> Void
     ) async throws {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
@@ -56,6 +63,7 @@ struct BenchServer: Sendable {
             var configuration = AppConfiguration()
             configuration.port = try freeLoopbackPort()
             configuration.logLevel = .warning
+            configuration.mailPickupDirectory = mailbox.directory.path
             configure(&configuration)
             let app = try buildApplication(configuration: configuration, databaseURL: databaseURL, metrics: PrometheusCollectorRegistry(), logger: logger)
             services.append(.init(service: app))
@@ -65,7 +73,7 @@ struct BenchServer: Sendable {
         var clientConfiguration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(120)))
         clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = clientConnections
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: clientConfiguration)
-        let server = BenchServer(bases: bases, databaseURL: databaseURL, client: client, logger: logger)
+        let server = BenchServer(bases: bases, databaseURL: databaseURL, client: client, mailbox: mailbox, logger: logger)
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
                 do {
@@ -118,21 +126,29 @@ struct BenchServer: Sendable {
         return (response.status, object ?? [:])
     }
 
-    /// Registers bench individual `index` and returns a login token.
+    /// Registers bench individual `index` (confirming with the mailed link) and returns a login token.
     func individualSession(_ index: Int) async throws -> String {
         let password = "bench password \(index)"
         try await send(.POST, "/api/users/registration", json: """
             {"email":"bench\(index)@bench.example","password":"\(password)","fiscalCode":"\(Self.fiscalCode(index))",
              "fullName":"Bench \(index)","birthDate":"1950-01-01","sex":"other","homeArea":"IT-MI"}
             """)
+        try await confirm("/api/users/registration/confirmation", email: "bench\(index)@bench.example")
         return try await login("/api/users/login", email: "bench\(index)@bench.example", password: password)
     }
 
-    /// Registers bench organisation `index` and returns a login token.
+    /// Registers bench organisation `index` (confirming with the mailed link) and returns a login token.
     func thirdPartySession(_ index: Int) async throws -> String {
         let password = "bench password \(index)"
         try await send(.POST, "/api/thirdparties/registration", json: #"{"name":"Bench Org \#(index)","email":"org\#(index)@bench.example","password":"\#(password)"}"#)
+        try await confirm("/api/thirdparties/registration/confirmation", email: "org\(index)@bench.example")
         return try await login("/api/thirdparties/login", email: "org\(index)@bench.example", password: password)
+    }
+
+    private func confirm(_ path: String, email: String) async throws {
+        guard let token = try await mailbox.confirmationToken(for: email) else { throw ValidationError("no confirmation message to \(email)") }
+        let (status, _) = try await send(.POST, path, json: #"{"token":"\#(token)"}"#)
+        guard status == .created else { throw ValidationError("confirmation of \(email) answered \(status)") }
     }
 
     static func fiscalCode(_ index: Int) -> String { "BENCH\(100_000 + index)" }
