@@ -18,6 +18,32 @@ struct IndividualPortalTests {
         return browser
     }
 
+    /// The link an individual's confirmation message holds: a page with a button (opening it
+    /// creates nothing), whose POST creates the account and signs in; the link works once.
+    @Test func theMailedLinkOpensAPageWhoseButtonCreatesTheAccountOnce() async throws {
+        try await TestServer.run { api in
+            let account = Fixtures.individual()
+            let email = try #require(account["email"] as? String)
+            #expect(try await api.send(.post, "/api/users/registration", json: account).status == .accepted)
+            let token = try await Mailbox.confirmationToken(for: email)
+            var browser = PortalBrowser(api)
+            let page = try await browser.send(.get, "/me/confirm?token=\(token)")
+            #expect(page.status == .ok && PortalBrowser.html(page).contains(token))
+            let notYet = try await api.send(.post, "/api/users/login", json: ["email": email, "password": Fixtures.password])
+            #expect(notYet.status == .unauthorized)
+            let confirmed = try await browser.send(.post, "/me/confirm", form: [("csrf", try PortalBrowser.csrf(page)), ("token", token)])
+            #expect(confirmed.status == .seeOther && confirmed.headers[.location] == "/me")
+            #expect(confirmed.headers[values: .setCookie].contains { $0.hasPrefix("d4h_me=") })
+            #expect(try await browser.send(.get, "/me").status == .ok)
+
+            var other = PortalBrowser(api)
+            let again = try await other.send(.get, "/me/confirm?token=\(token)")
+            let refused = try await other.send(.post, "/me/confirm", form: [("csrf", try PortalBrowser.csrf(again)), ("token", token)])
+            #expect(refused.status == .unprocessableContent)
+            #expect(PortalBrowser.html(refused).contains("This link is unknown, already used or expired"))
+        }
+    }
+
     @Test func acceptWithNarrowingDenyRevokeBlockAndTheAccessLog() async throws {
         try await TestServer.run { api in
             let (person, account) = try await api.individualSession()
