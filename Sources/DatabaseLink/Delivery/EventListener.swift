@@ -2,31 +2,36 @@ import Logging
 import PostgresNIO
 import ServiceLifecycle
 
-/// Listens on a PostgreSQL channel (`data4help_events` for the webhook outbox and streams,
+/// Listens on PostgreSQL channels (`data4help_events` for the webhook outbox and streams,
 /// `data4help_sos` for new incidents, `data4help_runs` for live run updates) and hands every
-/// notification's payload to `handle` (or bumps a `ChangeSignal`). Runs as a service; holds one pooled connection while it runs and reconnects
-/// (after a second) when that connection fails. After every (re)connection it calls `handle`
-/// with nil once, so waiters re-read whatever they may have missed.
+/// notification's payload to its channel's handler (or bumps a `ChangeSignal`).
+///
+/// Runs as a service and holds **one** pooled connection for all its channels (a `LISTEN` per
+/// channel on the same connection): a connection held for listening is one fewer for requests,
+/// and three held ones left a small pool one connection to serve everything else. When the
+/// connection fails it reconnects after a second; after every (re)connection each handler is
+/// called with nil once, so waiters re-read whatever they may have missed.
 package struct EventListener: Service {
     package static let channel = "data4help_events"
     package static let sosChannel = "data4help_sos"
 
+    /// What to do with a channel's notifications.
+    package typealias Handler = @Sendable (String?) -> Void
+
     let database: Database
-    let channel: String
-    let handle: @Sendable (String?) -> Void
+    let handlers: [String: Handler]
     let logger: Logger
 
-    /// Bumps `signal` for every notification (and after every reconnection).
-    package init(database: Database, channel: String = EventListener.channel, signal: ChangeSignal, logger: Logger) {
-        self.init(database: database, channel: channel, logger: logger) { _ in signal.notify() }
+    /// Hands every payload on each channel to its handler (nil after a reconnection).
+    package init(database: Database, handlers: [String: Handler], logger: Logger) {
+        self.database = database
+        self.handlers = handlers
+        self.logger = logger
     }
 
-    /// Hands every payload to `handle` (nil after a reconnection: something may have been missed).
-    package init(database: Database, channel: String, logger: Logger, handle: @escaping @Sendable (String?) -> Void) {
-        self.database = database
-        self.channel = channel
-        self.handle = handle
-        self.logger = logger
+    /// A handler that bumps `signal` for every notification (and after every reconnection).
+    package static func notifying(_ signal: ChangeSignal) -> Handler {
+        { _ in signal.notify() }
     }
 
     package func run() async throws {
@@ -34,16 +39,27 @@ package struct EventListener: Service {
             while !Task.isCancelled {
                 do {
                     try await database.client.withConnection { connection in
-                        try await connection.listen(on: channel) { notifications in
-                            handle(nil)
-                            for try await notification in notifications { handle(notification.payload) }
+                        try await withThrowingTaskGroup(of: Void.self) { group in
+                            for (channel, handle) in handlers {
+                                group.addTask {
+                                    try await connection.listen(on: channel) { notifications in
+                                        handle(nil)
+                                        for try await notification in notifications { handle(notification.payload) }
+                                    }
+                                }
+                            }
+                            // One channel's stream ending means the connection did: listen anew on another.
+                            try await group.next()
+                            group.cancelAll()
                         }
                     }
                 } catch is CancellationError {
                     return
                 } catch {
                     if Task.isCancelled { return }
-                    logger.warning("event listener lost its connection; reconnecting", metadata: ["channel": "\(channel)", "error": "\(String(reflecting: type(of: error)))"])
+                    logger.warning("event listener lost its connection; reconnecting", metadata: [
+                        "channels": "\(handlers.keys.sorted().joined(separator: ","))", "error": "\(String(reflecting: type(of: error)))",
+                    ])
                     try? await Task.sleep(for: .seconds(1))
                 }
             }

@@ -63,9 +63,11 @@ package func buildApplication(
     var services: [any Service] = [
         database.client,
         TokenJanitor(database: database, logger: logger),
-        EventListener(database: database, signal: components.changes, logger: logger),
-        EventListener(database: database, channel: EventListener.sosChannel, signal: components.sosChanges, logger: logger),
-        EventListener(database: database, channel: RunPositionStore.channel, logger: logger) { [hub = components.liveHub] in hub.receive($0) },
+        EventListener(database: database, handlers: [
+            EventListener.channel: EventListener.notifying(components.changes),
+            EventListener.sosChannel: EventListener.notifying(components.sosChanges),
+            RunPositionStore.channel: { [hub = components.liveHub] in hub.receive($0) },
+        ], logger: logger),
         RequestExpiry(database: database, interval: configuration.requestExpirySweep, schemaReady: components.schemaReady, logger: logger),
         AggregateSubscriptionRunner(
             subscriptions: components.aggregateSubscriptions, interval: configuration.aggregateSubscriptionSweep,
