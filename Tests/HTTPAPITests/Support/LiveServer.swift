@@ -1,0 +1,105 @@
+import Hummingbird
+import HummingbirdCore
+import HummingbirdTesting
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// Runs an application on a free port, as HummingbirdTesting's `.live` setup does, with a test
+/// client whose read limit the test chooses.
+///
+/// Why not `app.test(.live)`: its client gives up after a fixed 20 s, below the server's own
+/// `REQUEST_TIMEOUT_SECONDS` (30 s), after which the server answers 503 itself. On a machine
+/// running the whole suite beside a build, a correct answer that took 21 s (a seeded aggregate
+/// query) failed as `.readTimeout`. With the client's limit above the server's, the server's own
+/// promise is what is tested: every request is answered — by its result or by a 503.
+enum LiveServer {
+    static func run<Base: ApplicationProtocol>(
+        _ base: Base, clientTimeout: Duration, _ body: @Sendable (LiveClient) async throws -> Void
+    ) async throws {
+        let app = PortReportingApplication(base: base)
+        let serviceGroup = ServiceGroup(configuration: .init(services: [app], logger: app.logger))
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask {
+                defer { app.port.fulfil(nil) }   // a server that ended before listening wakes the waiter
+                try await serviceGroup.run()
+            }
+            guard let port = await app.port.value() else {
+                try await group.waitForAll()   // the server did not start: its error ends the test
+                return
+            }
+            let client = TestClient(host: "127.0.0.1", port: port, configuration: .init(timeout: clientTimeout))
+            client.connect()
+            do {
+                try await body(LiveClient(client: client, port: port))
+                try await client.shutdown()
+                await serviceGroup.triggerGracefulShutdown()
+            } catch {
+                try? await client.shutdown()
+                await serviceGroup.triggerGracefulShutdown()
+                throw error
+            }
+            try await group.waitForAll()
+        }
+    }
+}
+
+/// The test client of a live server, and the server's port (for WebSocket clients, browsers).
+struct LiveClient: Sendable {
+    let client: TestClient
+    let port: Int?
+
+    func execute(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?) async throws -> TestClient.Response {
+        var headers = headers
+        headers[.connection] = "keep-alive"
+        return try await client.execute(TestClient.Request(uri, method: method, authority: "localhost", headers: headers, body: body))
+    }
+}
+
+/// The application, telling its bound port once the server runs (HummingbirdTesting's
+/// `TestApplication` does the same, but is internal).
+struct PortReportingApplication<Base: ApplicationProtocol>: ApplicationProtocol, Service {
+    typealias Responder = Base.Responder
+    let base: Base
+    let port = PortPromise()
+
+    var responder: Responder { get async throws { try await base.responder } }
+    var server: HTTPServerBuilder { base.server }
+    var eventLoopGroup: any EventLoopGroup { base.eventLoopGroup }
+    var configuration: ApplicationConfiguration { base.configuration }
+    var logger: Logger { base.logger }
+    var services: [any Service] { base.services }
+    var processesRunBeforeServerStart: [@Sendable () async throws -> Void] { base.processesRunBeforeServerStart }
+
+    @Sendable func onServerRunning(_ channel: any Channel) async {
+        await base.onServerRunning(channel)
+        port.fulfil(channel.localAddress?.port)
+    }
+}
+
+/// The port, once known (nil when the server failed before listening).
+final class PortPromise: Sendable {
+    private let state = Mutex<(value: Int??, waiters: [CheckedContinuation<Int?, Never>])>((nil, []))
+
+    func fulfil(_ port: Int?) {
+        let waiters = state.withLock { state -> [CheckedContinuation<Int?, Never>] in
+            guard state.value == nil else { return [] }
+            state.value = .some(port)
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: port) }
+    }
+
+    func value() async -> Int? {
+        await withCheckedContinuation { continuation in
+            let known = state.withLock { state -> Int?? in
+                if let value = state.value { return value }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let known { continuation.resume(returning: known) }
+        }
+    }
+}
