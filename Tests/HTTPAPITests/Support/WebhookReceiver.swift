@@ -81,8 +81,11 @@ final class WebhookReceiver: Sendable {
         return LocalServer(app)
     }
 
-    /// Waits until `condition` holds for what has been received.
-    func wait(timeout: Duration = .seconds(30), until condition: ([Received]) -> Bool) async throws {
+    /// Waits until `condition` holds for what has been received, returning as soon as it does;
+    /// `timeout` only stops a wait for something that never comes. 90 s by default: an aggregate
+    /// subscription recomputed over a seeded population, then delivered, took over 30 s while the
+    /// whole suite ran beside a build.
+    func wait(timeout: Duration = .seconds(90), until condition: ([Received]) -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while !condition(received) {
             guard ContinuousClock.now < deadline else { throw TimedOut() }
