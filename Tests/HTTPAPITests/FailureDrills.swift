@@ -330,7 +330,7 @@ struct FailureDrills {
     /// heart-rate readings straight to instance 1 (cancel window 2 s), which detects the
     /// emergency, acknowledges the upload and is killed with `kill -9` before the window ends;
     /// instance 2, already running, finds the due incident and makes the one call.
-    @Test(.timeLimit(.minutes(3)))
+    @Test(.timeLimit(.minutes(10)))
     func anSOSPendingOnAKilledInstanceIsDispatchedOnceByTheOther() async throws {
         let centre = try DispatchCentre()
         let listening = centre.start()

@@ -7,7 +7,7 @@ import Testing
 
 @Suite("Track4Run live view: WebSocket snapshot and updates, across instances")
 struct RunLiveTests {
-    @Test(.timeLimit(.minutes(3))) func aSpectatorGetsASnapshotThenEveryRunnersUpdates() async throws {
+    @Test(.timeLimit(.minutes(10))) func aSpectatorGetsASnapshotThenEveryRunnersUpdates() async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (anna, _) = try await api.individualSession(), (bruno, _) = try await api.individualSession()
@@ -35,7 +35,7 @@ struct RunLiveTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(3))) func runnersPostingToOneInstanceAreSeenBySpectatorsOfAnother() async throws {
+    @Test(.timeLimit(.minutes(10))) func runnersPostingToOneInstanceAreSeenBySpectatorsOfAnother() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
         try await TestServer.run(database: database) { first in
             try await TestServer.run(database: database) { second in

@@ -59,7 +59,7 @@ struct RunPositionTests {
         throw StartNotMoved()
     }
 
-    @Test(.timeLimit(.minutes(3))) func fixesAreFilteredProjectedRankedAndKeptForReplay() async throws {
+    @Test(.timeLimit(.minutes(10))) func fixesAreFilteredProjectedRankedAndKeptForReplay() async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (leader, _) = try await api.individualSession(), (chaser, _) = try await api.individualSession()

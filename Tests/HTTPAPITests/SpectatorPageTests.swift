@@ -20,7 +20,7 @@ struct SpectatorPageTests {
         ((value as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]) ?? [:]
     }
 
-    @Test(.timeLimit(.minutes(2))) func theRunnersMarkerMovesAndTheLeaderboardUpdates() async throws {
+    @Test(.timeLimit(.minutes(10))) func theRunnersMarkerMovesAndTheLeaderboardUpdates() async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (runner, _) = try await api.individualSession(), (second, _) = try await api.individualSession()
