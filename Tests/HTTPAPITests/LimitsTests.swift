@@ -144,4 +144,15 @@ struct LimitsTests {
             #expect(answered)
         }
     }
+
+    /// The server closes a kept-alive connection that stays idle past `HTTP_IDLE_TIMEOUT_SECONDS`;
+    /// the tests' client then connects again (a browser test once went 75 s between two API
+    /// requests on a loaded machine and failed with "I/O on closed channel").
+    @Test func anIdleConnectionIsClosedByTheServerAndTheClientConnectsAgain() async throws {
+        try await TestServer.run(configure: { $0.idleTimeout = .seconds(1) }) { api in
+            #expect(try await api.send(.get, "/healthz").status == .ok)
+            try await Task.sleep(for: .seconds(3))   // past the idle timeout: the server closes the connection
+            #expect(try await api.send(.get, "/healthz").status == .ok)
+        }
+    }
 }

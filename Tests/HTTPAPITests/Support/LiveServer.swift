@@ -29,10 +29,9 @@ enum LiveServer {
                 try await group.waitForAll()   // the server did not start: its error ends the test
                 return
             }
-            let client = TestClient(host: "127.0.0.1", port: port, configuration: .init(timeout: clientTimeout))
-            client.connect()
+            let client = LiveClient(port: port, timeout: clientTimeout)
             do {
-                try await body(LiveClient(client: client, port: port))
+                try await body(client)
                 try await client.shutdown()
                 await serviceGroup.triggerGracefulShutdown()
             } catch {
@@ -46,14 +45,43 @@ enum LiveServer {
 }
 
 /// The test client of a live server, and the server's port (for WebSocket clients, browsers).
-struct LiveClient: Sendable {
-    let client: TestClient
+///
+/// Keeps one connection, as HummingbirdTesting's client does, and connects again when the
+/// server has closed it: the server closes a kept-alive connection after `HTTP_IDLE_TIMEOUT_SECONDS`
+/// (75 s), and a browser test on a loaded machine went that long between two API requests,
+/// then failed with "I/O on closed channel". A write to a closed channel sent nothing, so the
+/// request is sent once more on the new connection, as any HTTP client would.
+final class LiveClient: Sendable {
     let port: Int?
+    private let timeout: Duration
+    private let current: Mutex<TestClient>
+
+    init(port: Int, timeout: Duration) {
+        self.port = port
+        self.timeout = timeout
+        let client = TestClient(host: "127.0.0.1", port: port, configuration: .init(timeout: timeout))
+        client.connect()
+        self.current = Mutex(client)
+    }
 
     func execute(uri: String, method: HTTPRequest.Method, headers: HTTPFields, body: ByteBuffer?) async throws -> TestClient.Response {
         var headers = headers
         headers[.connection] = "keep-alive"
-        return try await client.execute(TestClient.Request(uri, method: method, authority: "localhost", headers: headers, body: body))
+        let request = TestClient.Request(uri, method: method, authority: "localhost", headers: headers, body: body)
+        let client = current.withLock { $0 }
+        do {
+            return try await client.execute(request)
+        } catch ChannelError.ioOnClosedChannel {
+            let fresh = TestClient(host: "127.0.0.1", port: port ?? 0, configuration: .init(timeout: timeout))
+            fresh.connect()
+            current.withLock { $0 = fresh }
+            try? await client.shutdown()
+            return try await fresh.execute(request)
+        }
+    }
+
+    func shutdown() async throws {
+        try await current.withLock { $0 }.shutdown()
     }
 }
 
