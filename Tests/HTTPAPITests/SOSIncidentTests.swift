@@ -40,9 +40,11 @@ struct SOSIncidentTests {
         try await api.send(.get, "/api/users/sos/incidents", token: token).items
     }
 
-    /// Polls my incidents until `condition` holds.
+    /// Polls my incidents until `condition` holds, returning as soon as it does; `timeout` (90 s,
+    /// as `WebhookReceiver.wait`) only stops a wait for something that never comes: retried
+    /// dispatches took over 20 s beside a build.
     static func waitForIncidents(
-        _ api: APIClient, _ token: String, timeout: Duration = .seconds(20), until condition: ([[String: Any]]) -> Bool
+        _ api: APIClient, _ token: String, timeout: Duration = .seconds(90), until condition: ([[String: Any]]) -> Bool
     ) async throws -> [[String: Any]] {
         let deadline = ContinuousClock.now + timeout
         while true {

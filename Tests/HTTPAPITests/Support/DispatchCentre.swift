@@ -35,8 +35,9 @@ final class DispatchCentre: Sendable {
         WebhookTests.localDelivery(&configuration)
     }
 
-    /// Waits until `condition` holds for the dispatches received.
-    func wait(timeout: Duration = .seconds(20), until condition: ([DispatchCentreSimulator.Dispatch]) -> Bool) async throws {
+    /// Waits until `condition` holds for the dispatches received (the bound, 90 s as
+    /// `WebhookReceiver.wait`, only stops a wait for something that never comes).
+    func wait(timeout: Duration = .seconds(90), until condition: ([DispatchCentreSimulator.Dispatch]) -> Bool) async throws {
         let deadline = ContinuousClock.now + timeout
         while !condition(dispatches) {
             guard ContinuousClock.now < deadline else { throw WebhookReceiver.TimedOut() }
