@@ -70,10 +70,4 @@ package struct OutboundMailStore: Sendable {
             """)
         return Int(try rows[0].decode(Int64.self))
     }
-
-    /// Messages not yet sent nor given up (for `/metrics`).
-    package func waitingCount() async throws -> Int {
-        let rows = try await database.query("SELECT count(*) FROM outbound_mail WHERE sent_at IS NULL AND next_attempt_at <> 'infinity'")
-        return Int(try rows[0].decode(Int64.self))
-    }
 }
