@@ -101,10 +101,11 @@ package struct WebhookDispatcher: Service {
 
     /// The HTTP client of deliveries: no redirects, no decompression, connections only through
     /// `proxy` (a tunnel per connection, TLS end to end with the receiver's name).
-    package static func client(through proxy: WebhookEgressProxy, timeout: Duration) -> HTTPClient {
+    /// `connect` bounds the connection to the proxy and its CONNECT answer.
+    package static func client(through proxy: WebhookEgressProxy, timeout: Duration, connect: Duration = .seconds(5)) -> HTTPClient {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
-            timeout: .init(connect: .seconds(5), read: .init(timeout)),
+            timeout: .init(connect: .init(connect), read: .init(timeout)),
             proxy: .server(host: "127.0.0.1", port: proxy.port, authorization: .basic(username: proxy.username, password: proxy.password))
         )
         configuration.decompression = .disabled

@@ -10,9 +10,12 @@ final class DispatchCentre: Sendable {
 
     let port: Int
     let simulator: DispatchCentreSimulator
+    /// Held until `start()`: the centre is down (connections refused) and keeps its port.
+    private let reservation: LoopbackPortReservation
 
     init(reportingTo server: String? = nil) throws {
-        port = try freeLoopbackPort()
+        reservation = try LoopbackPortReservation()
+        port = reservation.port
         simulator = DispatchCentreSimulator(
             secret: Self.secret,
             reports: server.map { .init(callbackBase: $0, acknowledgeAfter: .milliseconds(100), resolveAfter: .milliseconds(100)) }
@@ -24,7 +27,8 @@ final class DispatchCentre: Sendable {
 
     /// Listens until the returned task is cancelled.
     func start() -> LocalServer {
-        LocalServer(simulator.application(host: "127.0.0.1", port: port, logger: TestPostgres.logger))
+        reservation.release()
+        return LocalServer(simulator.application(host: "127.0.0.1", port: port, logger: TestPostgres.logger))
     }
 
     /// Points a server at this centre, with contacts' webhooks allowed on loopback.

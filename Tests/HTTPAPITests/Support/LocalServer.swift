@@ -1,6 +1,7 @@
 import DatabaseTestSupport
 import Logging
 import ServiceLifecycle
+import Testing
 
 /// A test's own HTTP server (a webhook receiver, the dispatch centre) running until `cancel()`,
 /// which shuts it down **gracefully**.
@@ -15,7 +16,14 @@ final class LocalServer: Sendable {
 
     init(_ service: some Service) {
         group = ServiceGroup(configuration: .init(services: [service], logger: TestPostgres.logger))
-        Task { [group] in try? await group.run() }
+        // A server that cannot start (its port taken) is an issue of the test that started it,
+        // with its error, not only a wait for its calls that runs out minutes later.
+        Task { [group] in
+            do { try await group.run() } catch {
+                TestPostgres.logger.error("a test's local server stopped: \(error)")
+                Issue.record(error, "a test's local server stopped")
+            }
+        }
     }
 
     func cancel() {

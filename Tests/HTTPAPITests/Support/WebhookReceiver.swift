@@ -1,4 +1,5 @@
 import Crypto
+import DatabaseLink
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -28,27 +29,14 @@ final class WebhookReceiver: Sendable {
 
     let port: Int
     private let state = Mutex(State())
-    /// A socket bound to the port but not listening: until `start()`, connections to it are
-    /// refused (the receiver is "down") and no other server of a parallel test can take the port.
-    private let reservation = Mutex<Int32?>(nil)
+    /// Held until `start()`: connections are refused (the receiver is "down") and no other
+    /// server or connection of a parallel test can take the port.
+    private let reservation: LoopbackPortReservation
 
     /// A receiver on a port of its own, down until `start()`.
     init() throws {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        guard fd >= 0, bound else { throw TimedOut() }
-        port = Int(UInt16(bigEndian: address.sin_port))
-        reservation.withLock { $0 = fd }
-    }
-
-    deinit {
-        if let fd = reservation.withLock({ $0 }) { close(fd) }
+        reservation = try LoopbackPortReservation()
+        port = reservation.port
     }
 
     var url: String { "http://127.0.0.1:\(port)/hooks/data4help" }
@@ -60,7 +48,7 @@ final class WebhookReceiver: Sendable {
 
     /// Listens until the returned task is cancelled.
     func start() -> LocalServer {
-        if let fd = reservation.withLock({ value in defer { value = nil }; return value }) { close(fd) }
+        reservation.release()
         let router = Router()
         router.post("hooks/data4help") { request, _ -> Response in
             let body = try await request.body.collect(upTo: 16 * 1024 * 1024)
