@@ -15,7 +15,7 @@ struct HeldResourcesTests {
     static let held = clients + ["change_signal_waiters", "live_messages_due", "rate_limit_buckets", "webhook_attempts_in_flight"]
 
     /// The unlabelled gauges of `/metrics`, by name.
-    static func gauges(_ api: APIClient) async throws -> [String: Double] {
+    static func gauges(_ api: some APISending) async throws -> [String: Double] {
         let text = String(decoding: try await api.send(.get, "/metrics").data, as: UTF8.self)
         var values: [String: Double] = [:]
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {

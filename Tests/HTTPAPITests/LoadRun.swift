@@ -56,7 +56,14 @@ struct LoadRun {
     /// Seconds into the run and each instance's resident memory then.
     final class MemorySamples: Sendable {
         let samples = Mutex<[(Double, [Double])]>([])
+        /// Each instance's held-resource gauges, every minute: (second of the run, per instance).
+        let held = Mutex<[(Double, [[String: Double]])]>([])
     }
+
+    /// The run's length: `LOAD_SECONDS`, 360 by default (30 minutes to tell a slow leak from a
+    /// late plateau); the test's time limit follows it.
+    static let seconds = Int(ProcessInfo.processInfo.environment["LOAD_SECONDS"] ?? "") ?? 360
+    static let timeLimitMinutes = max(20, seconds / 60 + 15)
 
     /// Resident memory (VmRSS, MiB) of a process.
     static func residentMiB(_ pid: Int32) -> Double? {
@@ -80,9 +87,9 @@ struct LoadRun {
         return variance == 0 ? 0 : covariance / variance
     }
 
-    @Test(.timeLimit(.minutes(20)))
+    @Test(.timeLimit(.minutes(LoadRun.timeLimitMinutes)))
     func mixedTrafficThroughTheBalancedPair() async throws {
-        let seconds = Int(ProcessInfo.processInfo.environment["LOAD_SECONDS"] ?? "") ?? 360
+        let seconds = Self.seconds
         let stack = try await FailureDrills.Stack()
         defer { stack.stop() }
         let api = stack.api
@@ -127,6 +134,17 @@ struct LoadRun {
                     let at = began.duration(to: .now)
                     memory.samples.withLock { $0.append((Double(at.components.seconds), pids.map { Self.residentMiB($0) ?? 0 })) }
                     try? await Task.sleep(for: .seconds(2))
+                }
+            }
+            group.addTask {   // what each instance holds, from its own /metrics, every minute
+                while recorder.running {
+                    let at = Double(began.duration(to: .now).components.seconds)
+                    var gauges: [[String: Double]] = []
+                    for instance in stack.instances {
+                        gauges.append((try? await HeldResourcesTests.gauges(RemoteAPI(base: "http://127.0.0.1:\(instance.port)"))) ?? [:])
+                    }
+                    memory.held.withLock { $0.append((at, gauges)) }
+                    try? await Task.sleep(for: .seconds(60))
                 }
             }
             for (phone, token) in phones.enumerated() {
@@ -242,7 +260,16 @@ struct LoadRun {
             print("   instance \(index + 1) resident memory (MiB): start \(String(format: "%.0f", series.first ?? 0)), end \(String(format: "%.0f", series.last ?? 0)), peak \(String(format: "%.0f", series.max() ?? 0)); trend over the second half \(String(format: "%+.1f", secondHalfPerMinute)) MiB/min, over the last third \(String(format: "%+.1f", lastThirdPerMinute)) MiB/min")
             #expect(lastThirdPerMinute < max(1, (last.first ?? 0) * 0.01), "memory reaches a plateau: over the last third, a trend below 1 % of the resident size a minute")
         }
-        // What each instance holds at the end of the traffic, from its own /metrics.
+        // What each instance held over the run (a count that climbs is something kept per
+        // client or per request), then at the end of the traffic.
+        let held = memory.held.withLock { $0 }
+        let every = max(1, held.count / 12)
+        for index in pids.indices {
+            for name in HeldResourcesTests.held {
+                let series = held.enumerated().filter { $0.offset % every == 0 }.map { String(format: "%.0f", $0.element.1[index][name] ?? -1) }
+                print("   instance \(index + 1) \(name) every \(every) min: \(series.joined(separator: " "))")
+            }
+        }
         for (index, instance) in stack.instances.enumerated() {
             let text = (try? await RemoteAPI(base: "http://127.0.0.1:\(instance.port)").send(.get, "/metrics")).map { String(decoding: $0.data, as: UTF8.self) } ?? ""
             let held = text.split(separator: "\n").filter { line in
