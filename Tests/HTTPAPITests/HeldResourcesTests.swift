@@ -26,7 +26,7 @@ struct HeldResourcesTests {
     }
 
     /// Polls `/metrics` until `condition` holds (or 20 s pass, when it records what it saw).
-    static func waitFor(_ api: APIClient, _ what: String, _ condition: ([String: Double]) -> Bool) async throws -> [String: Double] {
+    static func waitFor(_ api: some APISending, _ what: String, _ condition: ([String: Double]) -> Bool) async throws -> [String: Double] {
         let deadline = ContinuousClock.now + .seconds(20)
         var seen = try await gauges(api)
         while !condition(seen), ContinuousClock.now < deadline {
