@@ -37,8 +37,7 @@ struct LoadRun {
             let started = ContinuousClock.now
             do {
                 let reply = try await api.send(method, path, token: token, json: json)
-                let elapsed = started.duration(to: .now)
-                latencies.withLock { $0[route, default: []].append(Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds)) }
+                record(route, since: started)
                 if !expected.contains(reply.status.code) {
                     failures.withLock { $0["\(route): HTTP \(reply.status.code)", default: 0] += 1 }
                 }
@@ -51,8 +50,8 @@ struct LoadRun {
 
         /// Records a client's own measurement (a stream's first message) under `route`.
         func record(_ route: String, since started: ContinuousClock.Instant) {
-            let elapsed = started.duration(to: .now)
-            latencies.withLock { $0[route, default: []].append(Double(elapsed.components.attoseconds) / 1e18 + Double(elapsed.components.seconds)) }
+            let seconds = started.duration(to: .now).inSeconds
+            latencies.withLock { $0[route, default: []].append(seconds) }
         }
 
         func fail(_ route: String, _ reason: String) {
