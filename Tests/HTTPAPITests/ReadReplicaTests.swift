@@ -31,7 +31,9 @@ struct ReadReplicaTests {
         let primaryURL = try await primary.database(named: "data4help", logger: TestPostgres.logger)
         var replicaOptions = EmbeddedPostgres.Options(directory: root.appendingPathComponent("replica"))
         replicaOptions.durable = false
-        replicaOptions.settings = ["log_statement": "all"]
+        // Every statement, and every lock wait longer than a second, in the replica's log: a step
+        // that fails names what the replica was doing (see `step`).
+        replicaOptions.settings = ["log_statement": "all", "log_lock_waits": "on", "deadlock_timeout": "1s"]
         let replica = try await EmbeddedPostgres.startReplica(of: primary, replicaOptions, logger: TestPostgres.logger)
         defer { replica.stopImmediatelyBlocking() }
         let replicaURL = replica.maintenanceURL.with(database: "data4help")
@@ -58,13 +60,10 @@ struct ReadReplicaTests {
                 let (party, _) = try await Self.step("sign up a party") { try await api.thirdPartySession() }
 
                 // Replay paused: what the primary gains now is not on the replica.
-                _ = try await onReplica.query("SELECT pg_wal_replay_pause()")
-                while try await onReplica.query("SELECT pg_get_wal_replay_pause_state()").first?.decode(String.self) != "paused" {
-                    try await Task.sleep(for: .milliseconds(10))
-                }
+                try await Self.pauseReplay(onReplica)
                 try await PopulationSeeder(database: onPrimary).seed(individuals: 300, days: 40, tag: "late")
                 let before = replicaLog(Self.aggregateMark)
-                let counted = try await Self.step("count on the paused replica") { try await Self.count(api, party: party, daysBack: 29) }
+                let counted = try await Self.step("count on the paused replica", replicaLog: replica.logFile) { try await Self.count(api, party: party, daysBack: 29) }
                 #expect((250...350).contains(counted), "counted \(counted): the replica, paused, holds 300 people")
                 #expect(replicaLog(Self.aggregateMark) > before, "the group query ran on the replica")
 
@@ -94,15 +93,44 @@ struct ReadReplicaTests {
         }
     }
 
-    /// Runs one step of the test, naming it if it throws: a request that timed out (seen twice on
-    /// a loaded machine, cause not yet found) then says which one it was.
-    static func step<T>(_ name: String, _ body: () async throws -> T) async throws -> T {
+    /// Runs one step of the test, naming it if it throws: a request that timed out (seen on a
+    /// loaded machine: the count on the paused replica answered 503 after 30 s while the replica's
+    /// health check timed out) then says which one it was, with what the replica logged about
+    /// lock waits and errors.
+    static func step<T>(_ name: String, replicaLog: URL? = nil, _ body: () async throws -> T) async throws -> T {
         do {
             return try await body()
         } catch {
-            Issue.record("step '\(name)' failed: \(error)")
+            let lines = replicaLog.flatMap { try? String(contentsOf: $0, encoding: .utf8) }?
+                .split(separator: "\n")
+                .filter { $0.contains("waiting for") || $0.contains("ERROR") || $0.contains("FATAL") || $0.contains("PANIC") || $0.contains("acquired") }
+                .suffix(20)
+                .joined(separator: "\n")
+            let logged = lines.map { "\nthe replica logged:\n" + $0 } ?? ""
+            Issue.record("step '\(name)' failed: \(error)\(logged)")
             throw error
         }
+    }
+
+    /// Pauses the replica's replay at a point where it holds no replayed `AccessExclusiveLock`.
+    /// A standby holds such a lock (from a truncating vacuum, a partition created on demand, any
+    /// DDL on the primary) until it replays that transaction's end; paused in between, every
+    /// query of that table waits for as long as the pause lasts. The pause is then taken again.
+    static func pauseReplay(_ replica: Database) async throws {
+        for _ in 0..<100 {
+            _ = try await replica.query("SELECT pg_wal_replay_pause()")
+            while try await replica.query("SELECT pg_get_wal_replay_pause_state()").first?.decode(String.self) != "paused" {
+                try await Task.sleep(for: .milliseconds(10))
+            }
+            let held = try await replica.query("""
+                SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+                WHERE a.backend_type = 'startup' AND l.mode = 'AccessExclusiveLock'
+                """).first?.decode(Int64.self)
+            if held == 0 { return }
+            _ = try await replica.query("SELECT pg_wal_replay_resume()")
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("the replica's replay held an AccessExclusiveLock at every pause")
     }
 
     /// The noisy count of individuals with steps in the last `daysBack` days.
