@@ -44,11 +44,15 @@ let package = Package(
         // Foundation's XML parser made safe for documents from outside (no entities): GPX today, imports next.
         .target(name: "UntrustedXML"),
         .executableTarget(name: "DecoderFuzzer", dependencies: ["HTTPAPI"]),
+        // The words every tier shares and nothing else: closed sets of states (a request's status, an
+        // incident's), so that a status is decoded once, at DatabaseLink's edge, and compared as a type.
+        .target(name: "Data4HelpCore", swiftSettings: swiftSettings),
         // The only module that talks to PostgreSQL: connection pool, migrations, embedded cluster, every query.
         .target(
             name: "DatabaseLink",
             dependencies: [
                 "CSpawn",
+                "Data4HelpCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -76,6 +80,7 @@ let package = Package(
             name: "HealthSharing",
             dependencies: [
                 "AccessManager",
+                "Data4HelpCore",
                 "DatabaseLink",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -93,6 +98,7 @@ let package = Package(
             name: "SOSManager",
             dependencies: [
                 "AccessManager",
+                "Data4HelpCore",
                 "DatabaseLink",
                 "HealthSharing",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -116,6 +122,7 @@ let package = Package(
             name: "HTTPAPI",
             dependencies: [
                 "AccessManager",
+                "Data4HelpCore",
                 "HealthSharing",
                 "RunEvents",
                 "SOSManager",
@@ -194,7 +201,7 @@ let package = Package(
         .testTarget(
             name: "HealthSharingTests",
             dependencies: [
-                "HealthSharing", "AccessManager", "DatabaseLink", "DatabaseTestSupport", "SeededRandom",
+                "HealthSharing", "AccessManager", "Data4HelpCore", "DatabaseLink", "DatabaseTestSupport", "SeededRandom",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings

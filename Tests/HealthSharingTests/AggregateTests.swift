@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import DatabaseTestSupport
 import Foundation
@@ -27,7 +28,7 @@ struct AggregateTests {
         #expect(threshold == 1027)
         func releases(_ size: Int64, _ trials: Int) -> Int {
             (0..<trials).filter { _ in
-                mechanism.release([ExactGroup(key: "", individuals: size, centredSum: 0, sum: 0, bins: [])], spec: spec).status == "answered"
+                mechanism.release([ExactGroup(key: "", individuals: size, centredSum: 0, sum: 0, bins: [])], spec: spec).status == .answered
             }.count
         }
         // A group of 1,000 passes with probability ≤ 10⁻⁶ (exactly: P(noise ≥ 27) ≈ 8.6 × 10⁻⁷): in
@@ -65,7 +66,7 @@ struct AggregateTests {
         let answer = AggregateMechanism(minimumGroup: 1000).release(
             [ExactGroup(key: "", individuals: 999, centredSum: 0, sum: 0, bins: [])], spec: try Self.spec()
         )
-        #expect(answer.status == "refused" && answer.reason == "group too small" && answer.groups.isEmpty)
+        #expect(answer.status == .refused && answer.reason == "group too small" && answer.groups.isEmpty)
     }
 
     // MARK: Against a real database
@@ -151,7 +152,7 @@ struct AggregateTests {
             let party = try await harness.party()
             let spec = try Self.spec(epsilon: 50)
             let first = try await harness.service.run(spec, for: party)
-            #expect(first.answer.status == "answered" && !first.repeated)
+            #expect(first.answer.status == .answered && !first.repeated)
             for _ in 0..<99 {
                 let again = try await harness.service.run(spec, for: party)
                 #expect(again.repeated && again.id == first.id && again.answer == first.answer)
@@ -196,7 +197,7 @@ struct AggregateTests {
             try await harness.people(10, area: "IT-CO", value: 70)   // below the minimum of 20
             let party = try await harness.party()
             let refused = try await harness.service.run(try Self.spec(areas: ["IT-CO"], epsilon: 30), for: party)
-            #expect(refused.answer.status == "refused" && refused.answer.reason == "group too small" && refused.answer.groups.isEmpty)
+            #expect(refused.answer.status == .refused && refused.answer.reason == "group too small" && refused.answer.groups.isEmpty)
             #expect(try await harness.service.status(for: party).spentToday == Epsilon(hundredths: 30))
             _ = try await harness.service.run(try Self.spec(areas: ["IT-CO"], epsilon: 40), for: party)
             _ = try await harness.service.run(try Self.spec(areas: ["IT-CO"], epsilon: 50), for: party)

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 
 /// The scope of a request or of a grant: which data types, which part of the history, until when.
@@ -18,7 +19,7 @@ package struct AccessScopeRecord: Sendable, Equatable {
 /// One change of a policy's state.
 package struct AccessRequestChange: Sendable, Equatable {
     package var at: Date
-    package var status: String
+    package var status: AccessStatus
     package var actor: String
 }
 
@@ -33,7 +34,7 @@ package struct AccessRequestRecord: Sendable, Equatable {
     package var fiscalCode: String
     package var purpose: String
     package var subscribe: Bool
-    package var status: String
+    package var status: AccessStatus
     package var asked: AccessScopeRecord
     package var granted: AccessScopeRecord?
     package var individualId: Int64?
@@ -69,5 +70,5 @@ package enum AccessRequestStoreOutcome: Sendable, Equatable {
     /// No such request for this caller.
     case notFound
     /// The request is not in a state that allows the change; its current status.
-    case wrongState(String)
+    case wrongState(AccessStatus)
 }

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import Logging
 import PostgresNIO
@@ -16,16 +17,14 @@ package struct AccessRequestStore: Sendable {
 
     private static let columns = """
         r.id, r.public_id, r.third_party_id, p.public_id, p.name, r.fiscal_code, r.purpose, r.subscribe,
-        CASE WHEN r.status = 'pending' AND r.expires_at <= now() THEN 'expired'
-             WHEN r.status = 'granted' AND r.granted_until <= now() THEN 'expired'
-             ELSE r.status END AS effective_status,
+        access_request_effective_status(r.status, r.expires_at, r.granted_until) AS effective_status,
         r.types, r.data_from, r.data_to, r.access_until,
         r.granted_types, r.granted_from, r.granted_to, r.granted_until,
         r.individual_id, r.created_at, r.expires_at, r.decided_at
         """
 
     private typealias Row = (
-        Int64, UUID, Int64, UUID, String, String, String, Bool, String,
+        Int64, UUID, Int64, UUID, String, String, String, Bool, AccessStatus,
         [String], Date?, Date?, Date?, [String]?, Date?, Date?, Date?, Int64?, Date, Date, Date?
     )
 
@@ -53,7 +52,7 @@ package struct AccessRequestStore: Sendable {
                 WITH lapsed AS (
                     UPDATE access_requests SET status = 'expired'
                     WHERE third_party_id = \(request.thirdPartyId) AND fiscal_code = \(request.fiscalCode)
-                      AND status = 'pending' AND expires_at <= now()
+                      AND access_request_lapsed(status, expires_at)
                 \(unescaped: Self.expiredTail)
                 """, logger: logger)
             let rows = try await connection.query("""
@@ -94,7 +93,7 @@ package struct AccessRequestStore: Sendable {
     }
 
     /// The party's requests, newest first, optionally of one effective status.
-    package func listForParty(thirdPartyId: Int64, status: String?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
+    package func listForParty(thirdPartyId: Int64, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
         try await list(owner: .thirdParty(thirdPartyId), status: status, beforeId: beforeId, limit: limit)
     }
 
@@ -110,7 +109,7 @@ package struct AccessRequestStore: Sendable {
     }
 
     /// The requests naming the individual's fiscal code, newest first (index: access_requests_fiscal_code_idx).
-    package func listForIndividual(individualId: Int64, status: String?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
+    package func listForIndividual(individualId: Int64, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
         try await list(owner: .individual(individualId), status: status, beforeId: beforeId, limit: limit)
     }
 
@@ -132,9 +131,9 @@ package struct AccessRequestStore: Sendable {
             guard let id = try await Self.idForIndividual(individualId, publicId, lock: true, on: connection, logger: logger),
                   let current = try await Self.load(id: id, on: connection, logger: logger)
             else { return .notFound }
-            guard current.status == "pending" else { return .wrongState(current.status) }
+            guard current.status == .pending else { return .wrongState(current.status) }
             let grant = try decide(current)
-            let status = grant == nil ? "denied" : "granted"
+            let status: AccessStatus = grant == nil ? .denied : .granted
             _ = try await connection.query("""
                 WITH changed AS (
                     UPDATE access_requests SET status = \(status), decided_at = now(), individual_id = \(grant == nil ? nil : individualId),
@@ -157,8 +156,8 @@ package struct AccessRequestStore: Sendable {
             guard let id = try await Self.idForIndividual(individualId, publicId, lock: true, on: connection, logger: logger),
                   let current = try await Self.load(id: id, on: connection, logger: logger)
             else { return .notFound }
-            guard current.status == "granted" else { return .wrongState(current.status) }
-            try await Self.setStatus(ids: [id], status: "revoked", actor: "individual", on: connection, logger: logger)
+            guard current.status == .granted else { return .wrongState(current.status) }
+            try await Self.setStatus(ids: [id], status: .revoked, actor: "individual", on: connection, logger: logger)
             return .changed(try await Self.load(id: id, on: connection, logger: logger)!)
         }
     }
@@ -181,9 +180,9 @@ package struct AccessRequestStore: Sendable {
                   AND r.status IN ('pending', 'granted')
                 FOR UPDATE
                 """, logger: logger).collect()
-            let rows = try affected.map { try $0.decode((Int64, String).self) }
-            try await Self.setStatus(ids: rows.filter { $0.1 == "pending" }.map(\.0), status: "denied", actor: "individual", on: connection, logger: logger)
-            try await Self.setStatus(ids: rows.filter { $0.1 == "granted" }.map(\.0), status: "revoked", actor: "individual", on: connection, logger: logger)
+            let rows = try affected.map { try $0.decode((Int64, AccessStatus).self) }
+            try await Self.setStatus(ids: rows.filter { $0.1 == .pending }.map(\.0), status: .denied, actor: "individual", on: connection, logger: logger)
+            try await Self.setStatus(ids: rows.filter { $0.1 == .granted }.map(\.0), status: .revoked, actor: "individual", on: connection, logger: logger)
             return true
         }
     }
@@ -212,7 +211,7 @@ package struct AccessRequestStore: Sendable {
     /// Newest first, of one effective status when given. A party's requests are those it filed
     /// (index: access_requests_third_party_idx); an individual's, those naming their fiscal code
     /// (index: access_requests_fiscal_code_idx). The filter is a constant; the id is bound.
-    private func list(owner: AccountReference, status: String?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
+    private func list(owner: AccountReference, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
         let (before, after) = switch owner {
         case .thirdParty: ("r.third_party_id = ", "")
         case .individual: ("NOT r.withheld AND r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = ", ")")
@@ -248,7 +247,7 @@ package struct AccessRequestStore: Sendable {
         let history = try await connection.query("""
             SELECT at, status, actor FROM access_request_history WHERE request_id = \(id) ORDER BY id
             """, logger: logger).collect()
-        record.history = try history.map { try $0.decode((Date, String, String).self) }.map { AccessRequestChange(at: $0.0, status: $0.1, actor: $0.2) }
+        record.history = try history.map { try $0.decode((Date, AccessStatus, String).self) }.map { AccessRequestChange(at: $0.0, status: $0.1, actor: $0.2) }
         return record
     }
 
@@ -259,9 +258,9 @@ package struct AccessRequestStore: Sendable {
         let rows = try await database.query("""
             WITH lapsed AS (   -- index: access_requests_lapse_idx, access_requests_grant_end_idx
                 UPDATE access_requests SET status = 'expired'
-                WHERE id IN (SELECT id FROM access_requests WHERE status = 'pending' AND expires_at <= now()
+                WHERE id IN (SELECT id FROM access_requests WHERE access_request_lapsed(status, expires_at)
                              UNION ALL
-                             SELECT id FROM access_requests WHERE status = 'granted' AND granted_until <= now()
+                             SELECT id FROM access_requests WHERE access_grant_lapsed(status, granted_until)
                              LIMIT \(limit))
             \(unescaped: Self.expiredTail)
             """)
@@ -277,7 +276,7 @@ package struct AccessRequestStore: Sendable {
         """
 
     /// Moves the requests to `status`, appending their history (which makes the parties' events).
-    static func setStatus(ids: [Int64], status: String, actor: String, on connection: LeasedConnection, logger: Logger) async throws {
+    static func setStatus(ids: [Int64], status: AccessStatus, actor: String, on connection: LeasedConnection, logger: Logger) async throws {
         guard !ids.isEmpty else { return }
         _ = try await connection.query("""
             WITH changed AS (

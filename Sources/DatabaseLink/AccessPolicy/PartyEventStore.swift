@@ -60,7 +60,7 @@ package struct PartyEventStore: Sendable {
         return try rows.first.map(Self.record)
     }
 
-    private static let grantActive = "(r.status = 'granted' AND (r.granted_until IS NULL OR r.granted_until > now()))"
+    private static let grantActive = "access_grant_active(r.status, r.granted_until)"
     private static let columns = """
         e.id, e.event_type, e.created_at, e.request_id, r.public_id, e.third_party_id, e.individual_id,
         e.first_ms, e.last_ms, e.kinds, e.keys, coalesce(\(grantActive), false), e.aggregate_id

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import Logging
 import PostgresNIO
@@ -98,7 +99,7 @@ package struct IndividualStore: Sendable {
             let granted = try await connection.query("""
                 SELECT id FROM access_requests WHERE individual_id = \(id) AND status = 'granted' FOR UPDATE
                 """, logger: database.logger).collect().map { try $0.decode(Int64.self) }
-            try await AccessRequestStore.setStatus(ids: granted, status: "revoked", actor: "individual", on: connection, logger: database.logger)
+            try await AccessRequestStore.setStatus(ids: granted, status: .revoked, actor: "individual", on: connection, logger: database.logger)
             _ = try await connection.query("""
                 DELETE FROM party_events WHERE individual_id = \(id) AND event_type = 'data.created'
                 """, logger: database.logger)

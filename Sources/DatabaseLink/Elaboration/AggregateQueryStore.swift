@@ -1,4 +1,5 @@
 import Crypto
+import Data4HelpCore
 import Foundation
 import PostgresNIO
 
@@ -8,7 +9,7 @@ package struct AggregateQueryRecord: Sendable {
     package var publicId: UUID
     package var createdAt: Date
     package var epsilonHundredths: Int
-    package var status: String
+    package var status: AggregateQueryStatus
     package var spec: String
     package var answer: String?
 }
@@ -84,7 +85,7 @@ package struct AggregateQueryStore: Sendable {
     }
 
     /// Records the released answer and appends it to the audit chain, in one transaction.
-    package func finish(_ query: AggregateQueryRecord, thirdParty: UUID, status: String, answer: String, fingerprint: [UInt8]) async throws -> AggregateQueryRecord {
+    package func finish(_ query: AggregateQueryRecord, thirdParty: UUID, status: AggregateQueryStatus, answer: String, fingerprint: [UInt8]) async throws -> AggregateQueryRecord {
         try await database.withTransaction { connection in
             let rows = try await connection.query("""
                 UPDATE aggregate_queries SET status = \(status), answer = \(answer)::jsonb, answered_at = now()
@@ -93,7 +94,7 @@ package struct AggregateQueryStore: Sendable {
             try await AuditChain.append(
                 AuditEntry(
                     atMs: Date().epochMilliseconds, thirdParty: thirdParty, query: query.publicId, fingerprint: fingerprint,
-                    epsilonHundredths: query.epsilonHundredths, decision: status, answer: answer
+                    epsilonHundredths: query.epsilonHundredths, decision: status.rawValue, answer: answer
                 ),
                 on: connection, logger: database.logger
             )
@@ -141,7 +142,7 @@ package struct AggregateQueryStore: Sendable {
     private static let columns = "id, public_id, created_at, epsilon_hundredths, status, spec::text, answer::text"
 
     private static func record(_ row: PostgresRow) throws -> AggregateQueryRecord {
-        let r = try row.decode((Int64, UUID, Date, Int32, String, String, String?).self)
+        let r = try row.decode((Int64, UUID, Date, Int32, AggregateQueryStatus, String, String?).self)
         return AggregateQueryRecord(id: r.0, publicId: r.1, createdAt: r.2, epsilonHundredths: Int(r.3), status: r.4, spec: r.5, answer: r.6)
     }
 

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import PostgresNIO
 
@@ -15,7 +16,7 @@ package struct AggregateSubscriptionRecord: Sendable {
     package var nextRunAt: Date
     package var runs: Int
     package var period: String
-    package var status: String
+    package var status: AggregateSubscriptionStatus
     package var stoppedReason: String?
 }
 
@@ -119,7 +120,7 @@ package struct AggregateSubscriptionStore: Sendable {
         """
 
     private static func record(_ row: PostgresRow) throws -> AggregateSubscriptionRecord {
-        let r = try row.decode((Int64, UUID, Int64, Int64, UUID, String, UUID?, Date, Date, Int32, String, String, String?).self)
+        let r = try row.decode((Int64, UUID, Int64, Int64, UUID, String, UUID?, Date, Date, Int32, String, AggregateSubscriptionStatus, String?).self)
         return AggregateSubscriptionRecord(
             id: r.0, publicId: r.1, thirdPartyId: r.2, queryId: r.3, queryPublicId: r.4, spec: r.5, lastQueryPublicId: r.6,
             createdAt: r.7, nextRunAt: r.8, runs: Int(r.9), period: r.10, status: r.11, stoppedReason: r.12

@@ -248,8 +248,7 @@ package struct HealthDataStore: Sendable {
             subscriptions AS (   -- index: access_requests_subscriptions_idx
                 SELECT r.id, r.third_party_id, r.granted_types, r.granted_from, r.granted_to
                 FROM access_requests r
-                WHERE r.individual_id = \(individualId) AND r.status = 'granted' AND r.subscribe
-                  AND (r.granted_until IS NULL OR r.granted_until > now())
+                WHERE r.individual_id = \(individualId) AND r.subscribe AND access_grant_active(r.status, r.granted_until)
             ),
             events AS (    -- the outbox: one event per subscribed grant that this upload gave new data
                 INSERT INTO party_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
@@ -257,9 +256,7 @@ package struct HealthDataStore: Sendable {
                 FROM subscriptions s
                 JOIN (SELECT *, (extract(epoch FROM block_start) * 1000)::int8 + offset_ms AS start_ms FROM fresh) f ON true
                 JOIN sample_types t ON t.code = f.sample_type
-                WHERE t.name = ANY (s.granted_types)
-                  AND (s.granted_from IS NULL OR f.start_ms >= (extract(epoch FROM s.granted_from) * 1000)::int8)
-                  AND (s.granted_to IS NULL OR f.start_ms < (extract(epoch FROM s.granted_to) * 1000)::int8)
+                WHERE access_grant_covers(s.granted_types, s.granted_from, s.granted_to, t.name, f.start_ms)
                 GROUP BY s.id, s.third_party_id
             )
             SELECT ordinal FROM fresh
@@ -292,11 +289,8 @@ package struct HealthDataStore: Sendable {
                 INSERT INTO party_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
                 SELECT r.third_party_id, r.id, \(individualId), min(f.time_ms), max(f.time_ms), ARRAY['location'], array_agg(f.key)
                 FROM access_requests r JOIN fresh f ON true
-                WHERE r.individual_id = \(individualId) AND r.status = 'granted' AND r.subscribe
-                  AND (r.granted_until IS NULL OR r.granted_until > now())
-                  AND 'location' = ANY (r.granted_types)
-                  AND (r.granted_from IS NULL OR f.time_ms >= (extract(epoch FROM r.granted_from) * 1000)::int8)
-                  AND (r.granted_to IS NULL OR f.time_ms < (extract(epoch FROM r.granted_to) * 1000)::int8)
+                WHERE r.individual_id = \(individualId) AND r.subscribe AND access_grant_active(r.status, r.granted_until)
+                  AND access_grant_covers(r.granted_types, r.granted_from, r.granted_to, 'location', f.time_ms)
                 GROUP BY r.id, r.third_party_id
             )
             SELECT ordinal FROM fresh

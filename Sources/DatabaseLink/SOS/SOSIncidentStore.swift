@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import PostgresNIO
 
@@ -5,7 +6,7 @@ import PostgresNIO
 package struct SOSIncidentRecord: Sendable {
     package var id: Int64
     package var publicId: UUID
-    package var status: String
+    package var status: SOSIncidentStatus
     package var sampleType: Int16
     /// `[{ "timeMs", "value" }]`, oldest first.
     package var readings: String
@@ -189,9 +190,9 @@ package struct SOSIncidentStore: Sendable {
                 SELECT status, dispatch_attempts FROM sos_incidents WHERE public_id = \(publicId) FOR UPDATE
                 """, logger: database.logger).collect()
             guard let row = current.first else { return nil }
-            let (status, attempts) = try row.decode((String, Int32).self)
-            if status == "cancelled" || (status == "detected" && attempts == 0) { return .failure(.notDispatched) }
-            if status == "resolved" && report == .acknowledged { return .failure(.alreadyResolved) }
+            let (status, attempts) = try row.decode((SOSIncidentStatus, Int32).self)
+            if status == .cancelled || (status == .detected && attempts == 0) { return .failure(.notDispatched) }
+            if status == .resolved && report == .acknowledged { return .failure(.alreadyResolved) }
             let updated = try await connection.query("""
                 UPDATE sos_incidents i
                 SET status = CASE WHEN \(report.rawValue) = 'resolved' THEN 'resolved' ELSE 'acknowledged' END,

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HealthSharing
@@ -65,9 +66,9 @@ struct IndividualPortal {
         let principal = try context.signedIn()
         let all = try await requests.requests(for: principal, status: nil, beforeId: nil, limit: 200)
         func shown(_ request: AccessRequest) -> Any { PortalPages.values(of: AccessRequestBody(request, for: .individual)) }
-        let pending = all.filter { $0.record.status == AccessStatus.pending.rawValue }
-        let granted = all.filter { $0.record.status == AccessStatus.granted.rawValue }
-        let closed = all.filter { $0.record.status != AccessStatus.pending.rawValue && $0.record.status != AccessStatus.granted.rawValue }
+        let pending = all.filter { $0.record.status == .pending }
+        let granted = all.filter { $0.record.status == .granted }
+        let closed = all.filter { !$0.record.status.isOpen }
         let blocked = try await requests.blocked(by: principal)
         var page = values
         page["pending"] = pending.map { request -> Any in

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HealthSharing
@@ -40,7 +41,7 @@ struct PortalRequestPages {
             let principal = try context.signedIn()
             let filed = try await requests.request(of: principal, id: id)
             var values: [String: Any] = ["request": PortalPages.values(of: AccessRequestBody(filed, for: .thirdParty))]
-            if filed.record.status == AccessStatus.granted.rawValue {
+            if filed.record.status == .granted {
                 do {
                     let query = try SampleListingQuery(request)
                     let page = query.page(try await portal.components.grantedData.samples(

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import HealthSharing
 import Hummingbird
@@ -37,14 +38,17 @@ enum ErrorMapping {
                                detail: "You already have a pending request for this person.")
             case .wrongState(let current):
                 return Problem(.conflict, slug: "request-state", title: "Request not in that state",
-                               detail: "The request is \(current); this change needs another state.")
+                               detail: "The request is \(current.rawValue); this change needs another state.")
             case .invalid(let field, let reason), .widens(let field, let reason):
                 return .invalidField(field, reason)
             case .unknownOrganisation:
                 return .invalidField("organisationId", "is not an organisation")
             case .notGranted(let status):
                 return Problem(.forbidden, slug: "grant-not-active", title: "No active grant",
-                               detail: "The request is \(status); no data can be read under it.")
+                               detail: "The request is \(status.rawValue); no data can be read under it.")
+            case .notCovered(let kind):
+                return Problem(.forbidden, slug: "grant-not-active", title: "No active grant",
+                               detail: "The request is granted without \(kind); no such data can be read under it.")
             }
         case let error as WebhookError:
             switch error {

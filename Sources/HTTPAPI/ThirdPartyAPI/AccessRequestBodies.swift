@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HealthSharing
@@ -54,7 +55,7 @@ struct AccessRequestBody: ResponseEncodable, Sendable {
     init(_ request: AccessRequest, for viewer: Viewer) {
         let record = request.record
         id = record.publicId.wireString
-        status = record.status
+        status = record.status.rawValue
         fiscalCode = viewer == .thirdParty ? record.fiscalCode : nil
         organisation = viewer == .individual ? Organisation(id: record.organisationPublicId.wireString, name: record.organisationName) : nil
         purpose = record.purpose
@@ -68,7 +69,7 @@ struct AccessRequestBody: ResponseEncodable, Sendable {
         expiresAt = record.expiresAt
         decidedAt = record.decidedAt
         grant = request.granted.map(Scope.init)
-        history = record.history?.map { Change(status: $0.status, at: $0.at, actor: $0.actor) }
+        history = record.history?.map { Change(status: $0.status.rawValue, at: $0.at, actor: $0.actor) }
     }
 
     private enum CodingKeys: String, CodingKey {

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HealthSharing
@@ -82,10 +83,10 @@ struct AggregateSubscriptionBody: ResponseEncodable {
         id = record.publicId.wireString
         aggregateId = record.queryPublicId.wireString
         period = record.period
-        status = record.status
+        status = record.status.rawValue
         stoppedReason = record.stoppedReason
         createdAt = record.createdAt
-        nextRunAt = record.status == "active" ? record.nextRunAt : nil
+        nextRunAt = record.status == .active ? record.nextRunAt : nil
         runs = record.runs
         lastAggregateId = record.lastQueryPublicId?.wireString
     }
@@ -176,7 +177,7 @@ struct AggregateResultBody: ResponseEncodable, Sendable {
         epsilon = result.epsilon.value
         repeated = result.repeated
         spec = (try? JSONDecoder().decode(AggregateSpecBody.self, from: Data(result.spec.utf8))) ?? AggregateSpecBody()
-        status = result.answer.status
+        status = result.answer.status.rawValue
         reason = result.answer.reason
         groups = result.answer.groups
     }

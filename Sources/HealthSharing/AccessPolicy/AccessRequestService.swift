@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -40,7 +41,7 @@ package struct AccessRequestService: Sendable {
 
     /// The party's requests, newest first.
     package func requests(of principal: Principal, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequest] {
-        try await store.listForParty(thirdPartyId: Self.party(principal), status: status?.rawValue, beforeId: beforeId, limit: limit)
+        try await store.listForParty(thirdPartyId: Self.party(principal), status: status, beforeId: beforeId, limit: limit)
             .map(AccessRequest.init(record:))
     }
 
@@ -52,7 +53,7 @@ package struct AccessRequestService: Sendable {
 
     /// The requests naming the individual, newest first.
     package func requests(for principal: Principal, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequest] {
-        try await store.listForIndividual(individualId: Self.individual(principal), status: status?.rawValue, beforeId: beforeId, limit: limit)
+        try await store.listForIndividual(individualId: Self.individual(principal), status: status, beforeId: beforeId, limit: limit)
             .map(AccessRequest.init(record:))
     }
 
@@ -122,11 +123,6 @@ package struct AccessRequestService: Sendable {
         guard case .individual(let id) = principal.account else { throw AccessRequestError.notFound }
         return id
     }
-}
-
-/// The life-cycle states of a request.
-package enum AccessStatus: String, Sendable, CaseIterable {
-    case pending, granted, denied, revoked, expired
 }
 
 /// What the individual may change when accepting: each field, when given, replaces the asked one.

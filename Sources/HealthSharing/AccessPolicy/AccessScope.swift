@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -86,13 +87,15 @@ package enum AccessRequestError: Error, Equatable {
     /// The party already has a pending request for this person.
     case duplicatePending
     /// The request is no longer in a state that allows the change.
-    case wrongState(current: String)
+    case wrongState(current: AccessStatus)
     /// A field of the request or decision is invalid.
     case invalid(field: String, reason: String)
     /// A narrowed grant would be wider than what was asked.
     case widens(field: String, reason: String)
     /// No organisation with that id.
     case unknownOrganisation
-    /// The request is not an active grant (pending, denied, revoked, expired) or does not cover this.
-    case notGranted(status: String)
+    /// The request is not an active grant (pending, denied, revoked, expired).
+    case notGranted(status: AccessStatus)
+    /// The grant is active but does not cover this kind of data.
+    case notCovered(kind: String)
 }

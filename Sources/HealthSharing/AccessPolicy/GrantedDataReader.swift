@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -47,7 +48,7 @@ package struct GrantedDataReader: Sendable {
         for principal: Principal, request id: UUID, from: Date?, to: Date?, order: ListingOrder, limit: Int, after: (timeMs: Int64, key: Int64)?
     ) async throws -> ListingPage<StoredLocationFix, (timeMs: Int64, key: Int64)> {
         let (record, individualId, grant) = try await activeGrant(principal, id)
-        guard grant.kinds.contains(.location) else { throw AccessRequestError.notGranted(status: "granted without location") }
+        guard grant.kinds.contains(.location) else { throw AccessRequestError.notCovered(kind: DataKind.locationName) }
         let window = Self.window(grant, from: from, to: to)
         let page = try await ownData.locations(ofIndividual: individualId, from: window.from, to: window.to, order: order, limit: limit, after: after)
         if !page.items.isEmpty {
@@ -63,7 +64,7 @@ package struct GrantedDataReader: Sendable {
         guard case .thirdParty(let party) = principal.account,
               let record = try await requests.findForParty(thirdPartyId: party, publicId: id)
         else { throw AccessRequestError.notFound }
-        guard record.status == "granted", let individualId = record.individualId, let granted = record.granted else {
+        guard record.status == .granted, let individualId = record.individualId, let granted = record.granted else {
             throw AccessRequestError.notGranted(status: record.status)
         }
         return (record, individualId, AccessScope(record: granted))

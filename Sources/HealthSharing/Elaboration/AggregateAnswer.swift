@@ -1,8 +1,10 @@
+import Data4HelpCore
+
 /// The released answer to a group query: noisy figures only, never an exact one. Stored as it
 /// is returned (a repeat of the question gets exactly this back) and written to the audit log.
 package struct AggregateAnswer: Codable, Sendable, Equatable {
     /// `answered`, or `refused` when no group passed the noisy threshold.
-    package var status: String
+    package var status: AggregateQueryStatus
     /// Why it was refused ("group too small"); the true count is never said.
     package var reason: String?
     /// The released groups (those below the threshold are left out, not reported as small).

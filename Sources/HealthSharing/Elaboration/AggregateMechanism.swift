@@ -1,3 +1,4 @@
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -52,7 +53,7 @@ package struct AggregateMechanism: Sendable {
     }
 
     package func release(_ groups: [ExactGroup], spec: AggregateSpec) -> AggregateAnswer {
-        guard let domain = AggregateDomain(spec.type) else { return AggregateAnswer(status: "refused", reason: AggregateAnswer.groupTooSmall, groups: []) }
+        guard let domain = AggregateDomain(spec.type) else { return AggregateAnswer(status: .refused, reason: AggregateAnswer.groupTooSmall, groups: []) }
         let shares = shares(spec, domain: domain)
         let threshold = minimumGroup + shares.count.margin(forFalsePositive: falsePositive)
         let countWidth = shares.count.halfWidth(coverage: coverage)
@@ -100,8 +101,8 @@ package struct AggregateMechanism: Sendable {
             }
             released.append(answer)
         }
-        if released.isEmpty { return AggregateAnswer(status: "refused", reason: AggregateAnswer.groupTooSmall, groups: []) }
-        return AggregateAnswer(status: "answered", reason: nil, groups: released)
+        if released.isEmpty { return AggregateAnswer(status: .refused, reason: AggregateAnswer.groupTooSmall, groups: []) }
+        return AggregateAnswer(status: .answered, reason: nil, groups: released)
     }
 
     /// Quantiles read from the noisy histogram (linear within a bin); the intervals come from

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -122,7 +123,7 @@ package struct AggregateService: Sendable {
     private func waitForAnswer(_ query: AggregateQueryRecord) async throws -> AggregateQueryRecord {
         var current = query
         let deadline = ContinuousClock.now + .seconds(60)
-        while current.status == "running", ContinuousClock.now < deadline {
+        while current.status == .running, ContinuousClock.now < deadline {
             try await Task.sleep(for: .milliseconds(20))
             current = try await queries.find(id: query.id) ?? current
         }

@@ -1,19 +1,7 @@
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HealthSharing
-
-/// Where an incident is in its life cycle.
-package enum SOSIncidentStatus: String, Sendable, CaseIterable {
-    /// Opened; the dispatch waits for the cancel window (or is being attempted).
-    case detected
-    /// Cancelled by the individual before any call went out.
-    case cancelled
-    /// The dispatch centre accepted the call.
-    case dispatched
-    /// The dispatch centre acknowledged it (a crew is on the way).
-    case acknowledged
-    case resolved
-}
 
 /// An emergency as its individual sees it.
 package struct SOSIncident: Sendable, Equatable {
@@ -51,7 +39,7 @@ package struct SOSIncident: Sendable, Equatable {
 
     init(_ record: SOSIncidentRecord) throws {
         id = record.publicId
-        status = SOSIncidentStatus(rawValue: record.status) ?? .detected
+        status = record.status
         type = SampleType(storageCode: record.sampleType) ?? .heartRate
         readings = try Self.readings(record.readings)
         receivedAt = record.receivedAt
