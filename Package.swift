@@ -67,6 +67,7 @@ let package = Package(
             name: "AccessManager",
             dependencies: [
                 "CArgon2",
+                "Data4HelpCore",
                 "DatabaseLink",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
@@ -114,7 +115,7 @@ let package = Package(
         // RunEvent Manager (Track4Run): courses (GeoJSON, GPX), projection of runners onto them.
         .target(
             name: "RunEvents",
-            dependencies: ["AccessManager", "DatabaseLink", "UntrustedXML", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["AccessManager", "Data4HelpCore", "DatabaseLink", "UntrustedXML", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         // The HTTP layer: the two API surfaces, errors as problem+json, operability endpoints, wiring.
@@ -150,6 +151,7 @@ let package = Package(
             name: "data4help",
             dependencies: [
                 "AccessManager",
+                "Data4HelpCore",
                 "RunEvents",
                 "HTTPAPI",
                 "DatabaseLink",

@@ -77,9 +77,9 @@ struct AggregateTests {
         let individuals: IndividualStore
 
         /// A new third party (a fresh budget).
-        func party() async throws -> Principal {
+        func party() async throws -> ThirdPartyID {
             let record = try await ThirdPartyStore(database: database).insert(name: "Org", email: "org-\(UUID())@example.org", passwordHash: "x")
-            return Principal(account: .thirdParty(record.id), credential: .accessToken(id: 0))
+            return ThirdPartyID(rowId: record.id)
         }
 
         /// `count` people in `area`, each with a heart rate of `value` every day of October 2026.

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import DatabaseTestSupport
 import Foundation
@@ -21,7 +22,7 @@ struct DataManagerTests {
         let database: Database
         let manager: DataManager
         let observer: RecordingObserver
-        let principal: Principal
+        let individual: IndividualID
         let individualId: Int64
     }
 
@@ -43,7 +44,7 @@ struct DataManagerTests {
             let manager = DataManager(database: database, partitions: PartitionMaintainer(database: database), events: events)
             try await body(Harness(
                 database: database, manager: manager, observer: observer,
-                principal: Principal(account: .individual(record.id), credential: .accessToken(id: 0)), individualId: record.id
+                individual: IndividualID(rowId: record.id), individualId: record.id
             ))
         }
     }
@@ -65,9 +66,9 @@ struct DataManagerTests {
                 Self.heartRate(71, at: "2026-11-21T08:00:01Z"),
                 Self.heartRate(71, at: "2026-11-21T08:00:01Z"),  // the same sample twice in one batch
             ]
-            let first = try await h.manager.ingest(batch, for: h.principal)
+            let first = try await h.manager.ingest(batch, for: h.individual)
             #expect(first.accepted == 2 && first.duplicates == 1 && first.rejected.isEmpty)
-            let second = try await h.manager.ingest(batch, for: h.principal)
+            let second = try await h.manager.ingest(batch, for: h.individual)
             #expect(second.accepted == 0 && second.duplicates == 3)
             #expect(h.observer.samples.count == 2)
             #expect(h.observer.batches.withLock { $0.count } == 1)  // nothing new, nothing announced
@@ -78,19 +79,19 @@ struct DataManagerTests {
 
     @Test func sameClientIdIsTheSameSampleWhateverItsValue() async throws {
         try await withHarness { h in
-            _ = try await h.manager.ingest([Self.heartRate(70, at: "2026-11-21T08:00:00Z", id: "x")], for: h.principal)
-            let again = try await h.manager.ingest([Self.heartRate(90, at: "2026-11-21T08:00:00Z", id: "x")], for: h.principal)
+            _ = try await h.manager.ingest([Self.heartRate(70, at: "2026-11-21T08:00:00Z", id: "x")], for: h.individual)
+            let again = try await h.manager.ingest([Self.heartRate(90, at: "2026-11-21T08:00:00Z", id: "x")], for: h.individual)
             #expect(again.duplicates == 1)
         }
     }
 
     @Test func lateAndOutOfOrderSamplesLandInOrder() async throws {
         try await withHarness { h in
-            _ = try await h.manager.ingest([Self.heartRate(80, at: "2026-11-21T08:00:40Z")], for: h.principal)
+            _ = try await h.manager.ingest([Self.heartRate(80, at: "2026-11-21T08:00:40Z")], for: h.individual)
             _ = try await h.manager.ingest([
                 Self.heartRate(60, at: "2026-11-21T08:00:10Z"),
                 Self.heartRate(50, at: "2026-11-18T23:59:59.999Z"),  // three days late
-            ], for: h.principal)
+            ], for: h.individual)
             let block = try await h.database.query("""
                 SELECT offsets_ms, vals FROM sample_blocks WHERE block_start = '2026-11-21T08:00:00Z'
                 """)
@@ -107,7 +108,7 @@ struct DataManagerTests {
             let items = (0..<120).map { Self.heartRate(60 + Double($0 % 40), at: String(format: "2026-11-21T09:%02d:%02dZ", $0 / 60, $0 % 60)) }
             let results = try await withThrowingTaskGroup(of: IngestBatchResult.self) { group in
                 for slice in [items[0..<80], items[40..<120], items[20..<100]] {
-                    group.addTask { try await h.manager.ingest(Array(slice), for: h.principal) }
+                    group.addTask { try await h.manager.ingest(Array(slice), for: h.individual) }
                 }
                 return try await group.reduce(into: []) { $0.append($1) }
             }
@@ -125,7 +126,7 @@ struct DataManagerTests {
                 Self.heartRate(60, at: "2026-11-20T22:30:00Z"),  // 23:30 in Rome: 20 November
                 Self.heartRate(90, at: "2026-11-20T23:30:00Z"),  // 00:30 in Rome: 21 November
                 Self.heartRate(70, at: "2026-11-21T10:00:00Z"),
-            ], for: h.principal)
+            ], for: h.individual)
             let rows = try await h.database.query("""
                 SELECT day::text, sample_count, value_sum, value_min, value_max FROM daily_rollups ORDER BY day
                 """)
@@ -143,7 +144,7 @@ struct DataManagerTests {
             fix.longitude = 9.19
             fix.accuracy = 8
             fix.time = "2026-11-21T08:00:00+01:00"
-            let first = try await h.manager.ingest([fix, fix], for: h.principal)
+            let first = try await h.manager.ingest([fix, fix], for: h.individual)
             #expect(first.accepted == 1 && first.duplicates == 1)
             #expect(h.observer.locations.map(\.latitude) == [45.4642])
             let rows = try await h.database.query("SELECT recorded_at, accuracy, altitude FROM location_fixes")
@@ -155,7 +156,7 @@ struct DataManagerTests {
 
     @Test func samplesFarInThePastGetTheirPartitionOnDemand() async throws {
         try await withHarness { h in
-            let result = try await h.manager.ingest([Self.heartRate(65, at: "2014-05-01T12:00:00Z")], for: h.principal)
+            let result = try await h.manager.ingest([Self.heartRate(65, at: "2014-05-01T12:00:00Z")], for: h.individual)
             #expect(result.accepted == 1)
             let partition = try await h.database.query("SELECT to_regclass('sample_blocks_201405') IS NOT NULL")
             #expect(try partition[0].decode(Bool.self))
@@ -168,7 +169,7 @@ struct DataManagerTests {
             fix.latitude = 45
             fix.longitude = 9
             fix.time = "2026-11-21T08:00:00Z"
-            _ = try await h.manager.ingest([Self.heartRate(70, at: "2026-11-21T08:00:00Z"), fix], for: h.principal)
+            _ = try await h.manager.ingest([Self.heartRate(70, at: "2026-11-21T08:00:00Z"), fix], for: h.individual)
             #expect(try await IndividualStore(database: h.database).delete(id: h.individualId))
             let left = try await h.database.query("""
                 SELECT (SELECT count(*) FROM sample_blocks) + (SELECT count(*) FROM location_fixes)

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import DatabaseLink
 
 /// Individuals' accounts: registration, profile and settings.
@@ -35,8 +36,8 @@ package struct IndividualAccounts: Sendable {
     }
 
     /// The caller's own account.
-    package func profile(of principal: Principal) async throws -> IndividualRecord {
-        guard case .individual(let id) = principal.account, let record = try await store.find(id: id) else {
+    package func profile(of individual: IndividualID) async throws -> IndividualRecord {
+        guard let record = try await store.find(id: individual.rowId) else {
             throw AccountError.notFound
         }
         return record
@@ -44,9 +45,11 @@ package struct IndividualAccounts: Sendable {
 
     /// Applies a profile change. A new email or password needs the current password (checked
     /// under the sign-in throttle); a new password ends every other login token of the account
-    /// (the one in use stays valid).
-    package func update(_ principal: Principal, with change: IndividualProfileChange) async throws -> IndividualRecord {
-        guard case .individual(let id) = principal.account else { throw AccountError.notFound }
+    /// (the one in use, `credential`, stays valid).
+    package func update(
+        _ individual: IndividualID, signedInWith credential: Principal.Credential, with change: IndividualProfileChange
+    ) async throws -> IndividualRecord {
+        let id = individual.rowId
         if change.email != nil || change.newPassword != nil {
             guard try await verifyPassword(change.currentPassword ?? "", of: id) else { throw AccountError.wrongCurrentPassword }
         }
@@ -60,7 +63,7 @@ package struct IndividualAccounts: Sendable {
         if let newPassword = change.newPassword {
             changes.passwordHash = try await hasher.hash(newPassword)
         }
-        let kept: Int64? = if case .accessToken(let tokenId) = principal.credential { tokenId } else { nil }
+        let kept: Int64? = if case .accessToken(let tokenId) = credential { tokenId } else { nil }
         let updated: IndividualRecord?
         do {
             updated = try await store.update(id: id, changes, keptTokenId: kept)
@@ -73,8 +76,8 @@ package struct IndividualAccounts: Sendable {
 
     /// Erases the account and all its data for good (GDPR art. 17), after checking the password:
     /// a stolen token alone must not be enough to destroy someone's history.
-    package func erase(_ principal: Principal, password: String) async throws {
-        guard case .individual(let id) = principal.account else { throw AccountError.notFound }
+    package func erase(_ individual: IndividualID, password: String) async throws {
+        let id = individual.rowId
         guard try await verifyPassword(password, of: id) else { throw AccountError.wrongPassword }
         guard try await store.delete(id: id) else { throw AccountError.notFound }
     }

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import DatabaseLink
 
 /// A valid third-party registration.
@@ -36,8 +37,8 @@ package struct ThirdPartyAccounts: Sendable {
     }
 
     /// The caller's own organisation.
-    package func profile(of principal: Principal) async throws -> ThirdPartyRecord {
-        guard case .thirdParty(let id) = principal.account, let record = try await store.find(id: id) else {
+    package func profile(of party: ThirdPartyID) async throws -> ThirdPartyRecord {
+        guard let record = try await store.find(id: party.rowId) else {
             throw AccountError.notFound
         }
         return record

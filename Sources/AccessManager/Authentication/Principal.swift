@@ -1,3 +1,4 @@
+import Data4HelpCore
 import DatabaseLink
 
 /// Who is asking, as established from a bearer credential.
@@ -16,6 +17,18 @@ package struct Principal: Sendable, Equatable {
     package init(account: AccountReference, credential: Credential) {
         self.account = account
         self.credential = credential
+    }
+
+    /// The individual asking, when the account is one.
+    package var individual: IndividualID? {
+        guard case .individual(let id) = account else { return nil }
+        return IndividualID(rowId: id)
+    }
+
+    /// The organisation asking, when the account is one.
+    package var thirdParty: ThirdPartyID? {
+        guard case .thirdParty(let id) = account else { return nil }
+        return ThirdPartyID(rowId: id)
     }
 }
 

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import DatabaseLink
 
@@ -22,38 +23,32 @@ package struct APIKeyService: Sendable {
     }
 
     /// A new key for the caller's organisation.
-    package func create(for principal: Principal, name: APIKeyName) async throws -> CreatedAPIKey {
-        let tenant = try Self.tenant(of: principal)
+    package func create(for party: ThirdPartyID, name: APIKeyName) async throws -> CreatedAPIKey {
+        let tenant = party.rowId
         let (key, prefix) = BearerSecret.newAPIKey()
         let record = try await store.insert(thirdPartyId: tenant, name: name.value, prefix: prefix, keyHash: BearerSecret.digest(key))
         return CreatedAPIKey(key: key, record: record)
     }
 
     /// The organisation's keys, revoked ones included, newest first.
-    package func list(for principal: Principal, beforeId: Int64?, limit: Int) async throws -> [APIKeyRecord] {
-        try await store.list(thirdPartyId: Self.tenant(of: principal), beforeId: beforeId, limit: limit)
+    package func list(for party: ThirdPartyID, beforeId: Int64?, limit: Int) async throws -> [APIKeyRecord] {
+        try await store.list(thirdPartyId: party.rowId, beforeId: beforeId, limit: limit)
     }
 
     /// One of the organisation's keys.
-    package func find(for principal: Principal, publicId: UUID) async throws -> APIKeyRecord {
-        guard let record = try await store.find(thirdPartyId: Self.tenant(of: principal), publicId: publicId) else {
+    package func find(for party: ThirdPartyID, publicId: UUID) async throws -> APIKeyRecord {
+        guard let record = try await store.find(thirdPartyId: party.rowId, publicId: publicId) else {
             throw APIKeyError.notFound
         }
         return record
     }
 
     /// Revokes one of the organisation's keys; revoking twice is harmless.
-    package func revoke(for principal: Principal, publicId: UUID) async throws -> APIKeyRecord {
-        guard let record = try await store.revoke(thirdPartyId: Self.tenant(of: principal), publicId: publicId) else {
+    package func revoke(for party: ThirdPartyID, publicId: UUID) async throws -> APIKeyRecord {
+        guard let record = try await store.revoke(thirdPartyId: party.rowId, publicId: publicId) else {
             throw APIKeyError.notFound
         }
         return record
-    }
-
-    /// The tenant id always comes from the authenticated principal, never from the request.
-    private static func tenant(of principal: Principal) throws -> Int64 {
-        guard case .thirdParty(let id) = principal.account else { throw APIKeyError.notFound }
-        return id
     }
 }
 

@@ -28,32 +28,32 @@ struct IndividualPortal {
                     dataFrom: form.instant("dataFrom", endOfDay: false), dataTo: form.instant("dataTo", endOfDay: true),
                     accessUntil: form.instant("accessUntil", endOfDay: true)
                 ).validated()
-                _ = try await requests.decide(try context.signedIn(), id: id, accept: accept, narrowing: narrowing)
+                _ = try await requests.decide(try context.signedInIndividual(), id: id, accept: accept, narrowing: narrowing)
                 return PortalForm.redirect(to: "/me")
             }
         }
         me.post("requests/{requestId}/revoke") { request, context in
             try await site.submit(request, context, showing: requestsPage) { _ in
-                _ = try await requests.revoke(try context.signedIn(), id: try AccessScopeFields.requestId(context.parameters))
+                _ = try await requests.revoke(try context.signedInIndividual(), id: try AccessScopeFields.requestId(context.parameters))
                 return PortalForm.redirect(to: "/me")
             }
         }
         me.post("blocked/{organisationId}") { request, context in
             try await site.submit(request, context, showing: requestsPage) { _ in
                 guard let organisation = context.parameters.get("organisationId", as: UUID.self) else { throw AccessRequestError.notFound }
-                try await requests.block(try context.signedIn(), organisation: organisation)
+                try await requests.block(try context.signedInIndividual(), organisation: organisation)
                 return PortalForm.redirect(to: "/me")
             }
         }
         me.post("blocked/{organisationId}/unblock") { request, context in
             try await site.submit(request, context, showing: requestsPage) { _ in
                 guard let organisation = context.parameters.get("organisationId", as: UUID.self) else { throw AccessRequestError.notFound }
-                try await requests.unblock(try context.signedIn(), organisation: organisation)
+                try await requests.unblock(try context.signedInIndividual(), organisation: organisation)
                 return PortalForm.redirect(to: "/me")
             }
         }
         me.get("access-log") { _, context in
-            let entries = try await site.components.accessLog.entries(for: try context.signedIn(), beforeId: nil, limit: 200)
+            let entries = try await site.components.accessLog.entries(for: try context.signedInIndividual(), beforeId: nil, limit: 200)
             return try await site.page("me-access-log", title: "Access log", context, values: [
                 "entries": PortalPages.values(of: entries.map(DisclosureBody.init)), "hasEntries": !entries.isEmpty,
             ])
@@ -63,13 +63,13 @@ struct IndividualPortal {
     }
 
     private func requestsPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
-        let principal = try context.signedIn()
-        let all = try await requests.requests(for: principal, status: nil, beforeId: nil, limit: 200)
+        let individual = try context.signedInIndividual()
+        let all = try await requests.requests(for: individual, status: nil, beforeId: nil, limit: 200)
         func shown(_ request: AccessRequest) -> Any { PortalPages.values(of: AccessRequestBody(request, for: .individual)) }
         let pending = all.filter { $0.record.status == .pending }
         let granted = all.filter { $0.record.status == .granted }
         let closed = all.filter { !$0.record.status.isOpen }
-        let blocked = try await requests.blocked(by: principal)
+        let blocked = try await requests.blocked(by: individual)
         var page = values
         page["pending"] = pending.map { request -> Any in
             var shownRequest = shown(request) as? [String: Any] ?? [:]
@@ -97,10 +97,10 @@ struct MeHealthPage {
             let week = request.uri.queryParameters["period"] == "week"
             let bucket: SummaryBucket = week ? .day : .hour
             let to = Date(), from = to.addingTimeInterval(week ? -7 * 86_400 : -86_400)
-            let principal = try context.signedIn()
+            let individual = try context.signedInIndividual()
             var charts: [[String: Any]] = []
             for (type, statistic, title) in [(SampleType.heartRate, "mean", "Heart rate (mean)"), (.stepCount, "sum", "Steps (total)")] {
-                let body = SummaryBody(try await site.components.ownData.summary(of: principal, type: type, bucket: bucket, from: from, to: to))
+                let body = SummaryBody(try await site.components.ownData.summary(of: individual, type: type, bucket: bucket, from: from, to: to))
                 let bars = body.items.map { item in
                     AggregateChart.Bar(label: Self.label(item.start, week: week), value: statistic == "sum" ? (item.sum ?? item.mean * Double(item.count)) : item.mean)
                 }
@@ -135,22 +135,22 @@ struct MeSOSPages {
             }) { form in
                 let settingsForm = try Self.form(form)
                 typed = ["typed": PortalPages.values(of: settingsForm)]
-                _ = try await settings.replace(try settingsForm.settings(allowPrivateNetworks: site.allowPrivateWebhooks), for: try context.signedIn())
+                _ = try await settings.replace(try settingsForm.settings(allowPrivateNetworks: site.allowPrivateWebhooks), for: try context.signedInIndividual())
                 return PortalForm.redirect(to: "/me/sos")
             }
         }
         group.post("sos/incidents/{incidentId}/cancel") { request, context in
             try await site.submit(request, context, showing: page) { _ in
-                _ = try await site.components.sosIncidents.cancel(try SOSIncidentController.incidentId(context), by: try context.signedIn())
+                _ = try await site.components.sosIncidents.cancel(try SOSIncidentController.incidentId(context), by: try context.signedInIndividual())
                 return PortalForm.redirect(to: "/me/sos")
             }
         }
     }
 
     private func page(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
-        let principal = try context.signedIn()
-        let (current, updatedAt) = try await settings.settings(of: principal)
-        let incidents = try await site.components.sosIncidents.incidents(of: principal, before: nil, limit: 50)
+        let individual = try context.signedInIndividual()
+        let (current, updatedAt) = try await settings.settings(of: individual)
+        let incidents = try await site.components.sosIncidents.incidents(of: individual, before: nil, limit: 50)
         var shown = PortalPages.values(of: SOSSettingsBody(current, updatedAt: updatedAt)) as? [String: Any] ?? [:]
         if let typed = values["typed"] as? [String: Any] { shown.merge(typed) { $1 } }   // what was typed, beside its problems
         var contacts = shown["contacts"] as? [[String: Any]] ?? []

@@ -21,23 +21,23 @@ struct PortalAggregatePages {
                 try await formPage(context, values: values.merging(typed) { $1 }, status: status)
             }) { form in
                 typed = Self.typed(form)
-                let principal = try context.signedIn()
-                let before = try await aggregates.status(for: principal)
+                let party = try context.signedInParty()
+                let before = try await aggregates.status(for: party)
                 let spec = try Self.spec(form).spec(defaultEpsilon: aggregates.budget.defaultEpsilon, maximum: aggregates.budget.perQuery)
-                let result = try await aggregates.run(spec, for: principal)
+                let result = try await aggregates.run(spec, for: party)
                 return try await resultPage(context, result, before: before, status: result.repeated ? .ok : .created)
             }
         }
         group.get("aggregates/{aggregateId}") { _, context in
             guard let id = context.parameters.get("aggregateId", as: UUID.self) else { throw AggregateError.notFound }
-            return try await resultPage(context, try await aggregates.result(of: id, for: try context.signedIn()), before: nil, status: .ok)
+            return try await resultPage(context, try await aggregates.result(of: id, for: try context.signedInParty()), before: nil, status: .ok)
         }
     }
 
     private func formPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
-        let principal = try context.signedIn()
-        let budget = try await aggregates.status(for: principal)
-        let past = try await aggregates.results(for: principal, beforeId: nil, limit: 20)
+        let party = try context.signedInParty()
+        let budget = try await aggregates.status(for: party)
+        let past = try await aggregates.results(for: party, beforeId: nil, limit: 20)
         let chosen = values["chosen"] as? [String: String] ?? [:]
         let bands = values["bands"] as? Set<String> ?? []
         var all = values
@@ -54,7 +54,7 @@ struct PortalAggregatePages {
     }
 
     private func resultPage(_ context: AppRequestContext, _ result: AggregateResult, before: BudgetStatus?, status: HTTPResponse.Status) async throws -> Response {
-        let after = try await aggregates.status(for: try context.signedIn())
+        let after = try await aggregates.status(for: try context.signedInParty())
         let body = AggregateResultBody(result)
         let bars = AggregateChart.bars(statistic: body.spec.statistic, groups: body.groups)
         let unit: String? = if case .quantity(let unit, _, _) = SampleType(rawValue: body.spec.type)?.definition {

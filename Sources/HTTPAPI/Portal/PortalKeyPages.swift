@@ -15,21 +15,21 @@ struct PortalKeyPages {
         }
         group.post("keys") { request, context in
             try await portal.submit(request, context, showing: page) { form in
-                let created = try await keys.create(for: try context.signedIn(), name: try form.decode(APIKeyCreationBody.self).validated())
+                let created = try await keys.create(for: try context.signedInParty(), name: try form.decode(APIKeyCreationBody.self).validated())
                 return try await page(context, values: ["created": ["name": created.record.name, "key": created.key]], status: .created)
             }
         }
         group.post("keys/{keyId}/revoke") { request, context in
             try await portal.submit(request, context, showing: page) { _ in
                 guard let id = context.parameters.get("keyId", as: UUID.self) else { throw APIKeyError.notFound }
-                _ = try await keys.revoke(for: try context.signedIn(), publicId: id)
+                _ = try await keys.revoke(for: try context.signedInParty(), publicId: id)
                 return PortalForm.redirect(to: "/portal/keys")
             }
         }
     }
 
     private func page(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
-        let rows = try await keys.list(for: try context.signedIn(), beforeId: nil, limit: 100)
+        let rows = try await keys.list(for: try context.signedInParty(), beforeId: nil, limit: 100)
         let listed: [[String: Any]] = rows.map { key in
             [
                 "id": key.publicId.wireString, "name": key.name, "prefix": key.prefix,

@@ -32,20 +32,20 @@ struct PortalRequestPages {
                     fiscalCode: form["fiscalCode"], types: types.isEmpty ? nil : types,
                     dataFrom: form.instant("dataFrom", endOfDay: false), dataTo: form.instant("dataTo", endOfDay: true),
                     accessUntil: form.instant("accessUntil", endOfDay: true), purpose: form["purpose"], subscribe: form["subscribe"] != nil
-                ).file(by: try context.signedIn(), with: requests)
+                ).file(by: try context.signedInParty(), with: requests)
                 return PortalForm.redirect(to: "/portal/requests/\(filed.record.publicId.wireString)")
             }
         }
         group.get("requests/{requestId}") { request, context in
             let id = try AccessScopeFields.requestId(context.parameters)
-            let principal = try context.signedIn()
-            let filed = try await requests.request(of: principal, id: id)
+            let party = try context.signedInParty()
+            let filed = try await requests.request(of: party, id: id)
             var values: [String: Any] = ["request": PortalPages.values(of: AccessRequestBody(filed, for: .thirdParty))]
             if filed.record.status == .granted {
                 do {
                     let query = try SampleListingQuery(request)
                     let page = query.page(try await portal.components.grantedData.samples(
-                        for: principal, request: id, types: query.types, from: query.range.from, to: query.range.to,
+                        for: party, request: id, types: query.types, from: query.range.from, to: query.range.to,
                         order: query.range.order, limit: min(query.range.limit, 50), after: query.after
                     ))
                     values["samples"] = PortalPages.values(of: page.items)
@@ -62,7 +62,7 @@ struct PortalRequestPages {
     }
 
     private func listPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
-        let rows = try await requests.requests(of: try context.signedIn(), status: nil, beforeId: nil, limit: 100)
+        let rows = try await requests.requests(of: try context.signedInParty(), status: nil, beforeId: nil, limit: 100)
         let checked = values["checked"] as? [String: Bool] ?? [:]
         var all = values
         all["requests"] = PortalPages.values(of: rows.map { AccessRequestBody($0, for: .thirdParty) })

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import Hummingbird
@@ -100,8 +101,8 @@ struct PortalSite {
     ) async throws -> Response {
         let principal = try context.signedIn()
         let name = surface == .thirdParty
-            ? try await components.thirdParties.profile(of: principal).name
-            : try await components.individuals.profile(of: principal).fullName
+            ? try await components.thirdParties.profile(of: try context.signedInParty()).name
+            : try await components.individuals.profile(of: try context.signedInIndividual()).fullName
         return pages.page(template, title: title, csrf: context.csrfToken ?? "", values: values.merging(headerValues) { $1 }.merging(["account": name]) { $1 }, status: status)
     }
 
@@ -163,6 +164,18 @@ extension AppRequestContext {
     func signedIn() throws -> Principal {
         guard let principal else { throw AuthenticationError.missingCredentials }
         return principal
+    }
+
+    /// The individual signed in to `/me`.
+    func signedInIndividual() throws -> IndividualID {
+        guard let individual = try signedIn().individual else { throw AuthenticationError.missingCredentials }
+        return individual
+    }
+
+    /// The organisation signed in to `/portal`.
+    func signedInParty() throws -> ThirdPartyID {
+        guard let party = try signedIn().thirdParty else { throw AuthenticationError.missingCredentials }
+        return party
     }
 }
 

@@ -17,31 +17,31 @@ struct PortalWebhookPages {
         }
         group.post("webhook") { request, context in
             try await portal.submit(request, context, showing: page) { form in
-                let (_, secret) = try await endpoints.register(try context.signedIn(), url: try form.decode(WebhookEndpointForm.self).validated())
+                let (_, secret) = try await endpoints.register(try context.signedIn().account, url: try form.decode(WebhookEndpointForm.self).validated())
                 return try await page(context, values: secret.map { ["secret": $0] } ?? ["saved": true], status: secret == nil ? .ok : .created)
             }
         }
         group.post("webhook/secret") { request, context in
             try await action(request, context) {
-                try await page(context, values: ["secret": try await endpoints.rotateSecret(try context.signedIn())])
+                try await page(context, values: ["secret": try await endpoints.rotateSecret(try context.signedIn().account)])
             }
         }
         group.post("webhook/remove") { request, context in
             try await action(request, context) {
-                try await endpoints.remove(try context.signedIn())
+                try await endpoints.remove(try context.signedIn().account)
                 return PortalForm.redirect(to: "/portal/webhook")
             }
         }
         group.post("webhook/test") { request, context in
             try await action(request, context) {
-                _ = try await endpoints.sendTest(try context.signedIn())
+                _ = try await endpoints.sendTest(try context.signedIn().account)
                 return PortalForm.redirect(to: "/portal/webhook")
             }
         }
         group.post("webhook/deliveries/{deliveryId}/redeliver") { request, context in
             try await action(request, context) {
                 guard let id = context.parameters.get("deliveryId", as: UUID.self) else { throw WebhookError.notFound }
-                _ = try await endpoints.redeliver(try context.signedIn(), id: id)
+                _ = try await endpoints.redeliver(try context.signedIn().account, id: id)
                 return PortalForm.redirect(to: "/portal/webhook")
             }
         }
@@ -55,14 +55,14 @@ struct PortalWebhookPages {
     }
 
     private func page(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
-        let principal = try context.signedIn()
+        let owner = try context.signedIn().account
         let endpoint: WebhookEndpointRecord?
         do {
-            endpoint = try await endpoints.endpoint(principal)
+            endpoint = try await endpoints.endpoint(owner)
         } catch WebhookError.notFound {
             endpoint = nil
         }
-        let deliveries = try await endpoints.deliveries(principal, beforeId: nil, limit: 50).map { delivery -> [String: Any] in
+        let deliveries = try await endpoints.deliveries(owner, beforeId: nil, limit: 50).map { delivery -> [String: Any] in
             let last = delivery.attempts.last
             return [
                 "id": delivery.publicId.wireString, "eventType": delivery.eventType, "status": delivery.state,

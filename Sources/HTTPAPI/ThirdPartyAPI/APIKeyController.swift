@@ -12,7 +12,7 @@ struct APIKeyController {
     func addRoutes(to group: some RouterMethods<ThirdPartyRequestContext>) {
         group.post("keys") { request, context -> EditedResponse<CreatedAPIKeyBody> in
             let form = try await body.decode(APIKeyCreationBody.self, from: request, context: context)
-            let created = try await keys.create(for: context.principal, name: try form.validated())
+            let created = try await keys.create(for: context.party, name: try form.validated())
             return EditedResponse(
                 status: .created,
                 headers: [.location: "/api/thirdparties/keys/\(created.record.publicId.wireString)", .cacheControl: "no-store"],
@@ -21,14 +21,14 @@ struct APIKeyController {
         }
         group.get("keys") { request, context -> Page<APIKeyBody> in
             let pagination = try KeysetPagination(request)
-            let rows = try await keys.list(for: context.principal, beforeId: pagination.beforeId, limit: pagination.limit + 1)
+            let rows = try await keys.list(for: context.party, beforeId: pagination.beforeId, limit: pagination.limit + 1)
             return pagination.page(rows, id: \.id, item: APIKeyBody.init)
         }
         group.get("keys/{keyId}") { _, context in
-            try await APIKeyBody(keys.find(for: context.principal, publicId: Self.keyId(context)))
+            try await APIKeyBody(keys.find(for: context.party, publicId: Self.keyId(context)))
         }
         group.delete("keys/{keyId}") { _, context in
-            _ = try await keys.revoke(for: context.principal, publicId: Self.keyId(context))
+            _ = try await keys.revoke(for: context.party, publicId: Self.keyId(context))
             return Response(status: .noContent)
         }
     }

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HealthSharing
@@ -12,7 +13,7 @@ struct AccessRequestController {
     func addRoutes(to group: some RouterMethods<ThirdPartyRequestContext>) {
         group.post("requests") { request, context -> EditedResponse<AccessRequestBody> in
             let form = try await body.decode(AccessRequestForm.self, from: request, context: context)
-            let filed = try await form.file(by: context.principal, with: requests)
+            let filed = try await form.file(by: context.party, with: requests)
             // 202: the individual decides later; an unknown fiscal code gets exactly this answer too.
             return EditedResponse(
                 status: .accepted,
@@ -25,11 +26,11 @@ struct AccessRequestController {
             let status = AccessScopeFields.status(request, fields: &fields)
             try fields.finish()
             let pagination = try KeysetPagination(request)
-            let rows = try await requests.requests(of: context.principal, status: status, beforeId: pagination.beforeId, limit: pagination.limit + 1)
+            let rows = try await requests.requests(of: context.party, status: status, beforeId: pagination.beforeId, limit: pagination.limit + 1)
             return pagination.page(rows, id: \.record.id) { AccessRequestBody($0, for: .thirdParty) }
         }
         group.get("requests/{requestId}") { _, context in
-            try await AccessRequestBody(requests.request(of: context.principal, id: AccessScopeFields.requestId(context.parameters)), for: .thirdParty)
+            try await AccessRequestBody(requests.request(of: context.party, id: AccessScopeFields.requestId(context.parameters)), for: .thirdParty)
         }
     }
 }
@@ -46,7 +47,7 @@ struct AccessRequestForm: Decodable {
 
 extension AccessRequestForm {
     /// Validates the form (every bad field named at once) and files the request.
-    func file(by principal: Principal, with requests: AccessRequestService) async throws -> AccessRequest {
+    func file(by party: ThirdPartyID, with requests: AccessRequestService) async throws -> AccessRequest {
         var fields = FieldValidator()
         let fiscalCode = fields.required("fiscalCode", fiscalCode, FiscalCode.init(parsing:))
         let kinds = fields.required("types", types, AccessScopeFields.kinds)
@@ -56,6 +57,6 @@ extension AccessRequestForm {
         let purpose = fields.required("purpose", purpose, AccessPurpose.init(parsing:))
         try fields.finish()
         let scope = try AccessScope(kinds: kinds!, dataFrom: dataFrom, dataTo: dataTo, accessUntil: accessUntil)
-        return try await requests.request(by: principal, fiscalCode: fiscalCode!, scope: scope, purpose: purpose!, subscribe: subscribe ?? false)
+        return try await requests.request(by: party, fiscalCode: fiscalCode!, scope: scope, purpose: purpose!, subscribe: subscribe ?? false)
     }
 }

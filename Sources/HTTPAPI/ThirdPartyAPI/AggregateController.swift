@@ -16,7 +16,7 @@ struct AggregateController {
         group.post("aggregates") { request, context -> EditedResponse<AggregateResultBody> in
             let form = try await body.decode(AggregateSpecForm.self, from: request, context: context)
             let spec = try form.spec(defaultEpsilon: aggregates.budget.defaultEpsilon, maximum: aggregates.budget.perQuery)
-            let result = try await aggregates.run(spec, for: context.principal)
+            let result = try await aggregates.run(spec, for: context.party)
             return EditedResponse(
                 status: result.repeated ? .ok : .created,
                 headers: [.location: "/api/thirdparties/aggregates/\(result.id.wireString)"],
@@ -25,11 +25,11 @@ struct AggregateController {
         }
         group.get("aggregates") { request, context -> Page<AggregateResultBody> in
             let pagination = try KeysetPagination(request)
-            let rows = try await aggregates.results(for: context.principal, beforeId: pagination.beforeId, limit: pagination.limit + 1)
+            let rows = try await aggregates.results(for: context.party, beforeId: pagination.beforeId, limit: pagination.limit + 1)
             return pagination.page(rows, id: \.id) { AggregateResultBody($0.result) }
         }
         group.get("aggregates/{aggregateId}") { _, context in
-            try await AggregateResultBody(aggregates.result(of: Self.aggregateId(context), for: context.principal))
+            try await AggregateResultBody(aggregates.result(of: Self.aggregateId(context), for: context.party))
         }
         group.post("aggregates/{aggregateId}/subscription") { request, context -> EditedResponse<AggregateSubscriptionBody> in
             let form = try await body.decode(AggregateSubscriptionForm.self, from: request, context: context)
@@ -39,18 +39,18 @@ struct AggregateController {
                 return period
             }
             try fields.finish()
-            let (record, created) = try await subscriptions.subscribe(context.principal, query: Self.aggregateId(context), period: period!)
+            let (record, created) = try await subscriptions.subscribe(context.party, query: Self.aggregateId(context), period: period!)
             return EditedResponse(status: created ? .created : .ok, response: AggregateSubscriptionBody(record))
         }
         group.get("aggregates/{aggregateId}/subscription") { _, context in
-            AggregateSubscriptionBody(try await subscriptions.subscription(context.principal, query: Self.aggregateId(context)))
+            AggregateSubscriptionBody(try await subscriptions.subscription(context.party, query: Self.aggregateId(context)))
         }
         group.delete("aggregates/{aggregateId}/subscription") { _, context in
-            try await subscriptions.unsubscribe(context.principal, query: Self.aggregateId(context))
+            try await subscriptions.unsubscribe(context.party, query: Self.aggregateId(context))
             return Response(status: .noContent)
         }
         group.get("budget") { _, context in
-            BudgetBody(try await aggregates.status(for: context.principal))
+            BudgetBody(try await aggregates.status(for: context.party))
         }
     }
 }

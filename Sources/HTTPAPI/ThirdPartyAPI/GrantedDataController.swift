@@ -15,7 +15,7 @@ struct GrantedDataController {
             let id = try AccessScopeFields.requestId(context.parameters)
             let query = try SampleListingQuery(request)
             return try await query.page(granted.samples(
-                for: context.principal, request: id, types: query.types, from: query.range.from, to: query.range.to,
+                for: context.party, request: id, types: query.types, from: query.range.from, to: query.range.to,
                 order: query.range.order, limit: query.range.limit, after: query.after
             ))
         }
@@ -23,7 +23,7 @@ struct GrantedDataController {
             let id = try AccessScopeFields.requestId(context.parameters)
             let query = try LocationListingQuery(request)
             return try await query.page(granted.locations(
-                for: context.principal, request: id, from: query.range.from, to: query.range.to,
+                for: context.party, request: id, from: query.range.from, to: query.range.to,
                 order: query.range.order, limit: query.range.limit, after: query.after
             ))
         }

@@ -20,7 +20,7 @@ struct SubscriptionFeedController {
                 return id
             } ?? 0
             try fields.finish()
-            let page = try await feed.page(for: context.principal, afterEventId: after)
+            let page = try await feed.page(for: context.party, afterEventId: after)
             let next = page.lastEventId.map { CursorCodec.encode("f1", [String($0)]) } ?? cursor
             return Page(items: page.items.map { FeedItemBody(requestId: $0.requestId.wireString, item: $0.item) }, nextCursor: next)
         }

@@ -27,7 +27,7 @@ struct ThirdPartyAccountController {
     /// `GET me`.
     func addAuthenticated(to group: some RouterMethods<ThirdPartyRequestContext>) {
         group.get("me") { _, context in
-            try await ThirdPartyProfileBody(accounts.profile(of: context.principal))
+            try await ThirdPartyProfileBody(accounts.profile(of: context.party))
         }
     }
 }

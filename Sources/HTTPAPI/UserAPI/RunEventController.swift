@@ -21,7 +21,7 @@ struct RunEventController {
             } else {
                 plan = try await body.decode(RunEventForm.self, from: request, context: context).plan(current: nil)
             }
-            return EditedResponse(status: .created, response: RunEventBody(try await runs.create(plan, by: context.principal)))
+            return EditedResponse(status: .created, response: RunEventBody(try await runs.create(plan, by: context.individual)))
         }
         group.get("runs") { request, context -> Page<RunEventBody> in
             let pagination = try KeysetPagination(request)
@@ -31,23 +31,23 @@ struct RunEventController {
                 return role
             }
             try fields.finish()
-            let rows = try await runs.events(of: context.principal, role: role, before: pagination.beforeId, limit: pagination.limit + 1)
+            let rows = try await runs.events(of: context.individual, role: role, before: pagination.beforeId, limit: pagination.limit + 1)
             return pagination.page(rows, id: \.sequence, item: RunEventBody.init)
         }
         group.patch("runs/{runId}") { request, context in
             let form = try await body.decode(RunEventForm.self, from: request, context: context)
-            return RunEventBody(try await runs.update(try Self.runId(context), by: context.principal) { try form.plan(current: $0) })
+            return RunEventBody(try await runs.update(try Self.runId(context), by: context.individual) { try form.plan(current: $0) })
         }
         group.post("runs/{runId}/cancel") { _, context in
-            RunEventBody(try await runs.cancel(try Self.runId(context), by: context.principal))
+            RunEventBody(try await runs.cancel(try Self.runId(context), by: context.individual))
         }
         group.post("runs/{runId}/enrolment") { request, context -> EditedResponse<RunnerBody> in
             let form = try await body.decode(EnrolmentForm.self, from: request, context: context)
             guard let name = form.displayName else { throw Problem.invalidField("displayName", "is required") }
-            return EditedResponse(status: .created, response: RunnerBody(try await runs.enrol(in: try Self.runId(context), by: context.principal, displayName: name)))
+            return EditedResponse(status: .created, response: RunnerBody(try await runs.enrol(in: try Self.runId(context), by: context.individual, displayName: name)))
         }
         group.delete("runs/{runId}/enrolment") { _, context -> Response in
-            try await runs.withdraw(from: try Self.runId(context), by: context.principal)
+            try await runs.withdraw(from: try Self.runId(context), by: context.individual)
             return Response(status: .noContent)
         }
     }

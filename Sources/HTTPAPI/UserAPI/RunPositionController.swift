@@ -50,7 +50,7 @@ struct RunPositionController {
                 }
             }
             try fields.finish()
-            return PositionBatchBody(try await live.record(fixes, in: try RunEventController.runId(context), by: context.principal))
+            return PositionBatchBody(try await live.record(fixes, in: try RunEventController.runId(context), by: context.individual))
         }
     }
 }

@@ -11,14 +11,14 @@ struct SOSIncidentController {
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("sos/incidents") { request, context -> Page<SOSIncidentBody> in
             let pagination = try KeysetPagination(request)
-            let rows = try await incidents.incidents(of: context.principal, before: pagination.beforeId, limit: pagination.limit + 1)
+            let rows = try await incidents.incidents(of: context.individual, before: pagination.beforeId, limit: pagination.limit + 1)
             return pagination.page(rows, id: \.sequence, item: SOSIncidentBody.init)
         }
         group.get("sos/incidents/{incidentId}") { _, context in
-            SOSIncidentBody(try await incidents.incident(try Self.incidentId(context), of: context.principal))
+            SOSIncidentBody(try await incidents.incident(try Self.incidentId(context), of: context.individual))
         }
         group.post("sos/incidents/{incidentId}/cancel") { _, context in
-            SOSIncidentBody(try await incidents.cancel(try Self.incidentId(context), by: context.principal))
+            SOSIncidentBody(try await incidents.cancel(try Self.incidentId(context), by: context.individual))
         }
     }
 

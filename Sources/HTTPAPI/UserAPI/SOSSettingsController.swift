@@ -13,12 +13,12 @@ struct SOSSettingsController {
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("sos") { _, context in
-            let (current, updatedAt) = try await settings.settings(of: context.principal)
+            let (current, updatedAt) = try await settings.settings(of: context.individual)
             return SOSSettingsBody(current, updatedAt: updatedAt)
         }
         group.put("sos") { request, context in
             let form = try await body.decode(SOSSettingsForm.self, from: request, context: context)
-            let (stored, updatedAt) = try await settings.replace(try form.settings(allowPrivateNetworks: allowPrivateNetworks), for: context.principal)
+            let (stored, updatedAt) = try await settings.replace(try form.settings(allowPrivateNetworks: allowPrivateNetworks), for: context.individual)
             return SOSSettingsBody(stored, updatedAt: updatedAt)
         }
     }

@@ -27,17 +27,17 @@ struct UserAccountController {
     /// `GET me`, `PATCH me`.
     func addAuthenticated(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("me") { _, context in
-            try await IndividualProfileBody(accounts.profile(of: context.principal))
+            try await IndividualProfileBody(accounts.profile(of: context.individual))
         }
         group.delete("me") { request, context in
             let form = try await body.decode(ErasureBody.self, from: request, context: context)
             guard let password = form.password else { throw Problem.invalidField("password", "is required to erase the account") }
-            try await accounts.erase(context.principal, password: password)
+            try await accounts.erase(context.individual, password: password)
             return Response(status: .noContent)
         }
         group.patch("me") { request, context in
             let patch = try await body.decode(IndividualProfilePatch.self, from: request, context: context)
-            return try await IndividualProfileBody(accounts.update(context.principal, with: patch.validated()))
+            return try await IndividualProfileBody(accounts.update(context.individual, signedInWith: context.principal.credential, with: patch.validated()))
         }
     }
 }

@@ -23,13 +23,13 @@ struct UserDataController {
                     detail: "An upload holds at most \(DataManager.maximumBatchSize) items; send the rest in another request."
                 )
             }
-            let result = try await dataManager.ingest(items, for: context.principal)
+            let result = try await dataManager.ingest(items, for: context.individual)
             return IngestResultBody(result)
         }
         group.get("data") { request, context -> Page<SampleBody> in
             let query = try SampleListingQuery(request)
             return try await query.page(ownData.samples(
-                of: context.principal, types: query.types, from: query.range.from, to: query.range.to,
+                of: context.individual, types: query.types, from: query.range.from, to: query.range.to,
                 order: query.range.order, limit: query.range.limit, after: query.after
             ))
         }
@@ -39,7 +39,7 @@ struct UserDataController {
         group.get("data/locations") { request, context -> Page<LocationFixBody> in
             let query = try LocationListingQuery(request)
             return try await query.page(ownData.locations(
-                of: context.principal, from: query.range.from, to: query.range.to, order: query.range.order, limit: query.range.limit, after: query.after
+                of: context.individual, from: query.range.from, to: query.range.to, order: query.range.order, limit: query.range.limit, after: query.after
             ))
         }
     }
@@ -70,7 +70,7 @@ struct UserDataController {
             fields.fail("from", "the window may cover at most \(maximumDays) days with \(bucket.rawValue) buckets")
         }
         try fields.finish()
-        let summary = try await ownData.summary(of: context.principal, type: type!, bucket: bucket, from: from, to: to)
+        let summary = try await ownData.summary(of: context.individual, type: type!, bucket: bucket, from: from, to: to)
         return SummaryBody(summary)
     }
 

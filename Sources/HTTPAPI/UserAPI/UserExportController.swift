@@ -28,7 +28,7 @@ struct UserExportController {
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("export") { _, context in
-            let principal = context.principal
+            let principal = context.individual
             let profile = try await accounts.profile(of: principal)
             let sosSettings = try await sos.settings(of: principal)
             let source = ExportSource(database: await readers())

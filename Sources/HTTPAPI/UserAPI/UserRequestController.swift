@@ -17,29 +17,29 @@ struct UserRequestController {
             let status = AccessScopeFields.status(request, fields: &fields)
             try fields.finish()
             let pagination = try KeysetPagination(request)
-            let rows = try await requests.requests(for: context.principal, status: status, beforeId: pagination.beforeId, limit: pagination.limit + 1)
+            let rows = try await requests.requests(for: context.individual, status: status, beforeId: pagination.beforeId, limit: pagination.limit + 1)
             return pagination.page(rows, id: \.record.id) { AccessRequestBody($0, for: .individual) }
         }
         group.get("requests/{requestId}") { _, context in
-            try await AccessRequestBody(requests.request(for: context.principal, id: AccessScopeFields.requestId(context.parameters)), for: .individual)
+            try await AccessRequestBody(requests.request(for: context.individual, id: AccessScopeFields.requestId(context.parameters)), for: .individual)
         }
         group.put("requests/{requestId}") { request, context in
             let id = try AccessScopeFields.requestId(context.parameters)
             let form = try await body.decode(DecisionForm.self, from: request, context: context)
             let (accept, narrowing) = try form.validated()
-            let decided = try await requests.decide(context.principal, id: id, accept: accept, narrowing: narrowing)
+            let decided = try await requests.decide(context.individual, id: id, accept: accept, narrowing: narrowing)
             return AccessRequestBody(decided, for: .individual)
         }
         group.post("requests/{requestId}/revoke") { _, context in
-            try await AccessRequestBody(requests.revoke(context.principal, id: AccessScopeFields.requestId(context.parameters)), for: .individual)
+            try await AccessRequestBody(requests.revoke(context.individual, id: AccessScopeFields.requestId(context.parameters)), for: .individual)
         }
         group.get("access-log") { request, context -> Page<DisclosureBody> in
             let pagination = try KeysetPagination(request)
-            let rows = try await accessLog.entries(for: context.principal, beforeId: pagination.beforeId, limit: pagination.limit + 1)
+            let rows = try await accessLog.entries(for: context.individual, beforeId: pagination.beforeId, limit: pagination.limit + 1)
             return pagination.page(rows, id: \.id, item: DisclosureBody.init)
         }
         group.get("blocked-parties") { _, context -> Page<BlockedPartyBody> in
-            let blocked = try await requests.blocked(by: context.principal)
+            let blocked = try await requests.blocked(by: context.individual)
             return Page(items: blocked.map { BlockedPartyBody(organisationId: $0.organisation.wireString, name: $0.name, blockedAt: $0.since) }, nextCursor: nil)
         }
         group.post("blocked-parties") { request, context in
@@ -50,12 +50,12 @@ struct UserRequestController {
                 return id
             }
             try fields.finish()
-            try await requests.block(context.principal, organisation: organisation!)
+            try await requests.block(context.individual, organisation: organisation!)
             return Response(status: .noContent)
         }
         group.delete("blocked-parties/{organisationId}") { _, context in
             guard let organisation = context.parameters.get("organisationId", as: UUID.self) else { throw AccessRequestError.notFound }
-            try await requests.unblock(context.principal, organisation: organisation)
+            try await requests.unblock(context.individual, organisation: organisation)
             return Response(status: .noContent)
         }
     }

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HealthSharing
@@ -39,7 +40,7 @@ struct EventStreamController {
                 return id
             } ?? 0
             try fields.finish()
-            guard case .thirdParty(let party) = context.principal.account else { throw AccessRequestError.notFound }
+            let party = context.party
             return Response(
                 status: .ok,
                 headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .xAccelBuffering: "no"],
@@ -48,7 +49,7 @@ struct EventStreamController {
                     defer { open.leave() }
                     // On graceful shutdown, wake the loop so it sees the shutdown and ends the stream.
                     try await withGracefulShutdownHandler {
-                        try await stream(to: &writer, party: party, after: lastEventId, connectionClosed: context.connectionClosed)
+                        try await stream(to: &writer, party: party.rowId, after: lastEventId, connectionClosed: context.connectionClosed)
                     } onGracefulShutdown: {
                         signal.notify()
                     }

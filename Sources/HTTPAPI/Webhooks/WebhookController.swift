@@ -15,7 +15,7 @@ struct WebhookController<Context: AuthenticatedRequestContext> {
         let base = prefix
         group.put(RouterPath(base)) { request, context -> EditedResponse<WebhookEndpointBody> in
             let form = try await body.decode(WebhookEndpointForm.self, from: request, context: context)
-            let (endpoint, secret) = try await endpoints.register(context.principal, url: try form.validated())
+            let (endpoint, secret) = try await endpoints.register(context.principal.account, url: try form.validated())
             return EditedResponse(
                 status: secret == nil ? .ok : .created,
                 headers: [.cacheControl: "no-store"],
@@ -23,30 +23,30 @@ struct WebhookController<Context: AuthenticatedRequestContext> {
             )
         }
         group.get(RouterPath(base)) { _, context in
-            try await WebhookEndpointBody(endpoints.endpoint(context.principal), secret: nil)
+            try await WebhookEndpointBody(endpoints.endpoint(context.principal.account), secret: nil)
         }
         group.delete(RouterPath(base)) { _, context in
-            try await endpoints.remove(context.principal)
+            try await endpoints.remove(context.principal.account)
             return Response(status: .noContent)
         }
         group.post(RouterPath("\(base)/secret")) { _, context -> EditedResponse<WebhookSecretBody> in
-            let secret = try await endpoints.rotateSecret(context.principal)
+            let secret = try await endpoints.rotateSecret(context.principal.account)
             return EditedResponse(headers: [.cacheControl: "no-store"], response: WebhookSecretBody(secret: secret))
         }
         group.post(RouterPath("\(base)/test")) { _, context -> EditedResponse<DeliveryBody> in
-            let id = try await endpoints.sendTest(context.principal)
-            return EditedResponse(status: .accepted, response: DeliveryBody(try await endpoints.delivery(context.principal, id: id)))
+            let id = try await endpoints.sendTest(context.principal.account)
+            return EditedResponse(status: .accepted, response: DeliveryBody(try await endpoints.delivery(context.principal.account, id: id)))
         }
         group.get(RouterPath("\(base)/deliveries")) { request, context -> Page<DeliveryBody> in
             let pagination = try KeysetPagination(request)
-            let rows = try await endpoints.deliveries(context.principal, beforeId: pagination.beforeId, limit: pagination.limit + 1)
+            let rows = try await endpoints.deliveries(context.principal.account, beforeId: pagination.beforeId, limit: pagination.limit + 1)
             return pagination.page(rows, id: \.id, item: DeliveryBody.init)
         }
         group.get(RouterPath("\(base)/deliveries/{deliveryId}")) { _, context in
-            try await DeliveryBody(endpoints.delivery(context.principal, id: Self.deliveryId(context)))
+            try await DeliveryBody(endpoints.delivery(context.principal.account, id: Self.deliveryId(context)))
         }
         group.post(RouterPath("\(base)/deliveries/{deliveryId}/redeliver")) { _, context -> EditedResponse<DeliveryBody> in
-            let delivery = try await endpoints.redeliver(context.principal, id: Self.deliveryId(context))
+            let delivery = try await endpoints.redeliver(context.principal.account, id: Self.deliveryId(context))
             return EditedResponse(status: .accepted, response: DeliveryBody(delivery))
         }
     }

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 
 /// The individual's view of every disclosure of their data (transparency).
@@ -10,8 +11,8 @@ package struct AccessLog: Sendable {
     }
 
     /// The caller's disclosures, newest first.
-    package func entries(for principal: Principal, beforeId: Int64?, limit: Int) async throws -> [DisclosureRecord] {
-        guard case .individual(let id) = principal.account else { throw AccessRequestError.notFound }
+    package func entries(for individual: IndividualID, beforeId: Int64?, limit: Int) async throws -> [DisclosureRecord] {
+        let id = individual.rowId
         return try await store.list(individualId: id, beforeId: beforeId, limit: limit)
     }
 }

@@ -25,12 +25,11 @@ package struct AccessRequestService: Sendable {
 
     /// Files a request. The answer is the same whether or not anyone has that fiscal code.
     package func request(
-        by principal: Principal, fiscalCode: FiscalCode, scope: AccessScope, purpose: AccessPurpose, subscribe: Bool, now: Date = Date()
+        by party: ThirdPartyID, fiscalCode: FiscalCode, scope: AccessScope, purpose: AccessPurpose, subscribe: Bool, now: Date = Date()
     ) async throws -> AccessRequest {
-        let party = try Self.party(principal)
         do {
             let record = try await store.create(NewAccessRequest(
-                thirdPartyId: party, fiscalCode: fiscalCode.value, purpose: purpose.value, subscribe: subscribe,
+                thirdPartyId: party.rowId, fiscalCode: fiscalCode.value, purpose: purpose.value, subscribe: subscribe,
                 scope: scope.record, expiresAt: now.addingTimeInterval(Double(pendingLifetime.components.seconds))
             ))
             return AccessRequest(record: record)
@@ -40,34 +39,34 @@ package struct AccessRequestService: Sendable {
     }
 
     /// The party's requests, newest first.
-    package func requests(of principal: Principal, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequest] {
-        try await store.listForParty(thirdPartyId: Self.party(principal), status: status, beforeId: beforeId, limit: limit)
+    package func requests(of party: ThirdPartyID, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequest] {
+        try await store.listForParty(thirdPartyId: party.rowId, status: status, beforeId: beforeId, limit: limit)
             .map(AccessRequest.init(record:))
     }
 
     /// One of the party's requests.
-    package func request(of principal: Principal, id: UUID) async throws -> AccessRequest {
-        guard let record = try await store.findForParty(thirdPartyId: Self.party(principal), publicId: id) else { throw AccessRequestError.notFound }
+    package func request(of party: ThirdPartyID, id: UUID) async throws -> AccessRequest {
+        guard let record = try await store.findForParty(thirdPartyId: party.rowId, publicId: id) else { throw AccessRequestError.notFound }
         return AccessRequest(record: record)
     }
 
     /// The requests naming the individual, newest first.
-    package func requests(for principal: Principal, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequest] {
-        try await store.listForIndividual(individualId: Self.individual(principal), status: status, beforeId: beforeId, limit: limit)
+    package func requests(for individual: IndividualID, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequest] {
+        try await store.listForIndividual(individualId: individual.rowId, status: status, beforeId: beforeId, limit: limit)
             .map(AccessRequest.init(record:))
     }
 
     /// One request naming the individual.
-    package func request(for principal: Principal, id: UUID) async throws -> AccessRequest {
-        guard let record = try await store.findForIndividual(individualId: Self.individual(principal), publicId: id) else {
+    package func request(for individual: IndividualID, id: UUID) async throws -> AccessRequest {
+        guard let record = try await store.findForIndividual(individualId: individual.rowId, publicId: id) else {
             throw AccessRequestError.notFound
         }
         return AccessRequest(record: record)
     }
 
     /// Accepts a pending request — as asked, or narrowed by `narrowing`, never wider — or denies it.
-    package func decide(_ principal: Principal, id: UUID, accept: Bool, narrowing: AccessScopeNarrowing) async throws -> AccessRequest {
-        let outcome = try await store.decide(individualId: Self.individual(principal), publicId: id) { record in
+    package func decide(_ individual: IndividualID, id: UUID, accept: Bool, narrowing: AccessScopeNarrowing) async throws -> AccessRequest {
+        let outcome = try await store.decide(individualId: individual.rowId, publicId: id) { record in
             guard accept else { return nil }
             let asked = AccessScope(record: record.asked)
             let grant = try AccessScope(
@@ -83,27 +82,27 @@ package struct AccessRequestService: Sendable {
     }
 
     /// Ends an active grant at once.
-    package func revoke(_ principal: Principal, id: UUID) async throws -> AccessRequest {
-        try Self.result(await store.revoke(individualId: Self.individual(principal), publicId: id))
+    package func revoke(_ individual: IndividualID, id: UUID) async throws -> AccessRequest {
+        try Self.result(await store.revoke(individualId: individual.rowId, publicId: id))
     }
 
     /// Blocks an organisation: its pending requests are denied, its grants revoked, its future requests denied.
-    package func block(_ principal: Principal, organisation: UUID) async throws {
-        guard try await store.block(individualId: Self.individual(principal), organisation: organisation) else {
+    package func block(_ individual: IndividualID, organisation: UUID) async throws {
+        guard try await store.block(individualId: individual.rowId, organisation: organisation) else {
             throw AccessRequestError.unknownOrganisation
         }
     }
 
     /// Unblocks an organisation.
-    package func unblock(_ principal: Principal, organisation: UUID) async throws {
-        guard try await store.unblock(individualId: Self.individual(principal), organisation: organisation) else {
+    package func unblock(_ individual: IndividualID, organisation: UUID) async throws {
+        guard try await store.unblock(individualId: individual.rowId, organisation: organisation) else {
             throw AccessRequestError.notFound
         }
     }
 
     /// The organisations the individual has blocked.
-    package func blocked(by principal: Principal) async throws -> [(organisation: UUID, name: String, since: Date)] {
-        try await store.blocked(individualId: Self.individual(principal))
+    package func blocked(by individual: IndividualID) async throws -> [(organisation: UUID, name: String, since: Date)] {
+        try await store.blocked(individualId: individual.rowId)
     }
 
     private static func result(_ outcome: AccessRequestStoreOutcome) throws -> AccessRequest {
@@ -112,16 +111,6 @@ package struct AccessRequestService: Sendable {
         case .notFound: throw AccessRequestError.notFound
         case .wrongState(let current): throw AccessRequestError.wrongState(current: current)
         }
-    }
-
-    private static func party(_ principal: Principal) throws -> Int64 {
-        guard case .thirdParty(let id) = principal.account else { throw AccessRequestError.notFound }
-        return id
-    }
-
-    private static func individual(_ principal: Principal) throws -> Int64 {
-        guard case .individual(let id) = principal.account else { throw AccessRequestError.notFound }
-        return id
     }
 }
 

@@ -20,10 +20,10 @@ package struct GrantedDataReader: Sendable {
     /// Samples of the granted types (narrowed further by `types` when given) in the granted window
     /// ∩ `[from, to)`.
     package func samples(
-        for principal: Principal, request id: UUID, types: [SampleType], from: Date?, to: Date?,
+        for party: ThirdPartyID, request id: UUID, types: [SampleType], from: Date?, to: Date?,
         order: ListingOrder, limit: Int, after: SamplePosition?
     ) async throws -> ListingPage<StoredSample, SamplePosition> {
-        let (record, individualId, grant) = try await activeGrant(principal, id)
+        let (record, individualId, grant) = try await activeGrant(party, id)
         let granted = grant.kinds.compactMap { kind -> SampleType? in
             if case .sample(let type) = kind { return type }
             return nil
@@ -45,9 +45,9 @@ package struct GrantedDataReader: Sendable {
 
     /// Location fixes in the granted window ∩ `[from, to)`, when locations are granted.
     package func locations(
-        for principal: Principal, request id: UUID, from: Date?, to: Date?, order: ListingOrder, limit: Int, after: (timeMs: Int64, key: Int64)?
+        for party: ThirdPartyID, request id: UUID, from: Date?, to: Date?, order: ListingOrder, limit: Int, after: (timeMs: Int64, key: Int64)?
     ) async throws -> ListingPage<StoredLocationFix, (timeMs: Int64, key: Int64)> {
-        let (record, individualId, grant) = try await activeGrant(principal, id)
+        let (record, individualId, grant) = try await activeGrant(party, id)
         guard grant.kinds.contains(.location) else { throw AccessRequestError.notCovered(kind: DataKind.locationName) }
         let window = Self.window(grant, from: from, to: to)
         let page = try await ownData.locations(ofIndividual: individualId, from: window.from, to: window.to, order: order, limit: limit, after: after)
@@ -60,9 +60,8 @@ package struct GrantedDataReader: Sendable {
         return page
     }
 
-    private func activeGrant(_ principal: Principal, _ id: UUID) async throws -> (AccessRequestRecord, Int64, AccessScope) {
-        guard case .thirdParty(let party) = principal.account,
-              let record = try await requests.findForParty(thirdPartyId: party, publicId: id)
+    private func activeGrant(_ party: ThirdPartyID, _ id: UUID) async throws -> (AccessRequestRecord, Int64, AccessScope) {
+        guard let record = try await requests.findForParty(thirdPartyId: party.rowId, publicId: id)
         else { throw AccessRequestError.notFound }
         guard record.status == .granted, let individualId = record.individualId, let granted = record.granted else {
             throw AccessRequestError.notGranted(status: record.status)

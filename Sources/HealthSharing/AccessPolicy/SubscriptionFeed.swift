@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -24,8 +25,8 @@ package struct SubscriptionFeed: Sendable {
     }
 
     /// The events after `afterEventId` (0 for the beginning), with their items as stored now.
-    package func page(for principal: Principal, afterEventId: Int64) async throws -> FeedPage {
-        guard case .thirdParty(let party) = principal.account else { throw AccessRequestError.notFound }
+    package func page(for thirdParty: ThirdPartyID, afterEventId: Int64) async throws -> FeedPage {
+        let party = thirdParty.rowId
         var items: [(requestId: UUID, item: FeedItem)] = []
         var lastEventId: Int64?
         for event in try await events.after(afterEventId, thirdPartyId: party, dataOnly: true, limit: Self.eventsPerPage) {

@@ -25,58 +25,58 @@ package struct WebhookEndpoints: Sendable {
 
     /// Registers or changes the URL. Returns the signing secret when the endpoint is new (the only
     /// time it is shown); a changed URL keeps its secret.
-    package func register(_ principal: Principal, url text: String) async throws -> (endpoint: WebhookEndpointRecord, newSecret: String?) {
+    package func register(_ owner: AccountReference, url text: String) async throws -> (endpoint: WebhookEndpointRecord, newSecret: String?) {
         let url: WebhookURL
         do {
             url = try WebhookURL(parsing: text, allowPrivateNetworks: allowPrivateNetworks)
         } catch .invalid(let reason) {
             throw WebhookError.invalidURL(reason)
         }
-        let secret = try await store.setEndpoint(owner: principal.account, url: url.string, newSecret: BearerSecret.newWebhookSecret())
-        guard let endpoint = try await store.endpoint(owner: principal.account) else { throw WebhookError.notFound }
+        let secret = try await store.setEndpoint(owner: owner, url: url.string, newSecret: BearerSecret.newWebhookSecret())
+        guard let endpoint = try await store.endpoint(owner: owner) else { throw WebhookError.notFound }
         return (endpoint, secret)
     }
 
-    package func endpoint(_ principal: Principal) async throws -> WebhookEndpointRecord {
-        guard let endpoint = try await store.endpoint(owner: principal.account) else { throw WebhookError.notFound }
+    package func endpoint(_ owner: AccountReference) async throws -> WebhookEndpointRecord {
+        guard let endpoint = try await store.endpoint(owner: owner) else { throw WebhookError.notFound }
         return endpoint
     }
 
     /// A new signing secret, shown once; the old one stops signing at once.
-    package func rotateSecret(_ principal: Principal) async throws -> String {
+    package func rotateSecret(_ owner: AccountReference) async throws -> String {
         let secret = BearerSecret.newWebhookSecret()
-        guard try await store.rotateSecret(owner: principal.account, newSecret: secret) else { throw WebhookError.notFound }
+        guard try await store.rotateSecret(owner: owner, newSecret: secret) else { throw WebhookError.notFound }
         return secret
     }
 
-    package func remove(_ principal: Principal) async throws {
-        guard try await store.deleteEndpoint(owner: principal.account) else { throw WebhookError.notFound }
+    package func remove(_ owner: AccountReference) async throws {
+        guard try await store.deleteEndpoint(owner: owner) else { throw WebhookError.notFound }
     }
 
     /// Queues a `ping` event to the endpoint; returns its delivery id.
-    package func sendTest(_ principal: Principal) async throws -> UUID {
+    package func sendTest(_ owner: AccountReference) async throws -> UUID {
         let payload = #"{"message":"This is a test event from Data4Help."}"#
-        guard let id = try await store.enqueue(owner: principal.account, eventType: "ping", payload: payload) else {
+        guard let id = try await store.enqueue(owner: owner, eventType: "ping", payload: payload) else {
             throw WebhookError.notFound
         }
         return id
     }
 
-    package func deliveries(_ principal: Principal, beforeId: Int64?, limit: Int) async throws -> [DeliveryRecord] {
-        try await store.deliveries(owner: principal.account, beforeId: beforeId, limit: limit)
+    package func deliveries(_ owner: AccountReference, beforeId: Int64?, limit: Int) async throws -> [DeliveryRecord] {
+        try await store.deliveries(owner: owner, beforeId: beforeId, limit: limit)
     }
 
-    package func delivery(_ principal: Principal, id: UUID) async throws -> DeliveryRecord {
-        guard let delivery = try await store.delivery(owner: principal.account, publicId: id) else { throw WebhookError.notFound }
+    package func delivery(_ owner: AccountReference, id: UUID) async throws -> DeliveryRecord {
+        guard let delivery = try await store.delivery(owner: owner, publicId: id) else { throw WebhookError.notFound }
         return delivery
     }
 
     /// Sends a finished delivery again (same delivery id, a fresh round of attempts).
-    package func redeliver(_ principal: Principal, id: UUID) async throws -> DeliveryRecord {
-        switch try await store.redeliver(owner: principal.account, publicId: id) {
+    package func redeliver(_ owner: AccountReference, id: UUID) async throws -> DeliveryRecord {
+        switch try await store.redeliver(owner: owner, publicId: id) {
         case nil: throw WebhookError.notFound
         case false?: throw WebhookError.stillPending
-        case true?: return try await delivery(principal, id: id)
+        case true?: return try await delivery(owner, id: id)
         }
     }
 }

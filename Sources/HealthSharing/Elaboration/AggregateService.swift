@@ -67,12 +67,13 @@ package struct AggregateService: Sendable {
         self.mechanism = mechanism
     }
 
-    package func run(_ spec: AggregateSpec, for principal: Principal) async throws -> AggregateResult {
-        try await run(spec, party: try partyId(principal)).result
+    package func run(_ spec: AggregateSpec, for party: ThirdPartyID) async throws -> AggregateResult {
+        try await run(spec, party: party).result
     }
 
     /// Runs the query for the party; also answers the stored query's internal id.
-    package func run(_ spec: AggregateSpec, party: Int64) async throws -> (result: AggregateResult, queryId: Int64) {
+    package func run(_ spec: AggregateSpec, party thirdParty: ThirdPartyID) async throws -> (result: AggregateResult, queryId: Int64) {
+        let party = thirdParty.rowId
         guard spec.epsilon <= budget.perQuery else {
             throw AggregateError.invalid(field: "epsilon", reason: "may be at most \(budget.perQuery.text) per query")
         }
@@ -101,21 +102,21 @@ package struct AggregateService: Sendable {
         }
     }
 
-    package func result(of id: UUID, for principal: Principal) async throws -> AggregateResult {
-        guard let record = try await queries.find(thirdPartyId: partyId(principal), publicId: id), record.answer != nil else {
+    package func result(of id: UUID, for party: ThirdPartyID) async throws -> AggregateResult {
+        guard let record = try await queries.find(thirdPartyId: party.rowId, publicId: id), record.answer != nil else {
             throw AggregateError.notFound
         }
         return try AggregateResult(record, repeated: false)
     }
 
-    package func results(for principal: Principal, beforeId: Int64?, limit: Int) async throws -> [(id: Int64, result: AggregateResult)] {
-        try await queries.list(thirdPartyId: partyId(principal), beforeId: beforeId, limit: limit)
+    package func results(for party: ThirdPartyID, beforeId: Int64?, limit: Int) async throws -> [(id: Int64, result: AggregateResult)] {
+        try await queries.list(thirdPartyId: party.rowId, beforeId: beforeId, limit: limit)
             .filter { $0.answer != nil }
             .map { ($0.id, try AggregateResult($0, repeated: false)) }
     }
 
-    package func status(for principal: Principal) async throws -> BudgetStatus {
-        let spent = try await queries.spent(thirdPartyId: partyId(principal))
+    package func status(for party: ThirdPartyID) async throws -> BudgetStatus {
+        let spent = try await queries.spent(thirdPartyId: party.rowId)
         return BudgetStatus(budget: budget, spentToday: Epsilon(hundredths: spent.day), spent30Days: Epsilon(hundredths: spent.days30))
     }
 
@@ -152,11 +153,6 @@ package struct AggregateService: Sendable {
         query.weeks = weeks.map(\.text)
         query.weekEdges = edges.map { ($0.from.text, $0.to.text) }
         return query
-    }
-
-    private func partyId(_ principal: Principal) throws -> Int64 {
-        guard case .thirdParty(let id) = principal.account else { throw AggregateError.notFound }
-        return id
     }
 
     private func partyPublicId(_ id: Int64) async throws -> UUID {

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import Logging
@@ -42,20 +43,20 @@ package struct AggregateSubscriptions: Sendable {
         self.service = service
     }
 
-    package func subscribe(_ principal: Principal, query: UUID, period: AggregatePeriod) async throws -> (AggregateSubscriptionRecord, created: Bool) {
+    package func subscribe(_ party: ThirdPartyID, query: UUID, period: AggregatePeriod) async throws -> (AggregateSubscriptionRecord, created: Bool) {
         guard let (record, created) = try await store.subscribe(
-            thirdPartyId: try partyId(principal), query: query, period: period.rawValue, firstRun: period.nextRun(after: Date())
+            thirdPartyId: party.rowId, query: query, period: period.rawValue, firstRun: period.nextRun(after: Date())
         ) else { throw AggregateError.notFound }
         return (record, created)
     }
 
-    package func subscription(_ principal: Principal, query: UUID) async throws -> AggregateSubscriptionRecord {
-        guard let record = try await store.find(thirdPartyId: try partyId(principal), query: query) else { throw AggregateError.notFound }
+    package func subscription(_ party: ThirdPartyID, query: UUID) async throws -> AggregateSubscriptionRecord {
+        guard let record = try await store.find(thirdPartyId: party.rowId, query: query) else { throw AggregateError.notFound }
         return record
     }
 
-    package func unsubscribe(_ principal: Principal, query: UUID) async throws {
-        guard try await store.unsubscribe(thirdPartyId: try partyId(principal), query: query) else { throw AggregateError.notFound }
+    package func unsubscribe(_ party: ThirdPartyID, query: UUID) async throws {
+        guard try await store.unsubscribe(thirdPartyId: party.rowId, query: query) else { throw AggregateError.notFound }
     }
 
     /// Recomputes every due subscription once; what a runner instance does each interval.
@@ -64,7 +65,7 @@ package struct AggregateSubscriptions: Sendable {
             guard let period = AggregatePeriod(rawValue: subscription.period) else { continue }
             do {
                 let spec = try AggregateSpec(canonicalJSON: subscription.spec).ending(on: period.lastCompleteDay(at: now))
-                let (result, queryId) = try await service.run(spec, party: subscription.thirdPartyId)
+                let (result, queryId) = try await service.run(spec, party: ThirdPartyID(rowId: subscription.thirdPartyId))
                 // A repeat (the same window asked again) has been delivered already.
                 try await store.recordRun(subscription, queryId: queryId, nextRunAt: period.nextRun(after: now), announce: !result.repeated)
             } catch AggregateError.budgetExhausted {
@@ -74,11 +75,6 @@ package struct AggregateSubscriptions: Sendable {
                 logger.warning("aggregate subscription stopped", metadata: ["error": "\(error)"])
             }
         }
-    }
-
-    private func partyId(_ principal: Principal) throws -> Int64 {
-        guard case .thirdParty(let id) = principal.account else { throw AggregateError.notFound }
-        return id
     }
 }
 

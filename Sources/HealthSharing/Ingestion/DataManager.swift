@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -36,8 +37,8 @@ package struct DataManager: Sendable {
 
     /// Stores the valid items of an individual's upload — committed before this returns — and
     /// announces the newly stored ones. Invalid items are refused one by one; the rest are kept.
-    package func ingest(_ items: [RawIngestItem], for principal: Principal, now: Date = Date()) async throws -> IngestBatchResult {
-        guard case .individual(let individualId) = principal.account else { throw AccountError.notFound }
+    package func ingest(_ items: [RawIngestItem], for individual: IndividualID, now: Date = Date()) async throws -> IngestBatchResult {
+        let individualId = individual.rowId
         var samples: [NewSample] = [], fixes: [NewLocationFix] = []
         var rejected: [IngestBatchResult.Rejection] = []
         for (index, raw) in items.enumerated() {

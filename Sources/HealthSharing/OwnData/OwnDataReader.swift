@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -80,9 +81,9 @@ package struct OwnDataReader: Sendable {
 
     /// The caller's samples of the given types (all when empty) in `[from, to)`.
     package func samples(
-        of principal: Principal, types: [SampleType], from: Date?, to: Date?, order: ListingOrder, limit: Int, after: SamplePosition?
+        of individual: IndividualID, types: [SampleType], from: Date?, to: Date?, order: ListingOrder, limit: Int, after: SamplePosition?
     ) async throws -> ListingPage<StoredSample, SamplePosition> {
-        try await samples(ofIndividual: Self.individual(principal), types: types, from: from, to: to, order: order, limit: limit, after: after)
+        try await samples(ofIndividual: individual.rowId, types: types, from: from, to: to, order: order, limit: limit, after: after)
     }
 
     /// An individual's samples, for a caller whose right to them is already established.
@@ -100,9 +101,9 @@ package struct OwnDataReader: Sendable {
 
     /// The caller's location fixes in `[from, to)`.
     package func locations(
-        of principal: Principal, from: Date?, to: Date?, order: ListingOrder, limit: Int, after: (timeMs: Int64, key: Int64)?
+        of individual: IndividualID, from: Date?, to: Date?, order: ListingOrder, limit: Int, after: (timeMs: Int64, key: Int64)?
     ) async throws -> ListingPage<StoredLocationFix, (timeMs: Int64, key: Int64)> {
-        try await locations(ofIndividual: Self.individual(principal), from: from, to: to, order: order, limit: limit, after: after)
+        try await locations(ofIndividual: individual.rowId, from: from, to: to, order: order, limit: limit, after: after)
     }
 
     /// An individual's location fixes, for a caller whose right to them is already established.
@@ -116,12 +117,6 @@ package struct OwnDataReader: Sendable {
         let items = rows.prefix(limit).map(StoredLocationFix.init(row:))
         return ListingPage(items: Array(items), next: rows.count > limit ? items.last?.position : nil)
     }
-
-    private static func individual(_ principal: Principal) throws -> Int64 {
-        guard case .individual(let id) = principal.account else { throw AccountError.notFound }
-        return id
-    }
-
 }
 
 /// Statistics of one summary bucket, values in the type's canonical unit.
@@ -164,9 +159,9 @@ extension OwnDataReader {
     /// Count, minimum, maximum and mean (and the sum for interval types) per bucket of the
     /// individual's time zone, for buckets starting in `[from, to)`; empty buckets are left out.
     package func summary(
-        of principal: Principal, type: SampleType, bucket: SummaryBucket, from: Date, to: Date
+        of individual: IndividualID, type: SampleType, bucket: SummaryBucket, from: Date, to: Date
     ) async throws -> OwnDataSummary {
-        guard case .individual(let individualId) = principal.account else { throw AccountError.notFound }
+        let individualId = individual.rowId
         guard type.hasDailyRollup else { throw SummaryError.notAQuantity(type) }
         let maximumDays = Self.maximumWindowDays(bucket)
         guard to.timeIntervalSince(from) <= Double(maximumDays) * 86_400 else { throw SummaryError.windowTooLong(maximumDays: maximumDays) }
@@ -192,11 +187,11 @@ extension OwnDataReader {
     /// Walks all of the caller's samples, oldest first, one page at a time: memory stays bounded
     /// by the page size whatever the size of the history (for exports).
     package func forEachSamplePage(
-        of principal: Principal, pageSize: Int = 5_000, _ body: ([StoredSample]) async throws -> Void
+        of individual: IndividualID, pageSize: Int = 5_000, _ body: ([StoredSample]) async throws -> Void
     ) async throws {
         var after: SamplePosition?
         repeat {
-            let page = try await samples(of: principal, types: [], from: nil, to: nil, order: .ascending, limit: pageSize, after: after)
+            let page = try await samples(of: individual, types: [], from: nil, to: nil, order: .ascending, limit: pageSize, after: after)
             if !page.items.isEmpty { try await body(page.items) }
             after = page.next
         } while after != nil
@@ -204,11 +199,11 @@ extension OwnDataReader {
 
     /// Walks all of the caller's location fixes, oldest first, one page at a time.
     package func forEachLocationPage(
-        of principal: Principal, pageSize: Int = 5_000, _ body: ([StoredLocationFix]) async throws -> Void
+        of individual: IndividualID, pageSize: Int = 5_000, _ body: ([StoredLocationFix]) async throws -> Void
     ) async throws {
         var after: (timeMs: Int64, key: Int64)?
         repeat {
-            let page = try await locations(of: principal, from: nil, to: nil, order: .ascending, limit: pageSize, after: after)
+            let page = try await locations(of: individual, from: nil, to: nil, order: .ascending, limit: pageSize, after: after)
             if !page.items.isEmpty { try await body(page.items) }
             after = page.next
         } while after != nil

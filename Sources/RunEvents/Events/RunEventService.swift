@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -11,17 +12,17 @@ package struct RunEventService: Sendable {
         self.store = RunEventStore(database: database)
     }
 
-    package func create(_ plan: RunEventPlan, by principal: Principal) async throws -> RunEvent {
-        try RunEvent(try await store.create(organiserId: try individualId(principal), plan.draft))
+    package func create(_ plan: RunEventPlan, by individual: IndividualID) async throws -> RunEvent {
+        try RunEvent(try await store.create(organiserId: individual.rowId, plan.draft))
     }
 
     /// Changes an event the asker organises, before it starts; `change` merges the request into
     /// the current event and validates the result.
     package func update(
-        _ id: UUID, by principal: Principal, change: @escaping (RunEvent) throws -> RunEventPlan
+        _ id: UUID, by individual: IndividualID, change: @escaping (RunEvent) throws -> RunEventPlan
     ) async throws -> RunEvent {
         do {
-            return try RunEvent(try await store.update(publicId: id, organiserId: try individualId(principal)) { record in
+            return try RunEvent(try await store.update(publicId: id, organiserId: individual.rowId) { record in
                 try change(try RunEvent(record)).draft
             })
         } catch let refusal as RunRefusal {
@@ -29,16 +30,16 @@ package struct RunEventService: Sendable {
         }
     }
 
-    package func cancel(_ id: UUID, by principal: Principal) async throws -> RunEvent {
+    package func cancel(_ id: UUID, by individual: IndividualID) async throws -> RunEvent {
         do {
-            return try RunEvent(try await store.cancel(publicId: id, organiserId: try individualId(principal)))
+            return try RunEvent(try await store.cancel(publicId: id, organiserId: individual.rowId))
         } catch let refusal as RunRefusal {
             throw RunEventError.refused(refusal)
         }
     }
 
-    package func events(of principal: Principal, role: RunRole?, before: Int64?, limit: Int) async throws -> [RunEvent] {
-        try await store.events(of: try individualId(principal), role: role, beforeId: before, limit: limit).map { try RunEvent($0) }
+    package func events(of individual: IndividualID, role: RunRole?, before: Int64?, limit: Int) async throws -> [RunEvent] {
+        try await store.events(of: individual.rowId, role: role, beforeId: before, limit: limit).map { try RunEvent($0) }
     }
 
     package func publicEvents(phase: RunPhase?, before: Int64?, limit: Int) async throws -> [RunEvent] {
@@ -51,26 +52,21 @@ package struct RunEventService: Sendable {
         return (try RunEvent(record), try await store.runners(runId: record.id))
     }
 
-    package func enrol(in id: UUID, by principal: Principal, displayName: String) async throws -> RunnerRecord {
+    package func enrol(in id: UUID, by individual: IndividualID, displayName: String) async throws -> RunnerRecord {
         let name = displayName.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...60).contains(name.count) else { throw RunEventError.invalid(field: "displayName", reason: "must be 1 to 60 characters") }
         do {
-            return try await store.enrol(publicId: id, individualId: try individualId(principal), displayName: name)
+            return try await store.enrol(publicId: id, individualId: individual.rowId, displayName: name)
         } catch let refusal as RunRefusal {
             throw RunEventError.refused(refusal)
         }
     }
 
-    package func withdraw(from id: UUID, by principal: Principal) async throws {
+    package func withdraw(from id: UUID, by individual: IndividualID) async throws {
         do {
-            try await store.withdraw(publicId: id, individualId: try individualId(principal))
+            try await store.withdraw(publicId: id, individualId: individual.rowId)
         } catch let refusal as RunRefusal {
             throw RunEventError.refused(refusal)
         }
-    }
-
-    private func individualId(_ principal: Principal) throws -> Int64 {
-        guard case .individual(let id) = principal.account else { throw RunEventError.notFound }
-        return id
     }
 }

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import Synchronization
@@ -68,8 +69,8 @@ package struct LivePositions: Sendable {
     }
 
     /// The individual's enrolments, oldest first, with their runner's state (for their export).
-    package func enrolments(of principal: Principal) async throws -> [(runId: UUID, enrolledAt: Date, state: RunnerStateRecord)] {
-        guard case .individual(let individualId) = principal.account else { throw RunEventError.notFound }
+    package func enrolments(of individual: IndividualID) async throws -> [(runId: UUID, enrolledAt: Date, state: RunnerStateRecord)] {
+        let individualId = individual.rowId
         return try await store.enrolments(individualId: individualId)
     }
 
@@ -85,8 +86,8 @@ package struct LivePositions: Sendable {
 
     /// Applies a participant's batch (any order; late fixes are kept for replay but never move
     /// the live state back).
-    package func record(_ fixes: [PositionFix], in runId: UUID, by principal: Principal) async throws -> PositionBatchResult {
-        guard case .individual(let individualId) = principal.account else { throw RunEventError.notFound }
+    package func record(_ fixes: [PositionFix], in runId: UUID, by individual: IndividualID) async throws -> PositionBatchResult {
+        let individualId = individual.rowId
         guard !fixes.isEmpty, fixes.count <= Self.maximumBatch else {
             throw RunEventError.invalid(field: "positions", reason: "must hold 1 to \(Self.maximumBatch) positions")
         }

@@ -1,5 +1,6 @@
 import AccessManager
 import Crypto
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -12,19 +13,19 @@ package struct SOSIncidentService: Sendable {
     }
 
     /// Newest first; pass the last item's `sequence` as `before` for the next page.
-    package func incidents(of principal: Principal, before: Int64?, limit: Int) async throws -> [SOSIncident] {
-        try await store.incidents(individualId: try individualId(principal), beforeId: before, limit: limit).map(SOSIncident.init)
+    package func incidents(of individual: IndividualID, before: Int64?, limit: Int) async throws -> [SOSIncident] {
+        try await store.incidents(individualId: individual.rowId, beforeId: before, limit: limit).map(SOSIncident.init)
     }
 
-    package func incident(_ id: UUID, of principal: Principal) async throws -> SOSIncident {
-        guard let record = try await store.incident(publicId: id, individualId: try individualId(principal)) else { throw SOSError.incidentNotFound }
+    package func incident(_ id: UUID, of individual: IndividualID) async throws -> SOSIncident {
+        guard let record = try await store.incident(publicId: id, individualId: individual.rowId) else { throw SOSError.incidentNotFound }
         return try SOSIncident(record)
     }
 
     /// "It's not an emergency": the dispatch stops if no call has gone out yet; otherwise the
     /// cancellation is recorded and the dispatch centre decides (the ambulance is not recalled).
-    package func cancel(_ id: UUID, by principal: Principal) async throws -> SOSIncident {
-        guard let record = try await store.cancel(publicId: id, individualId: try individualId(principal)) else { throw SOSError.incidentNotFound }
+    package func cancel(_ id: UUID, by individual: IndividualID) async throws -> SOSIncident {
+        guard let record = try await store.cancel(publicId: id, individualId: individual.rowId) else { throw SOSError.incidentNotFound }
         return try SOSIncident(record)
     }
 
@@ -39,10 +40,5 @@ package struct SOSIncidentService: Sendable {
         case .failure(.alreadyResolved): throw SOSError.reportConflict("the incident is already resolved")
         case .success(let record): return try SOSIncident(record)
         }
-    }
-
-    private func individualId(_ principal: Principal) throws -> Int64 {
-        guard case .individual(let id) = principal.account else { throw SOSError.incidentNotFound }
-        return id
     }
 }

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -11,12 +12,12 @@ package struct SOSSettingsService: Sendable {
     }
 
     /// The settings, or the defaults (not enrolled) when never set.
-    package func settings(of principal: Principal) async throws -> (settings: SOSSettings, updatedAt: Date?) {
-        guard let record = try await store.settings(individualId: try individualId(principal)) else { return (SOSSettings(), nil) }
+    package func settings(of individual: IndividualID) async throws -> (settings: SOSSettings, updatedAt: Date?) {
+        guard let record = try await store.settings(individualId: individual.rowId) else { return (SOSSettings(), nil) }
         return (try Self.settings(record), record.updatedAt)
     }
 
-    package func replace(_ settings: SOSSettings, for principal: Principal) async throws -> (settings: SOSSettings, updatedAt: Date?) {
+    package func replace(_ settings: SOSSettings, for individual: IndividualID) async throws -> (settings: SOSSettings, updatedAt: Date?) {
         let contacts = String(decoding: try JSONEncoder().encode(settings.contacts), as: UTF8.self)
         var urls: [Int: String] = [:], secrets: [Int: String] = [:]
         for (position, contact) in settings.contacts.enumerated() {
@@ -24,7 +25,7 @@ package struct SOSSettingsService: Sendable {
             urls[position] = url
             secrets[position] = BearerSecret.newWebhookSecret()
         }
-        let record = try await store.replace(individualId: try individualId(principal), with: SOSSettingsRecord(
+        let record = try await store.replace(individualId: individual.rowId, with: SOSSettingsRecord(
             enabled: settings.enabled, minHeartRate: Float(settings.minHeartRate), maxHeartRate: settings.maxHeartRate.map(Float.init),
             minOxygenSaturation: settings.minOxygenSaturation.map(Float.init), consecutiveReadings: Int16(settings.consecutiveReadings),
             cancelWindowSeconds: Int16(settings.cancelWindowSeconds), contacts: contacts, medicalNotes: settings.medicalNotes
@@ -41,10 +42,5 @@ package struct SOSSettingsService: Sendable {
             cancelWindowSeconds: Int(record.cancelWindowSeconds),
             contacts: contacts, medicalNotes: record.medicalNotes
         )
-    }
-
-    private func individualId(_ principal: Principal) throws -> Int64 {
-        guard case .individual(let id) = principal.account else { throw SOSError.invalid(field: "account", reason: "is not an individual") }
-        return id
     }
 }

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HealthSharing
@@ -54,7 +55,7 @@ struct DemoAccounts {
 
         if let person {
             // A week of readings: heart rate every 15 minutes (lower at night), steps every hour.
-            let principal = Principal(account: .individual(person.id), credential: .accessToken(id: 0))
+            let individual = IndividualID(rowId: person.id)
             let manager = DataManager(database: database, partitions: PartitionMaintainer(database: database), events: StoredDataEvents())
             let hour = 3_600.0, start = (now.timeIntervalSince1970 / hour).rounded(.down) * hour - 7 * 24 * hour
             var items: [RawIngestItem] = []
@@ -67,13 +68,13 @@ struct DemoAccounts {
                     items.append(Self.item("stepCount", Double(300 + (quarter * 37) % 900), unit: "count", at: time, end: time.addingTimeInterval(hour)))
                 }
             }
-            _ = try await manager.ingest(items, for: principal, now: now)
+            _ = try await manager.ingest(items, for: individual, now: now)
         }
 
         if let organisation, person != nil {
             let requests = AccessRequestService(database: database)
             _ = try await requests.request(
-                by: Principal(account: .thirdParty(organisation.id), credential: .accessToken(id: 0)),
+                by: ThirdPartyID(rowId: organisation.id),
                 fiscalCode: try FiscalCode(parsing: Self.fiscalCode),
                 scope: try AccessScope(kinds: [.sample(.heartRate), .sample(.stepCount)], dataFrom: nil, dataTo: nil, accessUntil: nil),
                 purpose: try AccessPurpose(parsing: "Resting heart rate study: how activity during the day relates to heart rate at night."),
