@@ -302,6 +302,11 @@ struct SOSIncidentTests {
             #expect(told.type == "sos.dispatched" && WebhookReceiver.verify(told, secret: contactSecret))
             #expect((told.json["data"] as? [String: Any])?["homeArea"] as? String == "IT-MI")
             #expect(device.received[0].type == "sos.detected" && WebhookReceiver.verify(device.received[0], secret: deviceSecret))
+            // No fix was ever uploaded: the contact is told so (null coordinates, stale), not left guessing.
+            let toldData = try #require(told.json["data"] as? [String: Any])
+            #expect(toldData["latitude"] is NSNull && toldData["longitude"] is NSNull && toldData["locationStale"] as? Bool == true)
+            let detected = try #require(device.received[0].json["data"] as? [String: Any])
+            #expect(detected["status"] as? String == "detected" && (detected["dispatchDueAt"] as? String)?.hasSuffix("Z") == true)
             // The dispatch centre gets every contact, to call those without a webhook.
             try await centre.wait { !$0.isEmpty }
             #expect((centre.dispatches[0].json["contacts"] as? [[String: Any]])?.compactMap { $0["phone"] as? String } == ["+393331234567", "+393337654321"])

@@ -42,9 +42,11 @@ package struct AccessRequestStore: Sendable {
     /// Stores a request, `pending`. One from a party the person has blocked is withheld: the party
     /// sees exactly what a request to an unknown fiscal code shows, the person nothing (not listed,
     /// not decidable, not announced); it lapses at its expiry. Any other is announced to the
-    /// person's registered device (`request.created`).
+    /// person's registered device with the message `notice` makes of it, in the same transaction.
     /// A second pending request of the party for the same fiscal code throws a unique violation.
-    package func create(_ request: NewAccessRequest) async throws -> AccessRequestRecord {
+    package func create(
+        _ request: NewAccessRequest, notice: (AccessRequestRecord) throws -> OutboxMessage
+    ) async throws -> AccessRequestRecord {
         let logger = database.logger
         return try await database.withTransaction { connection in
             // A pending request that has lapsed no longer stands in the way of a new one.
@@ -69,26 +71,22 @@ package struct AccessRequestStore: Sendable {
                            \(request.scope.types)::text[], \(request.scope.dataFrom), \(request.scope.dataTo), \(request.scope.until),
                            \(request.expiresAt), 'pending', blocked.yes
                     FROM blocked
-                    RETURNING id, public_id, status, withheld, purpose, types
-                ),
-                notification AS (   -- the individual's device hears of it, when they registered one
-                    INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
-                    SELECT w.id, n.id, 'request.created', jsonb_build_object(
-                               'requestId', lower(n.public_id::text), 'organisation', p.name, 'purpose', n.purpose, 'types', n.types)
-                    FROM inserted n
-                    JOIN individuals i ON i.fiscal_code = \(request.fiscalCode)
-                    JOIN webhook_endpoints w ON w.individual_id = i.id
-                    JOIN third_parties p ON p.id = \(request.thirdPartyId)
-                    WHERE NOT n.withheld
+                    RETURNING id, withheld
                 ),
                 history AS (
                     INSERT INTO access_request_history (request_id, status, actor)
                     SELECT id, 'pending', 'third_party' FROM inserted
                 )
-                SELECT id FROM inserted
+                SELECT n.id, n.withheld, (SELECT id FROM individuals WHERE fiscal_code = \(request.fiscalCode)) FROM inserted n
                 """, logger: logger).collect()
-            let id = try rows[0].decode(Int64.self)
-            return try await Self.load(id: id, on: connection, logger: logger)!
+            let (id, withheld, individualId) = try rows[0].decode((Int64, Bool, Int64?).self)
+            let record = try await Self.load(id: id, on: connection, logger: logger)!
+            // The individual's device hears of it, when they registered one. The statement runs
+            // whoever the code names (row id 0 is no one's), so the answer takes the same
+            // statements whether or not the fiscal code has an account.
+            let recipient = withheld ? 0 : individualId ?? 0
+            try await WebhookOutbox.enqueue(try notice(record), to: .endpoint(of: .individual(recipient)), requestId: id, on: connection, logger: logger)
+            return record
         }
     }
 

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import Logging
 import PostgresNIO
@@ -116,16 +117,13 @@ package struct WebhookStore: Sendable {
         return !rows.isEmpty
     }
 
-    /// Queues a delivery with its own body (a test ping, a notification); nil when the owner has
-    /// no endpoint. `requestId` orders it with the other deliveries of that request.
-    package func enqueue(owner: AccountReference, eventType: String, payload: String, requestId: Int64? = nil) async throws -> UUID? {
-        let rows = try await database.query("""
-            INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
-            SELECT id, \(requestId), \(eventType), \(payload)::jsonb FROM webhook_endpoints
-            WHERE \(unescaped: owner.ownerColumn) = \(owner.accountId)
-            RETURNING public_id
-            """)
-        return try rows.first?.decode(UUID.self)
+    /// Queues a message with its own body (a test ping) for the owner's endpoint, on its own;
+    /// nil when the owner has no endpoint. (A message that reports a change is queued in that
+    /// change's transaction: `WebhookOutbox`.)
+    package func enqueue(_ message: OutboxMessage, owner: AccountReference) async throws -> UUID? {
+        try await database.withConnection { connection in
+            try await WebhookOutbox.enqueue(message, to: .endpoint(of: owner), on: connection, logger: database.logger).first
+        }
     }
 
     // MARK: Dispatching

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import PostgresNIO
 
@@ -147,8 +148,10 @@ package struct RunEventStore: Sendable {
     }
 
     /// Cancels an event the organiser owns, before it ends; every enrolled runner's device
-    /// endpoint gets `run.cancelled` in the same transaction.
-    package func cancel(publicId: UUID, organiserId: Int64) async throws -> RunEventRecord {
+    /// endpoint gets the message `notice` makes of it, in the same transaction.
+    package func cancel(
+        publicId: UUID, organiserId: Int64, notice: (RunEventRecord) throws -> OutboxMessage
+    ) async throws -> RunEventRecord {
         try await database.withTransaction { connection in
             let current = try await connection.query("""
                 SELECT \(unescaped: RunEventRecord.columns), now() FROM run_events e
@@ -162,14 +165,10 @@ package struct RunEventStore: Sendable {
                 UPDATE run_events e SET cancelled_at = now(), updated_at = now() WHERE e.id = \(record.id)
                 RETURNING \(unescaped: RunEventRecord.columns)
                 """, logger: database.logger).collect()
-            try await connection.query("""
-                INSERT INTO webhook_deliveries (endpoint_id, event_type, payload)
-                SELECT w.id, 'run.cancelled', jsonb_build_object('runId', \(publicId), 'name', \(record.name))
-                FROM run_participants p JOIN webhook_endpoints w ON w.individual_id = p.individual_id
-                WHERE p.run_id = \(record.id)
-                """, logger: database.logger)
+            let cancelled = try RunEventRecord(row: rows[0])
+            try await WebhookOutbox.enqueue(try notice(cancelled), to: .runParticipants(runId: record.id), on: connection, logger: database.logger)
             try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
-            return try RunEventRecord(row: rows[0])
+            return cancelled
         }
     }
 

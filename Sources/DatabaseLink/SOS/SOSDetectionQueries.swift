@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import PostgresNIO
 
@@ -68,11 +69,12 @@ package enum SOSDetectionQueries {
     /// cancelled or dispatched since) or another incident of the individual is still open (the
     /// partial unique index decides, whichever instance gets there first). The incident carries
     /// the newest location fix — stale when older than 15 minutes — and the home area; the
-    /// individual's device endpoint gets `sos.detected` in the same transaction. Answers the
-    /// new incident's public id, or nil.
+    /// individual's device endpoint gets the message `notice` makes of it, in the same
+    /// transaction. Answers the new incident, or nil.
     package static func open(
-        _ run: AbnormalRun, cancelWindowSeconds: Int, in transaction: IngestTransaction
-    ) async throws -> UUID? {
+        _ run: AbnormalRun, cancelWindowSeconds: Int, in transaction: IngestTransaction,
+        notice: (OpenedIncident) throws -> OutboxMessage
+    ) async throws -> OpenedIncident? {
         guard let first = run.readings.first?.timeMs, let last = run.readings.last?.timeMs else { return nil }
         let readings = "[" + run.readings.map { "{\"timeMs\":\($0.timeMs),\"value\":\($0.value)}" }.joined(separator: ",") + "]"
         let individualId = transaction.individualId
@@ -101,19 +103,16 @@ package enum SOSDetectionQueries {
                 WHERE p.id = \(individualId) AND NOT EXISTS (SELECT 1 FROM covering)
                 ON CONFLICT (individual_id) WHERE status IN ('detected', 'dispatched', 'acknowledged') DO NOTHING
                 RETURNING public_id, detected_at, dispatch_due_at
-            ),
-            device AS (   -- the individual's phone is told at once (its notification endpoint, if set)
-                INSERT INTO webhook_deliveries (endpoint_id, event_type, payload)
-                SELECT w.id, 'sos.detected', jsonb_build_object(
-                           'incidentId', o.public_id, 'status', 'detected',
-                           'detectedAt', to_char(o.detected_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'),
-                           'dispatchDueAt', to_char(o.dispatch_due_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-                FROM opened o JOIN webhook_endpoints w ON w.individual_id = \(individualId)
             )
-            SELECT public_id FROM opened
+            SELECT public_id, detected_at, dispatch_due_at FROM opened
             """, logger: transaction.logger)
-        for try await id in rows.decode(UUID.self) { return id }
-        return nil
+        guard let row = try await rows.collect().first else { return nil }
+        let (id, detectedAt, dispatchDueAt) = try row.decode((UUID, Date, Date).self)
+        let incident = OpenedIncident(publicId: id, detectedAt: detectedAt, dispatchDueAt: dispatchDueAt)
+        try await WebhookOutbox.enqueue(
+            try notice(incident), to: .endpoint(of: .individual(individualId)), on: transaction.connection, logger: transaction.logger
+        )
+        return incident
     }
 }
 
@@ -182,4 +181,11 @@ struct MonitoredReadingsStatement: PostgresPreparedStatement {
     func decodeRow(_ row: PostgresRow) throws -> Row {
         try row.decode(Row.self)
     }
+}
+
+/// An incident just opened, as its individual's device is told of it.
+package struct OpenedIncident: Sendable {
+    package let publicId: UUID
+    package let detectedAt: Date
+    package let dispatchDueAt: Date
 }

@@ -82,42 +82,47 @@ package struct SOSIncidentStore: Sendable {
     /// that dies mid-attempt leaves them to be claimed again when it runs out; the dispatch
     /// centre de-duplicates the repeat by the incident id). `SKIP LOCKED` lets every instance
     /// claim side by side, never the same incident at once. On an incident's first attempt its
-    /// emergency contacts' webhook endpoints get `sos.dispatched`, in parallel with the call.
-    package func claimDue(limit: Int, lease: Duration) async throws -> [ClaimedIncident] {
-        let rows = try await database.query("""
-            WITH due AS (   -- index: sos_incidents_due_idx
-                SELECT id FROM sos_incidents
-                WHERE status = 'detected' AND next_attempt_at <= clock_timestamp()
-                ORDER BY next_attempt_at LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED
-            ),
-            claimed AS (
-                UPDATE sos_incidents i
-                SET dispatch_attempts = i.dispatch_attempts + 1,
-                    next_attempt_at = clock_timestamp() + \(lease.wholeMilliseconds) * interval '1 millisecond'
-                FROM due WHERE i.id = due.id
-                RETURNING i.*
-            ),
-            contacts AS (
-                INSERT INTO webhook_deliveries (endpoint_id, event_type, payload)
-                SELECT w.id, 'sos.dispatched', jsonb_build_object(
-                           'incidentId', c.public_id, 'person', p.full_name, 'latitude', c.latitude, 'longitude', c.longitude,
-                           'locationStale', c.location_stale, 'homeArea', c.home_area,
-                           'detectedAt', to_char(c.detected_at AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'))
-                FROM claimed c JOIN individuals p ON p.id = c.individual_id
-                JOIN webhook_endpoints w ON w.sos_contact_of = c.individual_id
-                WHERE c.dispatch_attempts = 1
-            )
-            SELECT \(unescaped: SOSIncidentRecord.columns), p.full_name, p.birth_date, p.sex, COALESCE(s.medical_notes, ''), COALESCE(s.contacts, '[]')::text
-            FROM claimed i JOIN individuals p ON p.id = i.individual_id LEFT JOIN sos_settings s ON s.individual_id = i.individual_id
-            """)
-        return try rows.map { row in
-            let cells = row.makeRandomAccess()
-            return ClaimedIncident(
-                incident: try SOSIncidentRecord(row: row), fullName: try cells[21].decode(String.self),
-                birthDate: try cells[22].decode(Date.self), sex: try cells[23].decode(String.self),
-                medicalNotes: try cells[24].decode(String.self), contacts: try cells[25].decode(String.self)
-            )
+    /// emergency contacts' webhook endpoints get the message `contactsNotice` makes of it (in the
+    /// claim's transaction), in parallel with the call.
+    package func claimDue(
+        limit: Int, lease: Duration, contactsNotice: (ClaimedIncident) throws -> OutboxMessage
+    ) async throws -> [ClaimedIncident] {
+        try await database.withTransaction { connection in
+            let rows = try await connection.query("""
+                WITH due AS (   -- index: sos_incidents_due_idx
+                    SELECT id FROM sos_incidents
+                    WHERE status = 'detected' AND next_attempt_at <= clock_timestamp()
+                    ORDER BY next_attempt_at LIMIT \(limit)
+                    FOR UPDATE SKIP LOCKED
+                ),
+                claimed AS (
+                    UPDATE sos_incidents i
+                    SET dispatch_attempts = i.dispatch_attempts + 1,
+                        next_attempt_at = clock_timestamp() + \(lease.wholeMilliseconds) * interval '1 millisecond'
+                    FROM due WHERE i.id = due.id
+                    RETURNING i.*
+                )
+                SELECT \(unescaped: SOSIncidentRecord.columns), p.full_name, p.birth_date, p.sex, COALESCE(s.medical_notes, ''),
+                       COALESCE(s.contacts, '[]')::text, i.individual_id
+                FROM claimed i JOIN individuals p ON p.id = i.individual_id LEFT JOIN sos_settings s ON s.individual_id = i.individual_id
+                """, logger: database.logger).collect()
+            var claimed: [ClaimedIncident] = []
+            for row in rows {
+                let cells = row.makeRandomAccess()
+                let incident = ClaimedIncident(
+                    incident: try SOSIncidentRecord(row: row), fullName: try cells[21].decode(String.self),
+                    birthDate: try cells[22].decode(Date.self), sex: try cells[23].decode(String.self),
+                    medicalNotes: try cells[24].decode(String.self), contacts: try cells[25].decode(String.self)
+                )
+                if incident.incident.dispatchAttempts == 1 {
+                    try await WebhookOutbox.enqueue(
+                        try contactsNotice(incident), to: .sosContacts(ofIndividual: try cells[26].decode(Int64.self)),
+                        on: connection, logger: database.logger
+                    )
+                }
+                claimed.append(incident)
+            }
+            return claimed
         }
     }
 

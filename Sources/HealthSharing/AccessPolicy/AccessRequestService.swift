@@ -31,7 +31,7 @@ package struct AccessRequestService: Sendable {
             let record = try await store.create(NewAccessRequest(
                 thirdPartyId: party.rowId, fiscalCode: fiscalCode.value, purpose: purpose.value, subscribe: subscribe,
                 scope: scope.record, expiresAt: now.addingTimeInterval(Double(pendingLifetime.components.seconds))
-            ))
+            )) { try RequestCreatedNotice($0).message }
             return AccessRequest(record: record)
         } catch let error where DatabaseFailure(error)?.isUniqueViolation == true {
             throw AccessRequestError.duplicatePending

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -55,8 +56,8 @@ package struct WebhookEndpoints: Sendable {
 
     /// Queues a `ping` event to the endpoint; returns its delivery id.
     package func sendTest(_ owner: AccountReference) async throws -> UUID {
-        let payload = #"{"message":"This is a test event from Data4Help."}"#
-        guard let id = try await store.enqueue(owner: owner, eventType: "ping", payload: payload) else {
+        let ping = try OutboxMessage(eventType: "ping", body: ["message": "This is a test event from Data4Help."])
+        guard let id = try await store.enqueue(ping, owner: owner) else {
             throw WebhookError.notFound
         }
         return id

@@ -32,7 +32,7 @@ package struct RunEventService: Sendable {
 
     package func cancel(_ id: UUID, by individual: IndividualID) async throws -> RunEvent {
         do {
-            return try RunEvent(try await store.cancel(publicId: id, organiserId: individual.rowId))
+            return try RunEvent(try await store.cancel(publicId: id, organiserId: individual.rowId) { try RunCancelledNotice($0).message })
         } catch let refusal as RunRefusal {
             throw RunEventError.refused(refusal)
         }

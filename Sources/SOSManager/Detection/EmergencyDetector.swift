@@ -24,10 +24,12 @@ package struct EmergencyDetector: IngestTransactionCheck {
             else { return }   // not enrolled: nothing else to look at
             let rule = AbnormalRunRule(stored)
             for run in rule.emergencies(type: type, new: Set(new.map(\.identity)), receivedAt: transaction.receivedAt) {
-                if let incident = try await SOSDetectionQueries.open(run, cancelWindowSeconds: stored.cancelWindowSeconds, in: transaction) {
+                if let incident = try await SOSDetectionQueries.open(
+                    run, cancelWindowSeconds: stored.cancelWindowSeconds, in: transaction, notice: { try SOSDetectedNotice($0).message }
+                ) {
                     Counter(label: "sos_incidents_detected_total").increment()
                     logger.notice("sos incident detected", metadata: [
-                        "individual.id": "\(transaction.individualId)", "incident.id": "\(incident)",
+                        "individual.id": "\(transaction.individualId)", "incident.id": "\(incident.publicId)",
                     ])
                 }
             }

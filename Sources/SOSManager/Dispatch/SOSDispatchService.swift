@@ -58,7 +58,7 @@ package struct SOSDispatchService: Service {
                 while !Task.isCancelled {
                     let seen = signal.generation
                     do {
-                        let claimed = try await store.claimDue(limit: settings.batch, lease: settings.lease)
+                        let claimed = try await store.claimDue(limit: settings.batch, lease: settings.lease) { try SOSDispatchedNotice($0).message }
                         for incident in claimed {
                             group.addTask { await attempt(incident) }
                         }

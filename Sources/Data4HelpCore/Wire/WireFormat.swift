@@ -1,20 +1,21 @@
 import Foundation
 
-/// JSON as the API speaks it: camelCase keys as declared, RFC 3339 timestamps in UTC.
-enum WireFormat {
+/// JSON as the API speaks it: camelCase keys as declared, RFC 3339 timestamps in UTC. The one
+/// encoder of every body the server sends — responses, stream events and webhook bodies alike.
+package enum WireFormat {
     /// An instant with millisecond precision, `2026-11-21T08:30:00.250Z`: samples keep their milliseconds.
-    static func timestamp(_ date: Date) -> String {
+    package static func timestamp(_ date: Date) -> String {
         date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
     }
 
-    static func encoder() -> JSONEncoder {
+    package static func encoder() -> JSONEncoder {
         let encoder = JSONEncoder()
         encoder.dateEncodingStrategy = .iso8601
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         return encoder
     }
 
-    static func decoder() -> JSONDecoder {
+    package static func decoder() -> JSONDecoder {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .iso8601
         return decoder
@@ -23,5 +24,5 @@ enum WireFormat {
 
 extension UUID {
     /// Ids on the wire are lower-case UUIDs (RFC 9562 §4 recommends lower case for output).
-    var wireString: String { uuidString.lowercased() }
+    package var wireString: String { uuidString.lowercased() }
 }

@@ -1,0 +1,17 @@
+import Foundation
+
+/// A message for the webhook outbox (`webhook_deliveries`): its event type and its body, rendered
+/// once, by the wire encoder, from a typed value of the component that decided to send it. The
+/// outbox stores the body as it is and delivers it inside the usual envelope
+/// (`{ id, type, createdAt, data }`).
+package struct OutboxMessage: Sendable, Equatable {
+    /// `request.created`, `sos.detected`, …: the envelope's `type`.
+    package let eventType: String
+    /// A JSON object: the envelope's `data`.
+    package let payload: String
+
+    package init(eventType: String, body: some Encodable) throws {
+        self.eventType = eventType
+        payload = String(decoding: try WireFormat.encoder().encode(body), as: UTF8.self)
+    }
+}
