@@ -82,12 +82,10 @@ package struct IngestOutcome: Sendable, Equatable {
 package struct HealthDataStore: Sendable {
     let database: Database
     let partitions: PartitionMaintainer
-    let checks: [any IngestTransactionCheck]
 
-    package init(database: Database, partitions: PartitionMaintainer, checks: [any IngestTransactionCheck] = []) {
+    package init(database: Database, partitions: PartitionMaintainer) {
         self.database = database
         self.partitions = partitions
-        self.checks = checks
     }
 
     /// Stores an individual's samples and fixes in one transaction; returns which were new.
@@ -98,9 +96,11 @@ package struct HealthDataStore: Sendable {
     /// `rolled_up`); every active subscribed grant it falls under gets a `party_events` row.
     /// Ingests of one individual are serialised by a transaction-scoped advisory lock, so the
     /// read-merge-write of a block never races; different individuals never wait for each other.
-    /// The `checks` run last, in the same transaction, on the samples that were new.
+    /// `afterStoring` runs last, in the same transaction, on the samples that were new (none:
+    /// not called); throwing from it rolls the whole upload back.
     package func ingest(
-        individualId: Int64, samples: SampleColumns, locations: LocationColumns, receivedAt: Date = Date()
+        individualId: Int64, samples: SampleColumns, locations: LocationColumns, receivedAt: Date = Date(),
+        afterStoring: (_ readings: [StoredReading], _ transaction: IngestTransaction) async throws -> Void = { _, _ in }
     ) async throws -> IngestOutcome {
         try await partitions.ensure(.sampleBlocks, covering: Set(samples.blockStarts))
         try await partitions.ensure(.locationFixes, covering: locations.timesMs.map { Date(timeIntervalSince1970: Double($0) / 1000) })
@@ -123,7 +123,7 @@ package struct HealthDataStore: Sendable {
                 let rows = try await connection.query(Self.locationStatement(individualId: individualId, locations: locations), logger: database.logger)
                 for try await ordinal in rows.decode(Int32.self) { newLocations.append(Int(ordinal)) }
             }
-            if !newSamples.isEmpty, !checks.isEmpty {
+            if !newSamples.isEmpty {
                 let readings = newSamples.map { index in
                     StoredReading(
                         typeCode: samples.types[index], timeMs: samples.blockStarts[index].epochMilliseconds + Int64(samples.offsets[index]),
@@ -131,7 +131,7 @@ package struct HealthDataStore: Sendable {
                     )
                 }
                 let transaction = IngestTransaction(connection: connection, logger: database.logger, individualId: individualId, receivedAt: receivedAt)
-                for check in checks { try await check.samplesStored(readings, in: transaction) }
+                try await afterStoring(readings, transaction)
             }
             return IngestOutcome(newSamples: newSamples.sorted(), newLocations: newLocations.sorted())
         }

@@ -19,7 +19,8 @@ package struct StoredReading: Sendable, Equatable {
 }
 
 /// The ingest transaction of one individual, still open: checks that must commit or fail with
-/// the samples (AutomatedSOS detection) run their DatabaseLink queries on it. Ingests of one
+/// the samples (AutomatedSOS detection, HealthSharing's `IngestTransactionCheck`) run their
+/// DatabaseLink queries on it. Ingests of one
 /// individual are serialised (an advisory lock), so what a check reads cannot change under it.
 package struct IngestTransaction: Sendable {
     let connection: LeasedConnection
@@ -27,10 +28,4 @@ package struct IngestTransaction: Sendable {
     package let individualId: Int64
     /// When the upload reached the server.
     package let receivedAt: Date
-}
-
-/// Runs inside every ingest transaction that stored new samples, after they were written.
-/// Throwing rolls the whole upload back (the client is told to retry).
-package protocol IngestTransactionCheck: Sendable {
-    func samplesStored(_ readings: [StoredReading], in transaction: IngestTransaction) async throws
 }

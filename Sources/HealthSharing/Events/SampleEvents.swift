@@ -4,7 +4,10 @@ import Synchronization
 /// Data newly stored by one upload, announced once, after its transaction committed.
 ///
 /// Samples and fixes appear here only the first time they are stored: a re-sent batch yields an
-/// empty announcement. AutomatedSOS and third-party subscriptions consume these.
+/// empty announcement. Nothing in the server listens yet: rules that must commit with the data
+/// (AutomatedSOS) are `IngestTransactionCheck`s, and organisations hear of new data through the
+/// party events the ingest statement writes. This is the hook for work that may follow the
+/// commit (watch rules that only notify, issue 22); `DataManagerTests` pins what it announces.
 package struct StoredDataBatch: Sendable, Equatable {
     package let individualId: Int64
     package let samples: [NewSample]

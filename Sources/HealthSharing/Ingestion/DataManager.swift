@@ -24,13 +24,15 @@ package struct DataManager: Sendable {
     let store: HealthDataStore
     let events: StoredDataEvents
     let rules: IngestRules
+    let checks: [any IngestTransactionCheck]
 
     /// `checks` run inside every ingest transaction on the newly stored samples (AutomatedSOS).
     package init(
         database: Database, partitions: PartitionMaintainer, events: StoredDataEvents, checks: [any IngestTransactionCheck] = [],
         rules: IngestRules = IngestRules()
     ) {
-        self.store = HealthDataStore(database: database, partitions: partitions, checks: checks)
+        self.store = HealthDataStore(database: database, partitions: partitions)
+        self.checks = checks
         self.events = events
         self.rules = rules
     }
@@ -62,7 +64,10 @@ package struct DataManager: Sendable {
         for fix in fixes {
             locationColumns.append(timeMs: fix.time.epochMilliseconds, key: fix.key, latitude: fix.latitude, longitude: fix.longitude, accuracy: fix.accuracy, altitude: fix.altitude)
         }
-        let outcome = try await store.ingest(individualId: individualId, samples: sampleColumns, locations: locationColumns, receivedAt: now)
+        let outcome = try await store.ingest(individualId: individualId, samples: sampleColumns, locations: locationColumns, receivedAt: now) {
+            readings, transaction in
+            for check in checks { try await check.samplesStored(readings, in: transaction) }
+        }
         let stored = StoredDataBatch(
             individualId: individualId,
             samples: outcome.newSamples.map { samples[$0] },
