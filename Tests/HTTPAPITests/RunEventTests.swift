@@ -1,6 +1,9 @@
+import DatabaseLink
+import DatabaseTestSupport
 import Foundation
 import HTTPAPI
 import HTTPTypes
+import PostgresNIO
 import Testing
 
 @Suite("Track4Run events: organisers, enrolment, the public listing")
@@ -142,6 +145,32 @@ struct RunEventTests {
             #expect(try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: stranger, json: ["displayName": "X"]).status == .conflict)
             #expect(try await api.send(.patch, "/api/users/runs/\(id)", token: organiser, json: ["name": "Back on"]).status == .conflict)
             #expect(try await api.send(.get, "/api/runs?status=cancelled").items.contains { $0["id"] as? String == id })
+        }
+    }
+
+    /// An event that is over can no longer be cancelled (it used to answer "Event under way"),
+    /// nor changed, nor joined; it lists as finished.
+    @Test func anEventThatHasEndedIsFinishedNotCancellable() async throws {
+        let database = try await TestPostgres.shared.migratedDatabase()
+        try await TestServer.run(database: database) { api in
+            let (organiser, _) = try await api.individualSession()
+            let (runner, _) = try await api.individualSession()
+            let id = try #require(try await api.send(.post, "/api/users/runs", token: organiser, json: Self.event()).json["id"] as? String)
+            let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+            try await direct.whileRunning {   // yesterday's race
+                try await direct.query("""
+                    UPDATE run_events SET enrolment_deadline = now() - interval '26 hours', starts_at = now() - interval '25 hours',
+                                          ends_at = now() - interval '23 hours'
+                    WHERE public_id = \(UUID(uuidString: id)!)
+                    """)
+            }
+            let cancel = try await api.send(.post, "/api/users/runs/\(id)/cancel", token: organiser)
+            #expect(cancel.status == .conflict && cancel.string("type")?.hasSuffix("run-ended") == true, "\(cancel.json)")
+            #expect(try await api.send(.patch, "/api/users/runs/\(id)", token: organiser, json: ["name": "Again"]).string("type")?.hasSuffix("run-started") == true)
+            let enrol = try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: runner, json: ["displayName": "Late"])
+            #expect(enrol.status == .conflict && enrol.string("type")?.hasSuffix("enrolment-closed") == true)
+            #expect(try await api.send(.get, "/api/runs?status=finished").items.contains { $0["id"] as? String == id })
+            #expect(try await api.send(.get, "/api/runs/\(id)").json["status"] as? String == "finished")
         }
     }
 }

@@ -71,27 +71,33 @@ package struct RunnerRecord: Sendable, Equatable {
     package var enrolledAt: Date
 }
 
-/// Which events of an individual to list.
-package enum RunRole: String, Sendable {
-    case organiser, participant
+/// An event locked for a change (`FOR UPDATE`), with the database's clock at the lock: what the
+/// component's rule decides on. Enrolments lock the same row, so `participantCount` cannot change
+/// meanwhile.
+package struct LockedRunEvent: Sendable {
+    package let event: RunEventRecord
+    package let now: Date
+    /// Whether the individual asking (for an enrolment or a withdrawal) runs in it.
+    package let askerEnrolled: Bool
 }
 
-/// The public listing's filter, by the event's times (cancelled events have their own).
-package enum RunPhase: String, Sendable, CaseIterable {
-    case upcoming, live, finished, cancelled
-}
+/// The public listing's time filter, as the component's phase rule gives it (every bound optional).
+package struct RunEventWindow: Sendable {
+    package var cancelled: Bool?
+    package var startsAfter: Date?
+    package var startsNoLaterThan: Date?
+    package var endsNoEarlierThan: Date?
+    package var endsBefore: Date?
 
-/// Why a change to an event or an enrolment was refused.
-package enum RunRefusal: Error, Sendable, Equatable {
-    case notFound
-    case cancelled
-    case started
-    case deadlinePassed
-    case full
-    case alreadyEnrolled
-    case notEnrolled
-    /// A change would leave fewer places than runners already enrolled.
-    case capacityBelowEnrolled(Int)
+    package init(
+        cancelled: Bool? = nil, startsAfter: Date? = nil, startsNoLaterThan: Date? = nil, endsNoEarlierThan: Date? = nil, endsBefore: Date? = nil
+    ) {
+        self.cancelled = cancelled
+        self.startsAfter = startsAfter
+        self.startsNoLaterThan = startsNoLaterThan
+        self.endsNoEarlierThan = endsNoEarlierThan
+        self.endsBefore = endsBefore
+    }
 }
 
 /// `run_events` and `run_participants`.
@@ -118,28 +124,19 @@ package struct RunEventStore: Sendable {
             .first.map(RunEventRecord.init(row:))
     }
 
-    /// Replaces an event the organiser owns, before it starts. `change` gets the current event
-    /// and answers the whole new one (so validation sees the merged result).
+    /// Replaces an event the organiser owns. `change` gets the event locked, decides whether it
+    /// may change (the component's rule) and answers the whole new one.
     package func update(
-        publicId: UUID, organiserId: Int64, change: (RunEventRecord) throws -> RunEventDraft
+        publicId: UUID, organiserId: Int64, change: (LockedRunEvent) throws -> RunEventDraft
     ) async throws -> RunEventRecord {
         try await database.withTransaction { connection in
-            let current = try await connection.query("""
-                SELECT \(unescaped: RunEventRecord.columns), now() FROM run_events e
-                WHERE e.public_id = \(publicId) AND e.organiser_id = \(organiserId) FOR UPDATE
-                """, logger: database.logger).collect()
-            guard let row = current.first else { throw RunRefusal.notFound }
-            let record = try RunEventRecord(row: row)
-            let now = try row.makeRandomAccess()[15].decode(Date.self)
-            if record.cancelledAt != nil { throw RunRefusal.cancelled }
-            if record.startsAt <= now { throw RunRefusal.started }
-            let draft = try change(record)
-            if draft.maxParticipants < record.participantCount { throw RunRefusal.capacityBelowEnrolled(record.participantCount) }
+            let locked = try await Self.lockedEvent(publicId, organiserId: organiserId, on: connection, logger: database.logger)
+            let draft = try change(locked)
             let rows = try await connection.query("""
                 UPDATE run_events e SET name = \(draft.name), description = \(draft.description), starts_at = \(draft.startsAt),
                     ends_at = \(draft.endsAt), enrolment_deadline = \(draft.enrolmentDeadline), max_participants = \(Int32(draft.maxParticipants)),
                     path = \(draft.path)::jsonb, length_meters = \(draft.lengthMeters), updated_at = now()
-                WHERE e.id = \(record.id)
+                WHERE e.id = \(locked.event.id)
                 RETURNING \(unescaped: RunEventRecord.columns)
                 """, logger: database.logger).collect()
             try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
@@ -147,26 +144,21 @@ package struct RunEventStore: Sendable {
         }
     }
 
-    /// Cancels an event the organiser owns, before it ends; every enrolled runner's device
-    /// endpoint gets the message `notice` makes of it, in the same transaction.
+    /// Cancels an event the organiser owns when `decide` (the component's rule, given the event
+    /// locked) says so — false: leave it as it is (already cancelled); every enrolled runner's
+    /// device endpoint gets the message `notice` makes of it, in the same transaction.
     package func cancel(
-        publicId: UUID, organiserId: Int64, notice: (RunEventRecord) throws -> OutboxMessage
+        publicId: UUID, organiserId: Int64, decide: (LockedRunEvent) throws -> Bool, notice: (RunEventRecord) throws -> OutboxMessage
     ) async throws -> RunEventRecord {
         try await database.withTransaction { connection in
-            let current = try await connection.query("""
-                SELECT \(unescaped: RunEventRecord.columns), now() FROM run_events e
-                WHERE e.public_id = \(publicId) AND e.organiser_id = \(organiserId) FOR UPDATE
-                """, logger: database.logger).collect()
-            guard let row = current.first else { throw RunRefusal.notFound }
-            let record = try RunEventRecord(row: row)
-            if record.cancelledAt != nil { return record }
-            if record.endsAt <= (try row.makeRandomAccess()[15].decode(Date.self)) { throw RunRefusal.started }
+            let locked = try await Self.lockedEvent(publicId, organiserId: organiserId, on: connection, logger: database.logger)
+            guard try decide(locked) else { return locked.event }
             let rows = try await connection.query("""
-                UPDATE run_events e SET cancelled_at = now(), updated_at = now() WHERE e.id = \(record.id)
+                UPDATE run_events e SET cancelled_at = now(), updated_at = now() WHERE e.id = \(locked.event.id)
                 RETURNING \(unescaped: RunEventRecord.columns)
                 """, logger: database.logger).collect()
             let cancelled = try RunEventRecord(row: rows[0])
-            try await WebhookOutbox.enqueue(try notice(cancelled), to: .runParticipants(runId: record.id), on: connection, logger: database.logger)
+            try await WebhookOutbox.enqueue(try notice(cancelled), to: .runParticipants(runId: locked.event.id), on: connection, logger: database.logger)
             try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
             return cancelled
         }
@@ -185,17 +177,15 @@ package struct RunEventStore: Sendable {
             """).map(RunEventRecord.init(row:))
     }
 
-    /// Everyone's events in a phase, newest first.
-    package func publicEvents(phase: RunPhase?, beforeId: Int64?, limit: Int) async throws -> [RunEventRecord] {
-        let phase = phase?.rawValue
-        return try await database.query("""
+    /// Everyone's events within a time window, newest first.
+    package func publicEvents(in window: RunEventWindow, beforeId: Int64?, limit: Int) async throws -> [RunEventRecord] {
+        try await database.query("""
             SELECT \(unescaped: RunEventRecord.columns) FROM run_events e
-            WHERE CASE \(phase)::text
-                    WHEN 'upcoming'  THEN e.cancelled_at IS NULL AND e.starts_at > now()
-                    WHEN 'live'      THEN e.cancelled_at IS NULL AND e.starts_at <= now() AND e.ends_at >= now()
-                    WHEN 'finished'  THEN e.cancelled_at IS NULL AND e.ends_at < now()
-                    WHEN 'cancelled' THEN e.cancelled_at IS NOT NULL
-                    ELSE true END
+            WHERE (\(window.cancelled)::bool IS NULL OR (e.cancelled_at IS NOT NULL) = \(window.cancelled))
+              AND (\(window.startsAfter)::timestamptz IS NULL OR e.starts_at > \(window.startsAfter))
+              AND (\(window.startsNoLaterThan)::timestamptz IS NULL OR e.starts_at <= \(window.startsNoLaterThan))
+              AND (\(window.endsNoEarlierThan)::timestamptz IS NULL OR e.ends_at >= \(window.endsNoEarlierThan))
+              AND (\(window.endsBefore)::timestamptz IS NULL OR e.ends_at < \(window.endsBefore))
               AND (\(beforeId)::int8 IS NULL OR e.id < \(beforeId))
             ORDER BY e.id DESC LIMIT \(limit)
             """).map(RunEventRecord.init(row:))
@@ -211,39 +201,35 @@ package struct RunEventStore: Sendable {
         }
     }
 
-    /// Enrols an individual: before the deadline, within capacity, once. The event row is locked
-    /// for the check and the insert, so two requests for the last place cannot both succeed.
-    package func enrol(publicId: UUID, individualId: Int64, displayName: String) async throws -> RunnerRecord {
+    /// Enrols an individual, once, when `decide` (the component's rule, given the event locked)
+    /// allows it. The event row is locked for the decision and the insert, so two requests for
+    /// the last place cannot both succeed.
+    package func enrol(
+        publicId: UUID, individualId: Int64, displayName: String, decide: (LockedRunEvent) throws -> Void
+    ) async throws -> RunnerRecord {
         try await database.withTransaction { connection in
-            let record = try await Self.lockedEvent(publicId, on: connection, logger: database.logger)
-            if record.event.cancelledAt != nil { throw RunRefusal.cancelled }
-            if record.event.enrolmentDeadline <= record.now { throw RunRefusal.deadlinePassed }
+            let locked = try await Self.lockedEvent(publicId, asker: individualId, on: connection, logger: database.logger)
+            try decide(locked)
             let rows = try await connection.query("""
                 INSERT INTO run_participants (run_id, individual_id, display_name)
-                SELECT \(record.event.id), \(individualId), \(displayName)
-                WHERE (SELECT count(*) FROM run_participants WHERE run_id = \(record.event.id)) < \(Int32(record.event.maxParticipants))
+                VALUES (\(locked.event.id), \(individualId), \(displayName))
                 ON CONFLICT (run_id, individual_id) DO NOTHING
                 RETURNING runner_id, display_name, enrolled_at
                 """, logger: database.logger).collect()
-            guard let row = rows.first else {
-                let mine = try await connection.query("""
-                    SELECT 1 FROM run_participants WHERE run_id = \(record.event.id) AND individual_id = \(individualId)
-                    """, logger: database.logger).collect()
-                throw mine.isEmpty ? RunRefusal.full : RunRefusal.alreadyEnrolled
-            }
+            guard let row = rows.first else { throw RunRefusal.alreadyEnrolled }
             let (runner, name, at) = try row.decode((UUID, String, Date).self)
             try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
             return RunnerRecord(runnerId: runner, displayName: name, enrolledAt: at)
         }
     }
 
-    /// Withdraws an enrolment, before the deadline.
-    package func withdraw(publicId: UUID, individualId: Int64) async throws {
+    /// Withdraws an enrolment when `decide` (the component's rule) allows it.
+    package func withdraw(publicId: UUID, individualId: Int64, decide: (LockedRunEvent) throws -> Void) async throws {
         try await database.withTransaction { connection in
-            let record = try await Self.lockedEvent(publicId, on: connection, logger: database.logger)
-            if record.event.enrolmentDeadline <= record.now { throw RunRefusal.deadlinePassed }
+            let locked = try await Self.lockedEvent(publicId, asker: individualId, on: connection, logger: database.logger)
+            try decide(locked)
             let rows = try await connection.query("""
-                DELETE FROM run_participants WHERE run_id = \(record.event.id) AND individual_id = \(individualId) RETURNING 1
+                DELETE FROM run_participants WHERE run_id = \(locked.event.id) AND individual_id = \(individualId) RETURNING 1
                 """, logger: database.logger).collect()
             if rows.isEmpty { throw RunRefusal.notEnrolled }
             try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
@@ -258,13 +244,20 @@ package struct RunEventStore: Sendable {
             """, logger: logger)
     }
 
+    /// The event locked `FOR UPDATE` (only the organiser's when `organiserId` is given), with the
+    /// database's clock and whether `asker` runs in it.
     private static func lockedEvent(
-        _ publicId: UUID, on connection: LeasedConnection, logger: Logger
-    ) async throws -> (event: RunEventRecord, now: Date) {
+        _ publicId: UUID, organiserId: Int64? = nil, asker: Int64? = nil, on connection: LeasedConnection, logger: Logger
+    ) async throws -> LockedRunEvent {
         let rows = try await connection.query("""
-            SELECT \(unescaped: RunEventRecord.columns), now() FROM run_events e WHERE e.public_id = \(publicId) FOR UPDATE
+            SELECT \(unescaped: RunEventRecord.columns), now(),
+                   EXISTS (SELECT 1 FROM run_participants p WHERE p.run_id = e.id AND p.individual_id = \(asker))
+            FROM run_events e
+            WHERE e.public_id = \(publicId) AND (\(organiserId)::int8 IS NULL OR e.organiser_id = \(organiserId))
+            FOR UPDATE
             """, logger: logger).collect()
         guard let row = rows.first else { throw RunRefusal.notFound }
-        return (try RunEventRecord(row: row), try row.makeRandomAccess()[15].decode(Date.self))
+        let cells = row.makeRandomAccess()
+        return LockedRunEvent(event: try RunEventRecord(row: row), now: try cells[15].decode(Date.self), askerEnrolled: try cells[16].decode(Bool.self))
     }
 }

@@ -86,6 +86,7 @@ enum ErrorMapping {
             case .refused(.notEnrolled): return .notFound("enrolment")
             case .refused(.cancelled): return runConflict("run-cancelled", "Event cancelled", "The event was cancelled.")
             case .refused(.started): return runConflict("run-started", "Event under way", "The event has started; it can no longer be changed.")
+            case .refused(.ended): return runConflict("run-ended", "Event over", "The event has ended; it can no longer be cancelled.")
             case .refused(.deadlinePassed): return runConflict("enrolment-closed", "Enrolment closed", "The enrolment deadline has passed.")
             case .refused(.full): return runConflict("run-full", "Event full", "Every place is taken.")
             case .refused(.alreadyEnrolled): return runConflict("already-enrolled", "Already enrolled", "You are already enrolled in this event.")

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -117,7 +118,7 @@ package struct RunEvent: Sendable {
 
     /// The phase at `now` (the stored `phase` is the one when the event was read).
     package func phase(at now: Date) -> RunPhase {
-        cancelledAt != nil ? .cancelled : now < startsAt ? .upcoming : now <= endsAt ? .live : .finished
+        RunPhase.of(cancelledAt: cancelledAt, startsAt: startsAt, endsAt: endsAt, at: now)
     }
 
     /// The event as it stands, as a plan to change (validation is redone on the merged result).

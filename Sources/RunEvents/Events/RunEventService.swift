@@ -22,8 +22,11 @@ package struct RunEventService: Sendable {
         _ id: UUID, by individual: IndividualID, change: @escaping (RunEvent) throws -> RunEventPlan
     ) async throws -> RunEvent {
         do {
-            return try RunEvent(try await store.update(publicId: id, organiserId: individual.rowId) { record in
-                try change(try RunEvent(record)).draft
+            return try RunEvent(try await store.update(publicId: id, organiserId: individual.rowId) { locked in
+                try RunEventRules.checkEditable(locked)
+                let draft = try change(try RunEvent(locked.event)).draft
+                try RunEventRules.checkCapacity(locked, for: draft)
+                return draft
             })
         } catch let refusal as RunRefusal {
             throw RunEventError.refused(refusal)
@@ -32,7 +35,9 @@ package struct RunEventService: Sendable {
 
     package func cancel(_ id: UUID, by individual: IndividualID) async throws -> RunEvent {
         do {
-            return try RunEvent(try await store.cancel(publicId: id, organiserId: individual.rowId) { try RunCancelledNotice($0).message })
+            return try RunEvent(try await store.cancel(
+                publicId: id, organiserId: individual.rowId, decide: { try RunEventRules.mayCancel($0) }, notice: { try RunCancelledNotice($0).message }
+            ))
         } catch let refusal as RunRefusal {
             throw RunEventError.refused(refusal)
         }
@@ -43,7 +48,8 @@ package struct RunEventService: Sendable {
     }
 
     package func publicEvents(phase: RunPhase?, before: Int64?, limit: Int) async throws -> [RunEvent] {
-        try await store.publicEvents(phase: phase, beforeId: before, limit: limit).map { try RunEvent($0) }
+        let window = phase?.window(at: Date()) ?? RunEventWindow()
+        return try await store.publicEvents(in: window, beforeId: before, limit: limit).map { try RunEvent($0) }
     }
 
     /// The event and its runners (display names only), for anyone.
@@ -56,7 +62,7 @@ package struct RunEventService: Sendable {
         let name = displayName.trimmingCharacters(in: .whitespacesAndNewlines)
         guard (1...60).contains(name.count) else { throw RunEventError.invalid(field: "displayName", reason: "must be 1 to 60 characters") }
         do {
-            return try await store.enrol(publicId: id, individualId: individual.rowId, displayName: name)
+            return try await store.enrol(publicId: id, individualId: individual.rowId, displayName: name) { try RunEventRules.checkEnrolment($0) }
         } catch let refusal as RunRefusal {
             throw RunEventError.refused(refusal)
         }
@@ -64,7 +70,7 @@ package struct RunEventService: Sendable {
 
     package func withdraw(from id: UUID, by individual: IndividualID) async throws {
         do {
-            try await store.withdraw(publicId: id, individualId: individual.rowId)
+            try await store.withdraw(publicId: id, individualId: individual.rowId) { try RunEventRules.checkWithdrawal($0) }
         } catch let refusal as RunRefusal {
             throw RunEventError.refused(refusal)
         }
