@@ -3,7 +3,8 @@ import PostgresNIO
 import ServiceLifecycle
 
 /// Listens on PostgreSQL channels (`data4help_events` for the webhook outbox and streams,
-/// `data4help_sos` for new incidents, `data4help_runs` for live run updates) and hands every
+/// `data4help_sos` for new incidents, `data4help_runs` for live run updates,
+/// `data4help_aggregates` for aggregate queries that ended) and hands every
 /// notification's payload to its channel's handler (or bumps a `ChangeSignal`).
 ///
 /// Runs as a service and holds **one** pooled connection for all its channels (a `LISTEN` per

@@ -18,36 +18,45 @@ package struct AggregateQueryRecord: Sendable {
 package enum AggregateStart: Sendable {
     /// Budget reserved; run it and `finish` it.
     case reserved(AggregateQueryRecord)
-    /// The party asked the same within 30 days: that query (answered, or still running).
+    /// The party asked the same within the repeat window: that query (answered, or still running).
     case repeated(AggregateQueryRecord)
-    /// Not enough budget: the window that is short, and seconds until enough of it frees up.
-    case exhausted(window: String, retryAfter: Int)
+    /// Refused by the budget rule, with what it said.
+    case refused(BudgetRefusal)
 }
 
-/// Privacy budget limits, in hundredths of ε.
-package struct BudgetLimits: Sendable {
-    package var perDay: Int
-    package var per30Days: Int
+/// A party's ε spending as read under its lock: each query that counts, oldest first.
+package struct BudgetLedger: Sendable {
+    package let spends: [(atMs: Int64, hundredths: Int)]
+    /// When it was read.
+    package let nowMs: Int64
+}
 
-    package init(perDay: Int, per30Days: Int) {
-        self.perDay = perDay
-        self.per30Days = per30Days
+/// Why the budget rule refused a query: the window that is short, and seconds until enough of it frees up.
+package struct BudgetRefusal: Error, Sendable, Equatable {
+    package let window: String
+    package let retryAfter: Int
+
+    package init(window: String, retryAfter: Int) {
+        self.window = window
+        self.retryAfter = retryAfter
     }
 }
 
 /// `aggregate_queries` (with the budget they spend) and `aggregate_audit`.
 package struct AggregateQueryStore: Sendable {
     let database: Database
-    static let dayMs: Int64 = 86_400_000
 
     package init(database: Database) {
         self.database = database
     }
 
-    /// Starts a query: under a lock on the party, returns an earlier identical query of the last
-    /// 30 days, or reserves ε if both rolling windows can take it.
+    /// Starts a query, under a lock on the party (the unit of work of the budget): an earlier
+    /// identical query asked within `repeatWindow` is returned as it is; otherwise the spends of
+    /// the last `ledgerWindow` go to `decide` — the component's budget rule, which answers a
+    /// refusal or nil — and ε is reserved when it allows.
     package func start(
-        thirdPartyId: Int64, fingerprint: [UInt8], spec: String, epsilonHundredths: Int, limits: BudgetLimits
+        thirdPartyId: Int64, fingerprint: [UInt8], spec: String, epsilonHundredths: Int, repeatWindow: Duration, ledgerWindow: Duration,
+        decide: (BudgetLedger) -> BudgetRefusal?
     ) async throws -> AggregateStart {
         try await database.withTransaction { connection in
             let logger = database.logger
@@ -55,16 +64,12 @@ package struct AggregateQueryStore: Sendable {
             let earlier = try await connection.query("""
                 SELECT \(unescaped: Self.columns) FROM aggregate_queries
                 WHERE third_party_id = \(thirdPartyId) AND fingerprint = \(ByteBuffer(bytes: fingerprint))
-                  AND created_at > now() - interval '30 days' AND status <> 'failed'
+                  AND created_at > now() - \(repeatWindow.wholeMilliseconds) * interval '1 millisecond' AND status <> 'failed'
                 ORDER BY id DESC LIMIT 1
                 """, logger: logger).collect()
             if let row = earlier.first { return .repeated(try Self.record(row)) }
-            let spends = try await Self.spends(thirdPartyId: thirdPartyId, on: connection, logger: logger)
-            let nowMs = Date().epochMilliseconds
-            for (window, span, limit) in [("day", Self.dayMs, limits.perDay), ("30 days", 30 * Self.dayMs, limits.per30Days)] {
-                if let wait = Self.wait(spends, nowMs: nowMs, span: span, limit: limit, needed: epsilonHundredths) {
-                    return .exhausted(window: window, retryAfter: wait)
-                }
+            if let refusal = decide(try await Self.ledger(thirdPartyId: thirdPartyId, window: ledgerWindow, on: connection, logger: logger)) {
+                return .refused(refusal)
             }
             let inserted = try await connection.query("""
                 INSERT INTO aggregate_queries (third_party_id, epsilon_hundredths, fingerprint, spec)
@@ -75,18 +80,18 @@ package struct AggregateQueryStore: Sendable {
         }
     }
 
-    /// ε spent in each rolling window, in hundredths.
-    package func spent(thirdPartyId: Int64) async throws -> (day: Int, days30: Int) {
-        let spends = try await database.withConnection { connection in
-            try await Self.spends(thirdPartyId: thirdPartyId, on: connection, logger: database.logger)
+    /// The party's spends of the last `window`.
+    package func ledger(thirdPartyId: Int64, window: Duration) async throws -> BudgetLedger {
+        try await database.withConnection { connection in
+            try await Self.ledger(thirdPartyId: thirdPartyId, window: window, on: connection, logger: database.logger)
         }
-        let nowMs = Date().epochMilliseconds
-        return (spends.filter { $0.atMs > nowMs - Self.dayMs }.map(\.hundredths).reduce(0, +), spends.map(\.hundredths).reduce(0, +))
     }
 
-    /// Records the released answer and appends it to the audit chain, in one transaction.
+    /// Records the released answer and appends it to the audit chain, in one transaction; a
+    /// repeat of the question waiting on any instance is woken at the commit (`channel`).
     package func finish(_ query: AggregateQueryRecord, thirdParty: UUID, status: AggregateQueryStatus, answer: String, fingerprint: [UInt8]) async throws -> AggregateQueryRecord {
         try await database.withTransaction { connection in
+            try await Self.announceAnswer(query.id, on: connection, logger: database.logger)
             let rows = try await connection.query("""
                 UPDATE aggregate_queries SET status = \(status), answer = \(answer)::jsonb, answered_at = now()
                 WHERE id = \(query.id) RETURNING \(unescaped: Self.columns)
@@ -117,7 +122,17 @@ package struct AggregateQueryStore: Sendable {
 
     /// Gives the reservation back: the query failed before anything was released.
     package func fail(_ query: AggregateQueryRecord) async throws {
-        try await database.query("UPDATE aggregate_queries SET status = 'failed' WHERE id = \(query.id) AND status = 'running'")
+        try await database.withTransaction { connection in
+            try await connection.query("UPDATE aggregate_queries SET status = 'failed' WHERE id = \(query.id) AND status = 'running'", logger: database.logger)
+            try await Self.announceAnswer(query.id, on: connection, logger: database.logger)
+        }
+    }
+
+    /// The channel on which a query's end (answered, refused or failed) is announced, at commit.
+    package static let channel = "data4help_aggregates"
+
+    private static func announceAnswer(_ id: Int64, on connection: LeasedConnection, logger: Logger) async throws {
+        try await connection.query("SELECT pg_notify(\(channel), \(String(id)))", logger: logger)
     }
 
     package func find(thirdPartyId: Int64, publicId: UUID) async throws -> AggregateQueryRecord? {
@@ -146,27 +161,15 @@ package struct AggregateQueryStore: Sendable {
         return AggregateQueryRecord(id: r.0, publicId: r.1, createdAt: r.2, epsilonHundredths: Int(r.3), status: r.4, spec: r.5, answer: r.6)
     }
 
-    private static func spends(thirdPartyId: Int64, on connection: LeasedConnection, logger: Logger) async throws -> [(atMs: Int64, hundredths: Int)] {
-        try await connection.query("""
+    private static func ledger(thirdPartyId: Int64, window: Duration, on connection: LeasedConnection, logger: Logger) async throws -> BudgetLedger {
+        let spends = try await connection.query("""
             SELECT (extract(epoch FROM created_at) * 1000)::int8, epsilon_hundredths FROM aggregate_queries
-            WHERE third_party_id = \(thirdPartyId) AND status <> 'failed' AND created_at > now() - interval '30 days'
+            WHERE third_party_id = \(thirdPartyId) AND status <> 'failed' AND created_at > now() - \(window.wholeMilliseconds) * interval '1 millisecond'
             ORDER BY created_at
             """, logger: logger).collect().map { row in
             let (at, hundredths) = try row.decode((Int64, Int32).self)
-            return (at, Int(hundredths))
+            return (atMs: at, hundredths: Int(hundredths))
         }
-    }
-
-    /// Nil when `needed` fits in the window now; otherwise the seconds until enough spends (oldest
-    /// first) have left the window.
-    static func wait(_ spends: [(atMs: Int64, hundredths: Int)], nowMs: Int64, span: Int64, limit: Int, needed: Int) -> Int? {
-        let inWindow = spends.filter { $0.atMs > nowMs - span }
-        var total = inWindow.map(\.hundredths).reduce(0, +)
-        if total + needed <= limit { return nil }
-        for spend in inWindow {
-            total -= spend.hundredths
-            if total + needed <= limit { return Int((spend.atMs + span - nowMs + 999) / 1000) }
-        }
-        return Int(span / 1000)   // more than the window's limit: never (answered as the window's length)
+        return BudgetLedger(spends: spends, nowMs: Date().epochMilliseconds)
     }
 }

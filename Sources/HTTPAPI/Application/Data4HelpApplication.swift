@@ -66,6 +66,7 @@ package func buildApplication(
         EventListener(database: database, handlers: [
             EventListener.channel: EventListener.notifying(components.changes),
             EventListener.sosChannel: EventListener.notifying(components.sosChanges),
+            AggregateQueryStore.channel: EventListener.notifying(components.aggregateAnswers),
             RunPositionStore.channel: { [hub = components.liveHub] in hub.receive($0) },
         ], logger: logger),
         RequestExpiry(database: database, interval: configuration.requestExpirySweep, schemaReady: components.schemaReady, logger: logger),
@@ -158,6 +159,8 @@ struct Components {
     /// Bumped whenever PostgreSQL announces a new AutomatedSOS incident.
     let sosChanges: ChangeSignal
     let aggregateSubscriptions: AggregateSubscriptions
+    /// Bumped whenever PostgreSQL announces that an aggregate query ended.
+    let aggregateAnswers = ChangeSignal()
     /// Bumped whenever PostgreSQL announces new events or deliveries (see `EventListener`).
     let changes: ChangeSignal
     /// Opened once the start-up migrations have run; background workers wait for it.
@@ -192,7 +195,7 @@ struct Components {
         changes = ChangeSignal()
         aggregates = AggregateService(
             database: database, readDatabase: replica?.database, budget: configuration.privacyBudget,
-            mechanism: AggregateMechanism(minimumGroup: Int64(configuration.aggregateMinimumGroup))
+            mechanism: AggregateMechanism(minimumGroup: Int64(configuration.aggregateMinimumGroup)), answers: aggregateAnswers
         )
         aggregateSubscriptions = AggregateSubscriptions(database: database, service: aggregates)
         sosSettings = SOSSettingsService(database: database)

@@ -3,17 +3,6 @@ import Data4HelpCore
 import DatabaseLink
 import Foundation
 
-/// The privacy budget of every third party, in ε.
-package struct PrivacyBudget: Sendable {
-    package var perQuery = Epsilon(hundredths: 100)
-    package var perDay = Epsilon(hundredths: 200)
-    package var per30Days = Epsilon(hundredths: 1_000)
-    /// ε of a query that does not say.
-    package var defaultEpsilon = Epsilon(hundredths: 50)
-
-    package init() {}
-}
-
 /// A query's released answer, as stored.
 package struct AggregateResult: Sendable {
     package let id: UUID
@@ -58,8 +47,15 @@ package struct AggregateService: Sendable {
     let parties: ThirdPartyStore
     package let budget: PrivacyBudget
     package let mechanism: AggregateMechanism
+    /// Bumped whenever any query ends (`AggregateQueryStore.channel`, heard by the event listener).
+    let answers: ChangeSignal
 
-    package init(database: Database, readDatabase: Database? = nil, budget: PrivacyBudget, mechanism: AggregateMechanism) {
+    /// `answers` wakes a repeated question's wait for the first answer; without a listener
+    /// bumping it, the wait re-reads once a second.
+    package init(
+        database: Database, readDatabase: Database? = nil, budget: PrivacyBudget, mechanism: AggregateMechanism, answers: ChangeSignal = ChangeSignal()
+    ) {
+        self.answers = answers
         self.queries = AggregateQueryStore(database: database)
         self.groups = GroupAggregateStore(database: readDatabase ?? database)
         self.parties = ThirdPartyStore(database: database)
@@ -78,12 +74,13 @@ package struct AggregateService: Sendable {
             throw AggregateError.invalid(field: "epsilon", reason: "may be at most \(budget.perQuery.text) per query")
         }
         let publicParty = try await partyPublicId(party)
-        let limits = BudgetLimits(perDay: budget.perDay.hundredths, per30Days: budget.per30Days.hundredths)
         switch try await queries.start(
-            thirdPartyId: party, fingerprint: spec.fingerprint, spec: spec.canonicalJSON, epsilonHundredths: spec.epsilon.hundredths, limits: limits
+            thirdPartyId: party, fingerprint: spec.fingerprint, spec: spec.canonicalJSON, epsilonHundredths: spec.epsilon.hundredths,
+            repeatWindow: PrivacyBudget.repeatWindow, ledgerWindow: PrivacyBudget.ledgerWindow,
+            decide: { [budget] ledger in budget.refusal(for: spec.epsilon, in: ledger) }
         ) {
-        case .exhausted(let window, let retryAfter):
-            throw AggregateError.budgetExhausted(window: window, retryAfter: retryAfter)
+        case .refused(let refusal):
+            throw AggregateError.budgetExhausted(window: refusal.window, retryAfter: refusal.retryAfter)
         case .repeated(let earlier):
             let finished = try await waitForAnswer(earlier)
             try await queries.auditRepeat(finished, thirdParty: publicParty, fingerprint: spec.fingerprint)
@@ -116,17 +113,23 @@ package struct AggregateService: Sendable {
     }
 
     package func status(for party: ThirdPartyID) async throws -> BudgetStatus {
-        let spent = try await queries.spent(thirdPartyId: party.rowId)
-        return BudgetStatus(budget: budget, spentToday: Epsilon(hundredths: spent.day), spent30Days: Epsilon(hundredths: spent.days30))
+        let spent = budget.spent(in: try await queries.ledger(thirdPartyId: party.rowId, window: PrivacyBudget.ledgerWindow))
+        return BudgetStatus(budget: budget, spentToday: spent.day, spent30Days: spent.days30)
     }
 
-    /// An identical query still running (asked twice at once) is waited for, up to a minute.
+    /// An identical query still running (asked twice at once, here or on another instance) is
+    /// waited for, up to a minute: re-read when any query ends, and at least once a second in
+    /// case a wake-up was missed.
     private func waitForAnswer(_ query: AggregateQueryRecord) async throws -> AggregateQueryRecord {
         var current = query
         let deadline = ContinuousClock.now + .seconds(60)
-        while current.status == .running, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(20))
+        while current.status == .running {
+            let seen = answers.generation
             current = try await queries.find(id: query.id) ?? current
+            let remaining = ContinuousClock.now.duration(to: deadline)
+            guard current.status == .running, remaining > .zero else { break }
+            await answers.wait(after: seen, timeout: min(remaining, .seconds(1)))
+            try Task.checkCancellation()
         }
         guard current.answer != nil else { throw AggregateError.notFound }
         return current
