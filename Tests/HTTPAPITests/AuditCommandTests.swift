@@ -8,7 +8,13 @@ import Testing
 
 @Suite("data4help audit verify: one command tells an operator whether the audit log was edited")
 struct AuditCommandTests {
-    func verify(_ database: DatabaseURL) throws -> (status: Int32, output: String) {
+    /// Runs `data4help audit verify`, its output to a file: reading a pipe to its end and
+    /// `waitUntilExit` would hold a cooperative thread that the suite's servers need (see
+    /// `Process.exited()`).
+    func verify(_ database: DatabaseURL) async throws -> (status: Int32, output: String) {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("audit-verify-\(UUID().uuidString).txt")
+        FileManager.default.createFile(atPath: output.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: output) }
         let process = Process()
         process.executableURL = ServerProcess.executable
         process.arguments = ["audit", "verify"]
@@ -17,12 +23,11 @@ struct AuditCommandTests {
             "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
             "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
         ]
-        let pipe = Pipe()
-        process.standardOutput = pipe
+        process.standardInput = FileHandle.nullDevice
+        process.standardOutput = try FileHandle(forWritingTo: output)
         try process.run()
-        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        process.waitUntilExit()
-        return (process.terminationStatus, output)
+        await process.exited()
+        return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
     }
 
     @Test func intactThenBrokenAtTheEditedRow() async throws {
@@ -33,10 +38,10 @@ struct AuditCommandTests {
                 let reply = try await api.send(.post, "/api/thirdparties/aggregates", token: party, json: [
                     "type": "heartRate", "statistic": "count", "from": "2026-01-01", "to": "2026-01-31", "epsilon": epsilon,
                 ])
-                #expect(reply.status == .created)
+                #expect(reply.status == .created, "\(String(decoding: reply.data, as: UTF8.self))")
             }
         }
-        let intact = try verify(database)
+        let intact = try await verify(database)
         #expect(intact.status == 0 && intact.output.contains("intact: 3 rows"))
 
         let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
@@ -44,7 +49,7 @@ struct AuditCommandTests {
             try await direct.query("ALTER TABLE aggregate_audit DISABLE TRIGGER aggregate_audit_append_only")
             try await direct.query("UPDATE aggregate_audit SET epsilon_hundredths = 99 WHERE id = 2")
         }
-        let broken = try verify(database)
+        let broken = try await verify(database)
         #expect(broken.status == 1 && broken.output.contains("BROKEN at row 2"))
     }
 }

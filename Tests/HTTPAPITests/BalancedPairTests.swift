@@ -29,15 +29,21 @@ struct BalancedPairTests {
             process = try ServerProcess.launch(database: database, environment: ["HOST": "127.0.0.1", "PORT": String(port)].merging(extra) { $1 })
         }
 
+        /// SIGTERM, not waiting for the exit (for `defer`: the test is over). Never
+        /// `waitUntilExit` here: see `Process.exited()`.
         func stop() {
             if process.isRunning { process.terminate() }
-            process.waitUntilExit()
         }
 
-        /// `kill -9`: no shutdown, no goodbye to anyone.
-        func kill() {
+        /// SIGTERM, and the exit awaited.
+        func stopped() async {
+            await process.stop()
+        }
+
+        /// `kill -9`: no shutdown, no goodbye to anyone; returns once the process is gone.
+        func kill() async {
             if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
-            process.waitUntilExit()
+            await process.exited()
         }
     }
 
@@ -71,9 +77,9 @@ struct BalancedPairTests {
             try process.run()
         }
 
+        /// SIGTERM (nginx exits at once), not waiting: see `Process.exited()`.
         func stop() {
             if process.isRunning { process.terminate() }
-            process.waitUntilExit()
             try? FileManager.default.removeItem(at: directory)
         }
     }

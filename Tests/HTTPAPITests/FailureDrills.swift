@@ -54,12 +54,12 @@ struct FailureDrills {
         /// to exit and returns that with its exit status (the drills expect status 0 within a
         /// few seconds: a shutdown that only the 25 s bound ends is a crash exit).
         @discardableResult
-        func stop() -> [(seconds: Double, status: Int32)] {
+        func stop() async -> [(seconds: Double, status: Int32)] {
             balancer.stop()
             var exits: [(seconds: Double, status: Int32)] = []
             for (index, instance) in instances.enumerated() where instance.process.isRunning {
                 let started = ContinuousClock.now
-                instance.stop()
+                await instance.stopped()
                 let took = started.duration(to: .now)
                 exits.append((Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18, instance.process.terminationStatus))
                 print("   instance \(index + 1) exited \(took) after SIGTERM (status \(instance.process.terminationStatus))")
@@ -71,10 +71,19 @@ struct FailureDrills {
 
         /// Stops everything and expects every instance still running to have exited cleanly
         /// and promptly after SIGTERM.
-        func stopExpectingCleanExits(sourceLocation: SourceLocation = #_sourceLocation) {
-            for exit in stop() {
+        func stopExpectingCleanExits(sourceLocation: SourceLocation = #_sourceLocation) async {
+            for exit in await stop() {
                 #expect(exit.status == 0 && exit.seconds < 10, "SIGTERM ends serve cleanly (took \(exit.seconds) s, status \(exit.status))", sourceLocation: sourceLocation)
             }
+        }
+
+        /// For `defer`, after a drill that failed midway: signals whatever still runs and stops
+        /// the cluster, without waiting for the instances.
+        func terminate() {
+            balancer.stop()
+            for instance in instances { instance.stop() }
+            cluster.stopImmediatelyBlocking()
+            try? FileManager.default.removeItem(at: root)
         }
 
         /// Runs one query on the drill's database and collects its rows.
@@ -182,7 +191,7 @@ struct FailureDrills {
     @Test(.timeLimit(.minutes(5)))
     func anInstanceKilledDuringIngestLosesNothingAcknowledged() async throws {
         let stack = try await Stack()
-        defer { stack.stop() }
+        defer { stack.terminate() }
         let (phones, emails) = try await Self.phones(stack, count: 16)
         let started = ContinuousClock.now
         let load = Task { await phones.run() }
@@ -190,7 +199,7 @@ struct FailureDrills {
         try await Task.sleep(for: .seconds(5))
         let before = phones.tally.withLock { $0.acknowledgedSamples }
         let killedAt = ContinuousClock.now
-        stack.instances[0].kill()
+        await stack.instances[0].kill()
         try await Task.sleep(for: .seconds(10))
         phones.stopping.store(true, ordering: .relaxed)
         await load.value
@@ -210,13 +219,13 @@ struct FailureDrills {
         #expect(stored == tally.acknowledgedSamples, "every acknowledged sample is stored, and nothing else")
         #expect(afterKill > 0, "the surviving instance went on acknowledging")
         #expect(tally.failures.keys.allSatisfy { ["HTTP 502", "HTTP 503", "HTTP 504"].contains($0) || $0.hasPrefix("transport") }, "retriable failures only")
-        stack.stopExpectingCleanExits()
+        await stack.stopExpectingCleanExits()
     }
 
     @Test(.timeLimit(.minutes(5)))
     func postgreSQLRestartedDuringIngest() async throws {
         let stack = try await Stack()
-        defer { stack.stop() }
+        defer { stack.terminate() }
         let (phones, emails) = try await Self.phones(stack, count: 8)
         // /readyz of the first instance, every 100 ms: its transitions.
         let readiness = Mutex<[(ContinuousClock.Instant, Bool)]>([])
@@ -258,7 +267,7 @@ struct FailureDrills {
         #expect(!afterRestart.isEmpty, "the instances reconnected by themselves")
         #expect(transitions.map(\.1).starts(with: [true, false, true]), "/readyz went red, then green")
         #expect(tally.failures.keys.allSatisfy { ["HTTP 502", "HTTP 503", "HTTP 504"].contains($0) || $0.hasPrefix("transport") }, "retriable failures only")
-        stack.stopExpectingCleanExits()
+        await stack.stopExpectingCleanExits()
     }
 
     /// The receiver refuses connections for two minutes while phones upload for one; then it
@@ -269,7 +278,7 @@ struct FailureDrills {
     func aWebhookReceiverDownForMinutesGetsEverythingAfter() async throws {
         let scale = 0.01
         let stack = try await Stack(environment: ["WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_BACKOFF_SCALE": "\(scale)"])
-        defer { stack.stop() }
+        defer { stack.terminate() }
         let receiver = try WebhookReceiver()   // down: connections refused until start()
         let api = stack.api
         let (party, _) = try await api.thirdPartySession()
@@ -323,7 +332,7 @@ struct FailureDrills {
         #expect(deliveries.allSatisfy { $0.3 == "delivered" })
         #expect(outOfOrder == 0)
         #expect(received.allSatisfy { WebhookReceiver.verify($0, secret: secret) }, "every body is signed")
-        stack.stopExpectingCleanExits()
+        await stack.stopExpectingCleanExits()
     }
 
     /// Both instances dispatch emergencies. An enrolled individual's phone uploads three low
@@ -338,7 +347,7 @@ struct FailureDrills {
         let stack = try await Stack(environment: [
             "SOS_DISPATCH_URL": centre.url, "SOS_DISPATCH_SECRET": DispatchCentre.secret, "SOS_DISPATCH_TIMEOUT_SECONDS": "1",
         ])
-        defer { stack.stop() }
+        defer { stack.terminate() }
         let (person, _) = try await stack.api.individualSession()
         let enrolled = try await stack.api.send(.put, "/api/users/sos", token: person, json: [
             "enabled": true, "consecutiveReadings": 3, "cancelWindowSeconds": 2,
@@ -348,7 +357,7 @@ struct FailureDrills {
         let sent = ContinuousClock.now
         let upload = try await first.send(.post, "/api/users/data", token: person, json: SOSIncidentTests.heartRates([30, 30, 30], from: Date().addingTimeInterval(-5)))
         let acknowledged = ContinuousClock.now
-        stack.instances[0].kill()
+        await stack.instances[0].kill()
         let killed = ContinuousClock.now
         #expect(upload.status == .ok)
         try await centre.wait(timeout: .seconds(30)) { !$0.isEmpty }
@@ -364,6 +373,6 @@ struct FailureDrills {
         #expect(centre.dispatches.count == 1 && centre.dispatches.first?.calls == 1, "dispatched once")
         #expect(incidents.count == 1 && incidents.first?["status"] as? String == "dispatched")
         #expect(acknowledged.duration(to: killed) < .seconds(2), "killed inside the cancel window")
-        stack.stopExpectingCleanExits()
+        await stack.stopExpectingCleanExits()
     }
 }

@@ -107,7 +107,7 @@ struct LoadRun {
     func mixedTrafficThroughTheBalancedPair() async throws {
         let seconds = Self.seconds
         let stack = try await FailureDrills.Stack()
-        defer { stack.stop() }
+        defer { stack.terminate() }
         let api = stack.api
 
         FileHandle.standardError.write(Data("load: seeding 1,200 individuals for aggregates\n".utf8))
@@ -362,6 +362,6 @@ struct LoadRun {
         }
         #expect(failures.isEmpty, "no errors under load")
         #expect(Set(latencies.keys).count == 10, "every kind of traffic ran")
-        stack.stopExpectingCleanExits()
+        await stack.stopExpectingCleanExits()
     }
 }

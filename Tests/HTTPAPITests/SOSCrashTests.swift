@@ -44,7 +44,7 @@ struct SOSCrashTests {
         upload.body = .bytes(ByteBuffer(bytes: body))
         let acknowledged = try await HTTPClient.shared.execute(upload, timeout: .seconds(10))
         kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
+        await server.exited()
         #expect(acknowledged.status == .ok)
 
         // The restarted service (another instance here) finds the due incident and makes the one call.

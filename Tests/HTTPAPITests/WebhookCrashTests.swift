@@ -31,7 +31,7 @@ struct WebhookCrashTests {
         ])
         try await receiver.wait { !$0.isEmpty }
         kill(server.processIdentifier, SIGKILL)
-        server.waitUntilExit()
+        await server.exited()
         let interrupted = try #require(receiver.received.first)
         #expect(interrupted.type == "request.granted")
 

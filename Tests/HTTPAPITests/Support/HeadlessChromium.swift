@@ -46,9 +46,10 @@ final class HeadlessChromium: Sendable {
         port = found!
     }
 
+    /// SIGTERM, not waiting for the exit (see `Process.exited()`); the profile is removed now
+    /// (a file Chromium writes while it exits may be left behind).
     func stop() {
         if process.isRunning { process.terminate() }
-        process.waitUntilExit()
         try? FileManager.default.removeItem(at: profile)
     }
 
