@@ -15,3 +15,16 @@ package struct OutboxMessage: Sendable, Equatable {
         payload = String(decoding: try WireFormat.encoder().encode(body), as: UTF8.self)
     }
 }
+
+/// A typed body a component sends through the outbox: its event type, and its fields as the
+/// wire encoder renders them.
+package protocol OutboxNotice: Encodable {
+    static var eventType: String { get }
+}
+
+extension OutboxNotice {
+    /// The notice rendered for the outbox.
+    package var message: OutboxMessage {
+        get throws { try OutboxMessage(eventType: Self.eventType, body: self) }
+    }
+}

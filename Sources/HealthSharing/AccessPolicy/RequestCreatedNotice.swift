@@ -3,7 +3,7 @@ import DatabaseLink
 
 /// `request.created`, to the device of the individual a request names: who asks, why, for what.
 /// (Never sent for a request withheld because the individual blocked the organisation.)
-struct RequestCreatedNotice: Encodable {
+struct RequestCreatedNotice: OutboxNotice {
     static let eventType = "request.created"
 
     let requestId: String
@@ -16,9 +16,5 @@ struct RequestCreatedNotice: Encodable {
         organisation = record.organisationName
         purpose = record.purpose
         types = record.asked.types
-    }
-
-    var message: OutboxMessage {
-        get throws { try OutboxMessage(eventType: Self.eventType, body: self) }
     }
 }

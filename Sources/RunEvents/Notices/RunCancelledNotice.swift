@@ -2,7 +2,7 @@ import Data4HelpCore
 import DatabaseLink
 
 /// `run.cancelled`, to the device of every runner enrolled in an event its organiser cancelled.
-struct RunCancelledNotice: Encodable {
+struct RunCancelledNotice: OutboxNotice {
     static let eventType = "run.cancelled"
 
     let runId: String
@@ -11,9 +11,5 @@ struct RunCancelledNotice: Encodable {
     init(_ event: RunEventRecord) {
         runId = event.publicId.wireString
         name = event.name
-    }
-
-    var message: OutboxMessage {
-        get throws { try OutboxMessage(eventType: Self.eventType, body: self) }
     }
 }

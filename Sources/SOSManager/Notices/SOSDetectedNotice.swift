@@ -4,7 +4,7 @@ import Foundation
 
 /// `sos.detected`, to the individual's own device the moment an incident opens: the call goes
 /// out at `dispatchDueAt` unless they cancel before.
-struct SOSDetectedNotice: Encodable {
+struct SOSDetectedNotice: OutboxNotice {
     static let eventType = "sos.detected"
 
     let incidentId: String
@@ -16,9 +16,5 @@ struct SOSDetectedNotice: Encodable {
         incidentId = incident.publicId.wireString
         detectedAt = WireFormat.timestamp(incident.detectedAt)
         dispatchDueAt = WireFormat.timestamp(incident.dispatchDueAt)
-    }
-
-    var message: OutboxMessage {
-        get throws { try OutboxMessage(eventType: Self.eventType, body: self) }
     }
 }

@@ -4,7 +4,7 @@ import Foundation
 
 /// `sos.dispatched`, to each emergency contact with a webhook address as the first call to the
 /// dispatch centre goes out: who, where (null coordinates when no fix was known), since when.
-struct SOSDispatchedNotice: Encodable {
+struct SOSDispatchedNotice: OutboxNotice {
     static let eventType = "sos.dispatched"
 
     let incidentId: String
@@ -23,10 +23,6 @@ struct SOSDispatchedNotice: Encodable {
         locationStale = claimed.incident.locationStale
         homeArea = claimed.incident.homeArea
         detectedAt = WireFormat.timestamp(claimed.incident.detectedAt)
-    }
-
-    var message: OutboxMessage {
-        get throws { try OutboxMessage(eventType: Self.eventType, body: self) }
     }
 
     private enum CodingKeys: String, CodingKey { case incidentId, person, latitude, longitude, locationStale, homeArea, detectedAt }
