@@ -68,11 +68,11 @@ package enum SOSDetectionQueries {
     /// run grows to include it: one run of abnormal readings opens one incident, whether it was
     /// cancelled or dispatched since) or another incident of the individual is still open (the
     /// partial unique index decides, whichever instance gets there first). The incident carries
-    /// the newest location fix — stale when older than 15 minutes — and the home area; the
-    /// individual's device endpoint gets the message `notice` makes of it, in the same
-    /// transaction. Answers the new incident, or nil.
+    /// the newest location fix — stale when older than `locationStaleAfter` (the SOS Manager's
+    /// rule) — and the home area; the individual's device endpoint gets the message `notice`
+    /// makes of it, in the same transaction. Answers the new incident, or nil.
     package static func open(
-        _ run: AbnormalRun, cancelWindowSeconds: Int, in transaction: IngestTransaction,
+        _ run: AbnormalRun, cancelWindowSeconds: Int, locationStaleAfter: Duration, in transaction: IngestTransaction,
         notice: (OpenedIncident) throws -> OutboxMessage
     ) async throws -> OpenedIncident? {
         guard let first = run.readings.first?.timeMs, let last = run.readings.last?.timeMs else { return nil }
@@ -98,7 +98,8 @@ package enum SOSDetectionQueries {
                 SELECT \(individualId), \(run.typeCode), \(readings)::jsonb, \(first), \(last), \(transaction.receivedAt),
                        clock_timestamp() + \(window) * interval '1 second', clock_timestamp() + \(window) * interval '1 second',
                        fix.latitude, fix.longitude, fix.accuracy, fix.recorded_at,
-                       fix.recorded_at IS NULL OR fix.recorded_at < clock_timestamp() - interval '15 minutes', p.home_area
+                       fix.recorded_at IS NULL OR fix.recorded_at < clock_timestamp() - \(locationStaleAfter.wholeMilliseconds) * interval '1 millisecond',
+                       p.home_area
                 FROM individuals p LEFT JOIN fix ON true
                 WHERE p.id = \(individualId) AND NOT EXISTS (SELECT 1 FROM covering)
                 ON CONFLICT (individual_id) WHERE status IN ('detected', 'dispatched', 'acknowledged') DO NOTHING

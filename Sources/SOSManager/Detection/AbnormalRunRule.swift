@@ -14,6 +14,10 @@ package struct AbnormalRunRule: Sendable {
     /// emergency (a phone syncing yesterday's readings must not send an ambulance today).
     package static let maximumReadingAge: TimeInterval = 300
 
+    /// A location fix older than this when an incident opens is stale: the dispatch centre is
+    /// told to look for the person in their home area too.
+    package static let locationStaleAfter = Duration.seconds(15 * 60)
+
     let thresholds: MonitoredReadings
 
     package init(_ thresholds: MonitoredReadings) {

@@ -26,7 +26,7 @@ package struct EmergencyDetector: IngestTransactionCheck {
             let rule = AbnormalRunRule(stored)
             for run in rule.emergencies(type: type, new: Set(new.map(\.identity)), receivedAt: transaction.receivedAt) {
                 if let incident = try await SOSDetectionQueries.open(
-                    run, cancelWindowSeconds: stored.cancelWindowSeconds, in: transaction, notice: { try SOSDetectedNotice($0).message }
+                    run, cancelWindowSeconds: stored.cancelWindowSeconds, locationStaleAfter: AbnormalRunRule.locationStaleAfter, in: transaction, notice: { try SOSDetectedNotice($0).message }
                 ) {
                     Counter(label: "sos_incidents_detected_total").increment()
                     logger.notice("sos incident detected", metadata: [
