@@ -1,5 +1,4 @@
 import AccessManager
-import DatabaseLink
 import Foundation
 import HealthSharing
 import Hummingbird
