@@ -1,5 +1,5 @@
 import AccessManager
-import DatabaseLink
+import Data4HelpCore
 import Foundation
 import HTTPTypes
 import Hummingbird

@@ -1,4 +1,5 @@
 import AsyncHTTPClient
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import Logging

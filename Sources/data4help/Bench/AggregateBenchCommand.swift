@@ -1,4 +1,5 @@
 import ArgumentParser
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HTTPAPI

@@ -1,5 +1,6 @@
 import ArgumentParser
 import AsyncHTTPClient
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HTTPAPI

@@ -1,5 +1,6 @@
 import AccessManager
 import ArgumentParser
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HTTPAPI
