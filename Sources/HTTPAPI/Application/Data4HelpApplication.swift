@@ -237,14 +237,26 @@ func buildRouter(
     PublicRunController(runs: components.runEvents).addRoutes(to: router)
     PublicRunLiveController(live: components.livePositions).addRoutes(to: router)
     PageController(library: pages, runs: components.runEvents, scripts: scripts).addRoutes(to: router)
-    OrganisationPortal(site: PortalSite(
-        surface: .thirdParty, pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes,
-        rateLimiter: components.rateLimiter
-    )).addRoutes(to: router)
-    IndividualPortal(site: PortalSite(
-        surface: .individual, pages: PortalPages(library: pages), components: components, maxBodyBytes: configuration.maxBodyBytes,
-        allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks, rateLimiter: components.rateLimiter
-    )).addRoutes(to: router)
+    let portalAccounts = PortalAccounts(
+        authenticator: components.authenticator, sessions: components.sessions, registrations: components.registrations,
+        individuals: components.individuals, thirdParties: components.thirdParties
+    )
+    OrganisationPortal(
+        site: PortalSite(
+            surface: .thirdParty, pages: PortalPages(library: pages), accounts: portalAccounts, maxBodyBytes: configuration.maxBodyBytes,
+            rateLimiter: components.rateLimiter
+        ),
+        apiKeys: components.apiKeys, requests: components.accessRequests, grantedData: components.grantedData,
+        aggregates: components.aggregates, webhooks: components.webhooks
+    ).addRoutes(to: router)
+    IndividualPortal(
+        site: PortalSite(
+            surface: .individual, pages: PortalPages(library: pages), accounts: portalAccounts, maxBodyBytes: configuration.maxBodyBytes,
+            allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks, rateLimiter: components.rateLimiter
+        ),
+        requests: components.accessRequests, accessLog: components.accessLog, ownData: components.ownData,
+        sosSettings: components.sosSettings, sosIncidents: components.sosIncidents
+    ).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 
     // /api/users — individuals.

@@ -11,8 +11,11 @@ import SOSManager
 /// access log, a chart of their own heart rate and steps, AutomatedSOS settings and incidents.
 struct IndividualPortal {
     let site: PortalSite
-
-    private var requests: AccessRequestService { site.components.accessRequests }
+    let requests: AccessRequestService
+    let accessLog: AccessLog
+    let ownData: OwnDataReader
+    let sosSettings: SOSSettingsService
+    let sosIncidents: SOSIncidentService
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         let me = site.routes(on: router).signedIn
@@ -53,13 +56,13 @@ struct IndividualPortal {
             }
         }
         me.get("access-log") { _, context in
-            let entries = try await site.components.accessLog.entries(for: try context.signedInIndividual(), beforeId: nil, limit: 200)
+            let entries = try await accessLog.entries(for: try context.signedInIndividual(), beforeId: nil, limit: 200)
             return try await site.page("me-access-log", title: "Access log", context, values: [
                 "entries": PortalPages.values(of: entries.map(DisclosureBody.init)), "hasEntries": !entries.isEmpty,
             ])
         }
-        MeHealthPage(site: site).addRoutes(to: me)
-        MeSOSPages(site: site).addRoutes(to: me)
+        MeHealthPage(site: site, ownData: ownData).addRoutes(to: me)
+        MeSOSPages(site: site, settings: sosSettings, incidents: sosIncidents).addRoutes(to: me)
     }
 
     private func requestsPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
@@ -91,6 +94,7 @@ struct IndividualPortal {
 /// week, by day — from the same summaries as `GET /api/users/data/summary`.
 struct MeHealthPage {
     let site: PortalSite
+    let ownData: OwnDataReader
 
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
         group.get("health") { request, context in
@@ -100,7 +104,7 @@ struct MeHealthPage {
             let individual = try context.signedInIndividual()
             var charts: [[String: Any]] = []
             for (type, statistic, title) in [(SampleType.heartRate, "mean", "Heart rate (mean)"), (.stepCount, "sum", "Steps (total)")] {
-                let body = SummaryBody(try await site.components.ownData.summary(of: individual, type: type, bucket: bucket, from: from, to: to))
+                let body = SummaryBody(try await ownData.summary(of: individual, type: type, bucket: bucket, from: from, to: to))
                 let bars = body.items.map { item in
                     AggregateChart.Bar(label: Self.label(item.start, week: week), value: statistic == "sum" ? (item.sum ?? item.mean * Double(item.count)) : item.mean)
                 }
@@ -122,7 +126,8 @@ struct MeHealthPage {
 struct MeSOSPages {
     let site: PortalSite
 
-    private var settings: SOSSettingsService { site.components.sosSettings }
+    let settings: SOSSettingsService
+    let incidents: SOSIncidentService
 
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
         group.get("sos") { _, context in
@@ -141,7 +146,7 @@ struct MeSOSPages {
         }
         group.post("sos/incidents/{incidentId}/cancel") { request, context in
             try await site.submit(request, context, showing: page) { _ in
-                _ = try await site.components.sosIncidents.cancel(try SOSIncidentController.incidentId(context), by: try context.signedInIndividual())
+                _ = try await incidents.cancel(try SOSIncidentController.incidentId(context), by: try context.signedInIndividual())
                 return PortalForm.redirect(to: "/me/sos")
             }
         }
@@ -150,7 +155,7 @@ struct MeSOSPages {
     private func page(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
         let individual = try context.signedInIndividual()
         let (current, updatedAt) = try await settings.settings(of: individual)
-        let incidents = try await site.components.sosIncidents.incidents(of: individual, before: nil, limit: 50)
+        let incidents = try await incidents.incidents(of: individual, before: nil, limit: 50)
         var shown = PortalPages.values(of: SOSSettingsBody(current, updatedAt: updatedAt)) as? [String: Any] ?? [:]
         if let typed = values["typed"] as? [String: Any] { shown.merge(typed) { $1 } }   // what was typed, beside its problems
         var contacts = shown["contacts"] as? [[String: Any]] ?? []

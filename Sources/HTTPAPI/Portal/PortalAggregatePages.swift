@@ -8,7 +8,7 @@ import Hummingbird
 struct PortalAggregatePages {
     let portal: PortalSite
 
-    private var aggregates: AggregateService { portal.components.aggregates }
+    let aggregates: AggregateService
 
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
         group.get("aggregates") { _, context in

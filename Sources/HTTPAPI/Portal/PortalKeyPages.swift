@@ -8,7 +8,7 @@ import Hummingbird
 struct PortalKeyPages {
     let portal: PortalSite
 
-    private var keys: APIKeyService { portal.components.apiKeys }
+    let keys: APIKeyService
 
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
         group.get("keys") { _, context in

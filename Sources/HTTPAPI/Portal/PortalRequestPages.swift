@@ -11,7 +11,8 @@ import Hummingbird
 struct PortalRequestPages {
     let portal: PortalSite
 
-    private var requests: AccessRequestService { portal.components.accessRequests }
+    let requests: AccessRequestService
+    let grantedData: GrantedDataReader
 
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
         group.get("requests") { _, context in
@@ -44,7 +45,7 @@ struct PortalRequestPages {
             if filed.record.status == .granted {
                 do {
                     let query = try SampleListingQuery(request)
-                    let page = query.page(try await portal.components.grantedData.samples(
+                    let page = query.page(try await grantedData.samples(
                         for: party, request: id, types: query.types, from: query.range.from, to: query.range.to,
                         order: query.range.order, limit: min(query.range.limit, 50), after: query.after
                     ))

@@ -15,7 +15,9 @@ import Hummingbird
 struct PortalSite {
     let surface: Surface
     let pages: PortalPages
-    let components: Components
+    /// What every portal page needs: signing in and out, confirming a registration, the
+    /// signed-in account's name for the header.
+    let accounts: PortalAccounts
     let maxBodyBytes: Int
     /// Webhook URLs (SOS contacts) may point into private networks (`WEBHOOK_ALLOW_PRIVATE_NETWORKS`).
     var allowPrivateWebhooks = false
@@ -38,7 +40,7 @@ struct PortalSite {
             try PortalPages.checkAnonymousCSRF(form, request)
             do {
                 let (email, password) = try form.decode(LoginBody.self).validated()
-                return signedIn(try await components.sessions.login(on: surface, email: email, password: password, from: context.clientAddress), request: request)
+                return signedIn(try await accounts.sessions.login(on: surface, email: email, password: password, from: context.clientAddress), request: request)
             } catch {
                 let (values, status) = PortalPages.errorValues(error, logger: context.logger)
                 return pages.anonymousPage("portal-login", title: "Sign in", request: request,
@@ -58,9 +60,9 @@ struct PortalSite {
             do {
                 let token = try ConfirmationBody(token: form["token"]).validated()
                 let account: AccountReference = surface == .thirdParty
-                    ? .thirdParty(try await components.registrations.confirmThirdParty(token: token).id)
-                    : .individual(try await components.registrations.confirmIndividual(token: token).id)
-                return signedIn(try await components.sessions.issue(for: account), request: request)
+                    ? .thirdParty(try await accounts.registrations.confirmThirdParty(token: token).id)
+                    : .individual(try await accounts.registrations.confirmIndividual(token: token).id)
+                return signedIn(try await accounts.sessions.issue(for: account), request: request)
             } catch {
                 let (values, status) = PortalPages.errorValues(error, logger: context.logger)
                 return pages.anonymousPage("portal-confirm", title: "Confirm your account", request: request,
@@ -68,10 +70,10 @@ struct PortalSite {
             }
         }
         let session = open.group()
-            .add(middleware: WebSessionMiddleware(authenticator: components.authenticator, surface: surface, maxBodyBytes: maxBodyBytes))
+            .add(middleware: WebSessionMiddleware(authenticator: accounts.authenticator, surface: surface, maxBodyBytes: maxBodyBytes))
             .add(middleware: RateLimitMiddleware(limiter: rateLimiter))
         session.post("logout") { request, context in
-            try await components.sessions.logout(try context.signedIn())
+            try await accounts.sessions.logout(try context.signedIn())
             return PortalForm.redirect(to: "\(base)/login", clearing: WebSession.clearedSessionCookie(surface, request: request))
         }
         return (open, session)
@@ -101,8 +103,8 @@ struct PortalSite {
     ) async throws -> Response {
         let principal = try context.signedIn()
         let name = surface == .thirdParty
-            ? try await components.thirdParties.profile(of: try context.signedInParty()).name
-            : try await components.individuals.profile(of: try context.signedInIndividual()).fullName
+            ? try await accounts.thirdParties.profile(of: try context.signedInParty()).name
+            : try await accounts.individuals.profile(of: try context.signedInIndividual()).fullName
         return pages.page(template, title: title, csrf: context.csrfToken ?? "", values: values.merging(headerValues) { $1 }.merging(["account": name]) { $1 }, status: status)
     }
 
@@ -121,41 +123,6 @@ struct PortalSite {
             let (values, status) = PortalPages.errorValues(error, logger: context.logger)
             return try await page(context, values, status)
         }
-    }
-}
-
-/// `/portal`: the organisations' portal — sign up as well as in, then keys, requests,
-/// aggregates and the webhook.
-struct OrganisationPortal {
-    let site: PortalSite
-
-    func addRoutes(to router: some RouterMethods<AppRequestContext>) {
-        let (open, portal) = site.routes(on: router)
-        open.get("signup") { request, _ in
-            site.pages.anonymousPage("portal-signup", title: "Sign up", request: request, values: site.headerValues)
-        }
-        open.post("signup") { request, context in
-            var request = request
-            let form = try await PortalForm(&request, limit: site.maxBodyBytes)
-            try PortalPages.checkAnonymousCSRF(form, request)
-            do {
-                let receipt = try await site.components.registrations.register(try form.decode(ThirdPartyRegistrationBody.self).validated())
-                return site.pages.anonymousPage("portal-check-email", title: "Check your e-mail", request: request,
-                                                values: site.headerValues.merging(["email": receipt.email]) { $1 })
-            } catch {
-                let (values, status) = PortalPages.errorValues(error, logger: context.logger)
-                return site.pages.anonymousPage("portal-signup", title: "Sign up", request: request,
-                                                values: values.merging(site.headerValues) { $1 }.merging(["name": form["name"] ?? "", "email": form["email"] ?? ""]) { $1 },
-                                                status: status)
-            }
-        }
-        portal.get { _, context in
-            try await site.page("portal-home", title: "Overview", context)
-        }
-        PortalKeyPages(portal: site).addRoutes(to: portal)
-        PortalRequestPages(portal: site).addRoutes(to: portal)
-        PortalAggregatePages(portal: site).addRoutes(to: portal)
-        PortalWebhookPages(portal: site).addRoutes(to: portal)
     }
 }
 

@@ -10,7 +10,7 @@ import Hummingbird
 struct PortalWebhookPages {
     let portal: PortalSite
 
-    private var endpoints: WebhookEndpoints { portal.components.webhooks }
+    let endpoints: WebhookEndpoints
 
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
         group.get("webhook") { _, context in
