@@ -28,101 +28,87 @@ struct UserExportController {
     let readers: @Sendable () async -> Database
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
-        group.get("export") { _, context in
-            let principal = context.individual
-            let profile = try await accounts.profile(of: principal)
-            let sosSettings = try await sos.settings(of: principal)
-            let source = ExportSource(database: await readers())
-            let (ownData, requests, accessLog) = (source.ownData, source.requests, source.accessLog)
-            let (incidents, runs, runPositions) = (source.incidents, source.runs, source.runPositions)
-            let logger = context.logger
-            let body = ResponseBody { writer in
-                let encoder = WireFormat.encoder()
-                encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-                func line(_ value: some Encodable) throws -> ByteBuffer {
-                    var data = try encoder.encode(value)
-                    data.append(UInt8(ascii: "\n"))
-                    return ByteBuffer(bytes: data)
+        group.get("export", use: export)
+    }
+
+    @Sendable func export(_ request: Request, context: IndividualRequestContext) async throws -> Response {
+        let individual = context.individual
+        let profile = try await accounts.profile(of: individual)
+        let sosSettings = try await sos.settings(of: individual)
+        let source = ExportSource(database: await readers())
+        let logger = context.logger
+        let body = ResponseBody { writer in
+            var lines = ExportLines()
+            do {
+                try await lines.write("profile", IndividualProfileBody(profile), to: &writer)
+                if let updatedAt = sosSettings.updatedAt {
+                    try await lines.write("sos", SOSSettingsBody(sosSettings.settings, updatedAt: updatedAt), to: &writer)
                 }
-                var samples = 0, locations = 0, positions = 0
-                do {
-                    try await writer.write(line(ExportLine(kind: "profile", record: IndividualProfileBody(profile))))
-                    if let updatedAt = sosSettings.updatedAt {
-                        try await writer.write(line(ExportLine(kind: "sos", record: SOSSettingsBody(sosSettings.settings, updatedAt: updatedAt))))
-                    }
-                    try await ownData.forEachSamplePage(of: principal) { page in
-                        var buffer = ByteBuffer()
-                        for sample in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "sample", record: SampleBody(sample)))) }
-                        samples += page.count
-                        try await writer.write(buffer)
-                    }
-                    try await ownData.forEachLocationPage(of: principal) { page in
-                        var buffer = ByteBuffer()
-                        for fix in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "location", record: LocationFixBody(fix)))) }
-                        locations += page.count
-                        try await writer.write(buffer)
-                    }
-                    var before: Int64?
-                    repeat {
-                        let page = try await requests.requests(for: principal, status: nil, beforeId: before, limit: 500)
-                        var buffer = ByteBuffer()
-                        for request in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "request", record: AccessRequestBody(request, for: .individual)))) }
-                        try await writer.write(buffer)
-                        before = page.count == 500 ? page.last?.record.id : nil
-                    } while before != nil
-                    repeat {
-                        let page = try await accessLog.entries(for: principal, beforeId: before, limit: 500)
-                        var buffer = ByteBuffer()
-                        for entry in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "disclosure", record: DisclosureBody(entry)))) }
-                        try await writer.write(buffer)
-                        before = page.count == 500 ? page.last?.id : nil
-                    } while before != nil
-                    repeat {
-                        let page = try await incidents.incidents(of: principal, before: before, limit: 500)
-                        var buffer = ByteBuffer()
-                        for incident in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "incident", record: SOSIncidentBody(incident)))) }
-                        try await writer.write(buffer)
-                        before = page.count == 500 ? page.last?.sequence : nil
-                    } while before != nil
-                    var beforeRun: Int64?
-                    repeat {
-                        let page = try await runs.events(of: principal, role: nil, before: beforeRun, limit: 500)
-                        var buffer = ByteBuffer()
-                        for event in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: "run", record: RunEventBody(event)))) }
-                        try await writer.write(buffer)
-                        beforeRun = page.count == 500 ? page.last?.sequence : nil
-                    } while beforeRun != nil
-                    for enrolment in try await runPositions.enrolments(of: principal) {
-                        try await writer.write(line(ExportLine(kind: "enrolment", record: ExportEnrolmentBody(enrolment))))
-                        var after: (timeMs: Int64, runnerId: UUID)?
-                        repeat {
-                            let page = try await runPositions.replay(of: enrolment.runId, runner: enrolment.state.runnerId, from: nil, to: nil, after: after, limit: 500)
-                            var buffer = ByteBuffer()
-                            for row in page {
-                                buffer.writeImmutableBuffer(try line(ExportLine(kind: "runPosition", record: ExportRunPositionBody(runId: enrolment.runId, row))))
-                            }
-                            positions += page.count
-                            try await writer.write(buffer)
-                            after = page.count == 500 ? page.last.map { ($0.position.timeMs, $0.runnerId) } : nil
-                        } while after != nil
-                    }
-                    try await writer.write(line(ExportEnd(samples: samples, locations: locations, runPositions: positions)))
-                } catch {
-                    // Headers are gone already: end the stream without its `end` line.
-                    logger.error("export stopped before its end", metadata: ["error.type": "\(type(of: error))"])
-                }
-                try await writer.finish(nil)
+                try await source.writeHistory(of: individual, as: &lines, to: &writer)
+                try await lines.writeEnd(to: &writer)
+            } catch {
+                // Headers are gone already: end the stream without its `end` line.
+                logger.error("export stopped before its end", metadata: ["error.type": "\(type(of: error))"])
             }
-            return Response(
-                status: .ok,
-                headers: [
-                    .contentType: "application/x-ndjson",
-                    .contentDisposition: #"attachment; filename="data4help-export.ndjson""#,
-                    .cacheControl: "no-store",
-                ],
-                body: body
-            )
+            try await writer.finish(nil)
         }
+        return Response(
+            status: .ok,
+            headers: [
+                .contentType: "application/x-ndjson",
+                .contentDisposition: #"attachment; filename="data4help-export.ndjson""#,
+                .cacheControl: "no-store",
+            ],
+            body: body
+        )
+    }
+}
+
+/// The export's NDJSON lines as they are written, with the counts its `end` line reports.
+struct ExportLines {
+    private let encoder = WireFormat.encoder()
+    private(set) var samples = 0, locations = 0, runPositions = 0
+
+    /// One line of `kind`.
+    func write(_ kind: String, _ record: some Encodable, to writer: inout any ResponseBodyWriter) async throws {
+        try await writer.write(line(ExportLine(kind: kind, record: record)))
+    }
+
+    /// A page of records, one line each, written at once.
+    mutating func write<Item>(_ kind: String, page: [Item], to writer: inout any ResponseBodyWriter, record: (Item) -> some Encodable) async throws {
+        var buffer = ByteBuffer()
+        for item in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: kind, record: record(item)))) }
+        switch kind {
+        case "sample": samples += page.count
+        case "location": locations += page.count
+        case "runPosition": runPositions += page.count
+        default: break
+        }
+        try await writer.write(buffer)
+    }
+
+    /// Every page `fetch` gives, newest first by `cursor`, `limit` at a time.
+    mutating func writePages<Item, Cursor>(
+        _ kind: String, limit: Int = 500, to writer: inout any ResponseBodyWriter,
+        fetch: (_ before: Cursor?, _ limit: Int) async throws -> [Item], cursor: (Item) -> Cursor, record: (Item) -> some Encodable
+    ) async throws {
+        var before: Cursor?
+        repeat {
+            let page = try await fetch(before, limit)
+            try await write(kind, page: page, to: &writer, record: record)
+            before = page.count == limit ? page.last.map(cursor) : nil
+        } while before != nil
+    }
+
+    /// The last line of a complete export.
+    func writeEnd(to writer: inout any ResponseBodyWriter) async throws {
+        try await writer.write(line(ExportEnd(samples: samples, locations: locations, runPositions: runPositions)))
+    }
+
+    private func line(_ value: some Encodable) throws -> ByteBuffer {
+        var data = try encoder.encode(value)
+        data.append(UInt8(ascii: "\n"))
+        return ByteBuffer(bytes: data)
     }
 }
 
@@ -142,6 +128,40 @@ struct ExportSource {
         incidents = SOSIncidentService(database: database)
         runs = RunEventService(database: database)
         runPositions = LivePositions(database: database)
+    }
+
+    /// Everything of the individual's history, in the order the export documents.
+    func writeHistory(of individual: IndividualID, as lines: inout ExportLines, to writer: inout any ResponseBodyWriter) async throws {
+        try await ownData.forEachSamplePage(of: individual) { page in
+            try await lines.write("sample", page: page, to: &writer, record: SampleBody.init)
+        }
+        try await ownData.forEachLocationPage(of: individual) { page in
+            try await lines.write("location", page: page, to: &writer, record: LocationFixBody.init)
+        }
+        try await lines.writePages(
+            "request", to: &writer, fetch: { try await requests.requests(for: individual, status: nil, beforeId: $0, limit: $1) },
+            cursor: \.record.id, record: { AccessRequestBody($0, for: .individual) }
+        )
+        try await lines.writePages(
+            "disclosure", to: &writer, fetch: { try await accessLog.entries(for: individual, beforeId: $0, limit: $1) },
+            cursor: \.id, record: DisclosureBody.init
+        )
+        try await lines.writePages(
+            "incident", to: &writer, fetch: { try await incidents.incidents(of: individual, before: $0, limit: $1) },
+            cursor: \.sequence, record: SOSIncidentBody.init
+        )
+        try await lines.writePages(
+            "run", to: &writer, fetch: { try await runs.events(of: individual, role: nil, before: $0, limit: $1) },
+            cursor: \.sequence, record: RunEventBody.init
+        )
+        for enrolment in try await runPositions.enrolments(of: individual) {
+            try await lines.write("enrolment", ExportEnrolmentBody(enrolment), to: &writer)
+            try await lines.writePages(
+                "runPosition", to: &writer,
+                fetch: { try await runPositions.replay(of: enrolment.runId, runner: enrolment.state.runnerId, from: nil, to: nil, after: $0, limit: $1) },
+                cursor: { ($0.position.timeMs, $0.runnerId) }, record: { ExportRunPositionBody(runId: enrolment.runId, $0) }
+            )
+        }
     }
 }
 
