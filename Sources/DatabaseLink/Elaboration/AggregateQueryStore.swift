@@ -29,6 +29,11 @@ package struct BudgetLedger: Sendable {
     package let spends: [(atMs: Int64, hundredths: Int)]
     /// When it was read.
     package let nowMs: Int64
+
+    package init(spends: [(atMs: Int64, hundredths: Int)], nowMs: Int64) {
+        self.spends = spends
+        self.nowMs = nowMs
+    }
 }
 
 /// Why the budget rule refused a query: the window that is short, and seconds until enough of it frees up.

@@ -28,7 +28,7 @@ package struct PrivacyBudget: Sendable {
 
     /// Nil when `needed` fits in every window now; otherwise the first window that is short and
     /// the seconds until enough spends (oldest first) have left it.
-    func refusal(for needed: Epsilon, in ledger: BudgetLedger) -> BudgetRefusal? {
+    package func refusal(for needed: Epsilon, in ledger: BudgetLedger) -> BudgetRefusal? {
         for window in windows {
             if let wait = Self.wait(ledger, spanMs: window.spanMs, limit: window.limit, needed: needed.hundredths) {
                 return BudgetRefusal(window: window.name, retryAfter: wait)
@@ -38,7 +38,7 @@ package struct PrivacyBudget: Sendable {
     }
 
     /// ε spent in the last day and the last 30 days.
-    func spent(in ledger: BudgetLedger) -> (day: Epsilon, days30: Epsilon) {
+    package func spent(in ledger: BudgetLedger) -> (day: Epsilon, days30: Epsilon) {
         let day = ledger.spends.filter { $0.atMs > ledger.nowMs - Self.dayMs }.map(\.hundredths).reduce(0, +)
         return (Epsilon(hundredths: day), Epsilon(hundredths: ledger.spends.map(\.hundredths).reduce(0, +)))
     }
