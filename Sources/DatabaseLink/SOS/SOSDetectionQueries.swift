@@ -76,7 +76,7 @@ package enum SOSDetectionQueries {
         notice: (OpenedIncident) throws -> OutboxMessage
     ) async throws -> OpenedIncident? {
         guard let first = run.readings.first?.timeMs, let last = run.readings.last?.timeMs else { return nil }
-        let readings = "[" + run.readings.map { "{\"timeMs\":\($0.timeMs),\"value\":\($0.value)}" }.joined(separator: ",") + "]"
+        let readings = String(decoding: try JSONEncoder().encode(run.readings.map { StoredIncidentReading(timeMs: $0.timeMs, value: $0.value) }), as: UTF8.self)
         let individualId = transaction.individualId
         let window = Int32(cancelWindowSeconds)
         let rows = try await transaction.connection.query("""
@@ -189,4 +189,10 @@ package struct OpenedIncident: Sendable {
     package let publicId: UUID
     package let detectedAt: Date
     package let dispatchDueAt: Date
+}
+
+/// One reading of an incident's run, as `sos_incidents.readings` keeps it.
+private struct StoredIncidentReading: Encodable {
+    let timeMs: Int64
+    let value: Float
 }

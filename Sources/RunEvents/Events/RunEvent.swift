@@ -51,11 +51,13 @@ package struct RunEventPlan: Sendable, Equatable {
     }
 
     var draft: RunEventDraft {
-        let coordinates = path.coordinates.map { "[\($0[0]),\($0[1])]" }.joined(separator: ",")
-        return RunEventDraft(
-            name: name, description: description, startsAt: startsAt, endsAt: endsAt, enrolmentDeadline: enrolmentDeadline,
-            maxParticipants: maxParticipants, path: "[\(coordinates)]", lengthMeters: path.lengthMeters
-        )
+        get throws {
+            RunEventDraft(
+                name: name, description: description, startsAt: startsAt, endsAt: endsAt, enrolmentDeadline: enrolmentDeadline,
+                maxParticipants: maxParticipants, path: String(decoding: try JSONEncoder().encode(path.coordinates), as: UTF8.self),
+                lengthMeters: path.lengthMeters
+            )
+        }
     }
 }
 

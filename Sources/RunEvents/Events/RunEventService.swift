@@ -13,7 +13,7 @@ package struct RunEventService: Sendable {
     }
 
     package func create(_ plan: RunEventPlan, by individual: IndividualID) async throws -> RunEvent {
-        try RunEvent(try await store.create(organiserId: individual.rowId, plan.draft))
+        try RunEvent(try await store.create(organiserId: individual.rowId, try plan.draft))
     }
 
     /// Changes an event the asker organises, before it starts; `change` merges the request into
