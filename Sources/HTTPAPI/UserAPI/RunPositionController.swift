@@ -23,36 +23,44 @@ struct RunPositionController {
     }
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
-        group.post("runs/{runId}/positions") { request, context in
-            let form = try await body.decode(Form.self, from: request, context: context)
-            var fields = FieldValidator()
-            var fixes: [PositionFix] = []
-            if form.positions == nil { fields.fail("positions", "is required") }
-            for (index, fix) in (form.positions ?? []).prefix(LivePositions.maximumBatch + 1).enumerated() {
-                let prefix = "positions[\(index)]."
-                let latitude = fields.required(prefix + "latitude", fix.latitude) { (value: Double) throws(InvalidValue) -> Double in
-                    guard (-90...90).contains(value) else { throw InvalidValue("must be from -90 to 90") }
-                    return value
-                }
-                let longitude = fields.required(prefix + "longitude", fix.longitude) { (value: Double) throws(InvalidValue) -> Double in
-                    guard (-180...180).contains(value) else { throw InvalidValue("must be from -180 to 180") }
-                    return value
-                }
-                let accuracy = fields.optional(prefix + "accuracy", fix.accuracy) { (value: Double) throws(InvalidValue) -> Double in
-                    guard value >= 0, value.isFinite else { throw InvalidValue("must be a non-negative number of metres") }
-                    return value
-                }
-                let time = fields.required(prefix + "time", fix.time) { (text: String) throws(InvalidValue) -> Date in
-                    guard let date = RFC3339Timestamp.parse(text) else { throw InvalidValue("must be an RFC 3339 time") }
-                    return date
-                }
-                if let latitude, let longitude, let time {
-                    fixes.append(PositionFix(latitude: latitude, longitude: longitude, accuracy: accuracy, time: time))
-                }
+        group.post("runs/{runId}/positions", use: post)
+    }
+
+    @Sendable func post(_ request: Request, context: IndividualRequestContext) async throws -> PositionBatchBody {
+        let form = try await body.decode(Form.self, from: request, context: context)
+        let fixes = try Self.fixes(form)
+        return PositionBatchBody(try await live.record(fixes, in: try RunEventController.runId(context), by: context.individual))
+    }
+
+    /// The form's fixes, each field checked and named (`positions[2].latitude`) when it is not.
+    static func fixes(_ form: Form) throws -> [PositionFix] {
+        var fields = FieldValidator()
+        var fixes: [PositionFix] = []
+        if form.positions == nil { fields.fail("positions", "is required") }
+        for (index, fix) in (form.positions ?? []).prefix(LivePositions.maximumBatch + 1).enumerated() {
+            let prefix = "positions[\(index)]."
+            let latitude = fields.required(prefix + "latitude", fix.latitude) { (value: Double) throws(InvalidValue) -> Double in
+                guard (-90...90).contains(value) else { throw InvalidValue("must be from -90 to 90") }
+                return value
             }
-            try fields.finish()
-            return PositionBatchBody(try await live.record(fixes, in: try RunEventController.runId(context), by: context.individual))
+            let longitude = fields.required(prefix + "longitude", fix.longitude) { (value: Double) throws(InvalidValue) -> Double in
+                guard (-180...180).contains(value) else { throw InvalidValue("must be from -180 to 180") }
+                return value
+            }
+            let accuracy = fields.optional(prefix + "accuracy", fix.accuracy) { (value: Double) throws(InvalidValue) -> Double in
+                guard value >= 0, value.isFinite else { throw InvalidValue("must be a non-negative number of metres") }
+                return value
+            }
+            let time = fields.required(prefix + "time", fix.time) { (text: String) throws(InvalidValue) -> Date in
+                guard let date = RFC3339Timestamp.parse(text) else { throw InvalidValue("must be an RFC 3339 time") }
+                return date
+            }
+            if let latitude, let longitude, let time {
+                fixes.append(PositionFix(latitude: latitude, longitude: longitude, accuracy: accuracy, time: time))
+            }
         }
+        try fields.finish()
+        return fixes
     }
 }
 
