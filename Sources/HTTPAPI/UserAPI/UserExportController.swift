@@ -67,35 +67,33 @@ struct UserExportController {
 /// The export's NDJSON lines as they are written, with the counts its `end` line reports.
 struct ExportLines {
     private let encoder = WireFormat.encoder()
-    private(set) var samples = 0, locations = 0, runPositions = 0
+    var samples = 0, locations = 0, runPositions = 0
 
     /// One line of `kind`.
     func write(_ kind: String, _ record: some Encodable, to writer: inout any ResponseBodyWriter) async throws {
         try await writer.write(line(ExportLine(kind: kind, record: record)))
     }
 
-    /// A page of records, one line each, written at once.
-    mutating func write<Item>(_ kind: String, page: [Item], to writer: inout any ResponseBodyWriter, record: (Item) -> some Encodable) async throws {
+    /// A page of records, one line each, written at once; `counted` is the `end` line's count it adds to.
+    mutating func write<Item>(
+        _ kind: String, page: [Item], counted: WritableKeyPath<ExportLines, Int>? = nil, to writer: inout any ResponseBodyWriter,
+        record: (Item) -> some Encodable
+    ) async throws {
         var buffer = ByteBuffer()
         for item in page { buffer.writeImmutableBuffer(try line(ExportLine(kind: kind, record: record(item)))) }
-        switch kind {
-        case "sample": samples += page.count
-        case "location": locations += page.count
-        case "runPosition": runPositions += page.count
-        default: break
-        }
+        if let counted { self[keyPath: counted] += page.count }
         try await writer.write(buffer)
     }
 
     /// Every page `fetch` gives, newest first by `cursor`, `limit` at a time.
     mutating func writePages<Item, Cursor>(
-        _ kind: String, limit: Int = 500, to writer: inout any ResponseBodyWriter,
+        _ kind: String, limit: Int = 500, counted: WritableKeyPath<ExportLines, Int>? = nil, to writer: inout any ResponseBodyWriter,
         fetch: (_ before: Cursor?, _ limit: Int) async throws -> [Item], cursor: (Item) -> Cursor, record: (Item) -> some Encodable
     ) async throws {
         var before: Cursor?
         repeat {
             let page = try await fetch(before, limit)
-            try await write(kind, page: page, to: &writer, record: record)
+            try await write(kind, page: page, counted: counted, to: &writer, record: record)
             before = page.count == limit ? page.last.map(cursor) : nil
         } while before != nil
     }
@@ -133,10 +131,10 @@ struct ExportSource {
     /// Everything of the individual's history, in the order the export documents.
     func writeHistory(of individual: IndividualID, as lines: inout ExportLines, to writer: inout any ResponseBodyWriter) async throws {
         try await ownData.forEachSamplePage(of: individual) { page in
-            try await lines.write("sample", page: page, to: &writer, record: SampleBody.init)
+            try await lines.write("sample", page: page, counted: \.samples, to: &writer, record: SampleBody.init)
         }
         try await ownData.forEachLocationPage(of: individual) { page in
-            try await lines.write("location", page: page, to: &writer, record: LocationFixBody.init)
+            try await lines.write("location", page: page, counted: \.locations, to: &writer, record: LocationFixBody.init)
         }
         try await lines.writePages(
             "request", to: &writer, fetch: { try await requests.requests(for: individual, status: nil, beforeId: $0, limit: $1) },
@@ -157,7 +155,7 @@ struct ExportSource {
         for enrolment in try await runPositions.enrolments(of: individual) {
             try await lines.write("enrolment", ExportEnrolmentBody(enrolment), to: &writer)
             try await lines.writePages(
-                "runPosition", to: &writer,
+                "runPosition", counted: \.runPositions, to: &writer,
                 fetch: { try await runPositions.replay(of: enrolment.runId, runner: enrolment.state.runnerId, from: nil, to: nil, after: $0, limit: $1) },
                 cursor: { ($0.position.timeMs, $0.runnerId) }, record: { ExportRunPositionBody(runId: enrolment.runId, $0) }
             )
