@@ -23,9 +23,12 @@ struct BalancedPairTests {
     final class Instance: Sendable {
         let process: Process
         let port: Int
+        /// The port's lock, held for the instance's life (see `LoopbackPortReservation`).
+        private let reservation: LoopbackPortReservation
 
         init(database: DatabaseURL, environment extra: [String: String] = [:]) throws {
-            port = try freeLoopbackPort()
+            reservation = try LoopbackPortReservation.forImmediateBind()
+            port = reservation.port
             process = try ServerProcess.launch(database: database, environment: ["HOST": "127.0.0.1", "PORT": String(port)].merging(extra) { $1 })
         }
 
@@ -52,9 +55,12 @@ struct BalancedPairTests {
         let process: Process
         let port: Int
         let directory: URL
+        /// The port's lock, held for the balancer's life (see `LoopbackPortReservation`).
+        private let reservation: LoopbackPortReservation
 
         init(upstreams: [Int], nginx: String) throws {
-            let port = try freeLoopbackPort()
+            reservation = try LoopbackPortReservation.forImmediateBind()
+            let port = reservation.port
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)")
             self.port = port
             self.directory = directory

@@ -25,7 +25,8 @@ struct SOSCrashTests {
 
         // A real server process detects the emergency and is killed (SIGKILL) inside the cancel window.
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
-        let port = try freeLoopbackPort()
+        let reservation = try LoopbackPortReservation.forImmediateBind()
+        let port = reservation.port
         let server = try ServerProcess.launch(database: database, environment: [
             "HOST": "127.0.0.1", "PORT": String(port), "SOS_DISPATCH_URL": centre.url, "SOS_DISPATCH_SECRET": DispatchCentre.secret,
         ])
@@ -36,6 +37,7 @@ struct SOSCrashTests {
             guard ContinuousClock.now < deadline else { throw WebhookReceiver.TimedOut() }
             try await Task.sleep(for: .milliseconds(100))
         }
+        withExtendedLifetime(reservation) {}  // the server listens: the port is its own
         var upload = HTTPClientRequest(url: "\(base)/api/users/data")
         upload.method = .POST
         upload.headers.add(name: "Authorization", value: "Bearer \(box.secret)")

@@ -26,10 +26,12 @@ struct WebhookCrashTests {
 
         // A real server process starts delivering, and is killed (SIGKILL) while the receiver holds the first POST.
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
+        let reservation = try LoopbackPortReservation.forImmediateBind()
         let server = try ServerProcess.launch(database: database, environment: [
-            "HOST": "127.0.0.1", "PORT": String(try freeLoopbackPort()), "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_TIMEOUT_SECONDS": "2",
+            "HOST": "127.0.0.1", "PORT": String(reservation.port), "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_TIMEOUT_SECONDS": "2",
         ])
         try await receiver.wait { !$0.isEmpty }
+        withExtendedLifetime(reservation) {}  // the server has delivered: it has long bound its port
         kill(server.processIdentifier, SIGKILL)
         await server.exited()
         let interrupted = try #require(receiver.received.first)

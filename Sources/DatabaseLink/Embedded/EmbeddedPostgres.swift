@@ -102,7 +102,8 @@ package struct EmbeddedPostgres: Sendable {
             if runner.succeeds(binaries.pgCtl, ["-D", cluster.path, "status"]) {
                 return (try runningPort(cluster: cluster), false, "")
             }
-            let port = try freeLoopbackPort()
+            let reservation = try LoopbackPortReservation.forImmediateBind()
+            let port = reservation.port
             var settings = ["listen_addresses": "127.0.0.1", "unix_socket_directories": "''"]
             if !options.durable {
                 settings.merge(["fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"]) { $1 }
@@ -118,6 +119,7 @@ package struct EmbeddedPostgres: Sendable {
             } catch {
                 throw EmbeddedPostgresError.commandFailed("pg_ctl start failed (see \(directory.path)/postgres.log): \(error)")
             }
+            withExtendedLifetime(reservation) {}  // `-w`: PostgreSQL listens, the port is its own
             return (port, true, serverOptions)
         }
         logger.info("embedded PostgreSQL running", metadata: ["port": "\(port)", "directory": "\(directory.path)"])

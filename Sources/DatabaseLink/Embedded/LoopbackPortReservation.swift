@@ -6,50 +6,94 @@ import Darwin
 import Foundation
 import Synchronization
 
-/// Asks the kernel for a TCP port on 127.0.0.1 that nothing listens on right now.
+/// A TCP port on 127.0.0.1 that is this holder's until it is dropped.
 ///
-/// The port is free only at the moment of asking: bind it at once. Where a server starts later
-/// (a test's receiver that is "down" first), hold a `LoopbackPortReservation` instead.
-package func freeLoopbackPort() throws(EmbeddedPostgresError) -> Int {
-    let reservation = try LoopbackPortReservation()
-    defer { reservation.release() }
-    return reservation.port
-}
-
-/// A socket bound to a free port on 127.0.0.1 and not listening. While it is held, connections
-/// to the port are refused — the server behind it is "down" — and nothing else can take the
-/// port: neither a server binding port 0 nor an outgoing connection picking its local port
-/// (with a released port, one of those did, on a busy test run, and the simulated dispatch
-/// centre could never start). Release it right before the real server binds the port.
+/// Two things keep the port: a socket bound to it and not listening, which `release()` closes
+/// right before the real server (this process's or a child's) binds the port — while it is open,
+/// connections are refused, the server is "down", and no `bind` can take the port — and an
+/// exclusive `flock` on a per-port file in a directory shared by every process of the machine,
+/// held until the reservation is dropped. The lock covers the window between `release()` and
+/// the server's `bind`: on a busy machine running two test suites, another suite's reservation
+/// chose the same released port in that window and the simulated dispatch centre could not
+/// start ("Address already in use"). So keep a reservation until its server listens (or for the
+/// server's life); a reservation skips ports another one holds, locked or bound.
 package final class LoopbackPortReservation: Sendable {
     package let port: Int
     private let descriptor: Mutex<Int32?>
+    /// The `flock`ed port file; closed (unlocking it) only when the reservation is dropped.
+    private let lock: Int32?
 
     /// Binds a port below the kernel's ephemeral range, chosen at random, falling back to one
     /// the kernel chooses. The kernel hands out ephemeral ports to every `bind(port: 0)` and to
     /// every outgoing connection's local end, so a port from that range that is released for a
     /// child process to bind can be taken in between by any connection of a busy machine; below
-    /// the range only another explicit choice like this one can take it.
-    package init() throws(EmbeddedPostgresError) {
+    /// the range only another explicit choice like this one can take it, and the lock stops those.
+    package convenience init() throws(EmbeddedPostgresError) {
+        var candidates: [UInt16] = []
+        if let ephemeral = Self.ephemeralRangeStart(), (2_049...65_535).contains(ephemeral) {
+            let range = UInt16(max(1_024, ephemeral - 12_000))...UInt16(ephemeral - 1)
+            candidates = (0..<64).map { _ in UInt16.random(in: range) }
+        }
+        try self.init(trying: candidates)
+    }
+
+    /// Binds the first of `candidates` that no other reservation holds and nothing has bound,
+    /// else a port the kernel chooses.
+    package init(trying candidates: [UInt16]) throws(EmbeddedPostgresError) {
         #if canImport(Glibc)
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         #else
         let fd = socket(AF_INET, SOCK_STREAM, 0)
         #endif
         guard fd >= 0 else { throw .commandFailed("cannot open a socket to find a free port") }
-        var bound: Int?
-        if let ephemeral = Self.ephemeralRangeStart(), ephemeral > 2_048 {
-            let range = max(1_024, ephemeral - 12_000)..<ephemeral
-            for _ in 0..<64 where bound == nil {
-                bound = Self.bind(fd, port: UInt16.random(in: UInt16(range.lowerBound)...UInt16(range.upperBound - 1)))
+        var chosen: (port: Int, lock: Int32?)?
+        for candidate in candidates where chosen == nil {
+            let lock: Int32?
+            switch Self.lockFile(port: candidate) {
+            case .taken: continue
+            case .held(let descriptor): lock = descriptor
+            case .unavailable: lock = nil
+            }
+            if let port = Self.bind(fd, port: candidate) {
+                chosen = (port, lock)
+            } else if let lock {
+                close(lock)
             }
         }
-        guard let port = bound ?? Self.bind(fd, port: 0) else {
+        if chosen == nil, let port = Self.bind(fd, port: 0) {
+            if case .held(let lock) = Self.lockFile(port: UInt16(port)) { chosen = (port, lock) } else { chosen = (port, nil) }
+        }
+        guard let chosen else {
             close(fd)
             throw .commandFailed("cannot bind a loopback socket to find a free port")
         }
-        self.port = port
+        port = chosen.port
+        lock = chosen.lock
         descriptor = Mutex(fd)
+    }
+
+    private enum PortLock {
+        /// The open, locked descriptor.
+        case held(Int32)
+        /// Another reservation (of any process) holds the port.
+        case taken
+        /// The lock directory cannot be used: the socket alone keeps the port.
+        case unavailable
+    }
+
+    /// Takes the exclusive lock on `port`'s file without waiting.
+    private static func lockFile(port: UInt16) -> PortLock {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("data4help-loopback-ports")
+        if !FileManager.default.fileExists(atPath: directory.path) {
+            try? FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o1777])
+        }
+        let fd = open(directory.appendingPathComponent("\(port)").path, O_RDWR | O_CREAT | O_CLOEXEC, 0o666)
+        guard fd >= 0 else { return .unavailable }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            close(fd)
+            return .taken
+        }
+        return .held(fd)
     }
 
     /// The first port of `net.ipv4.ip_local_port_range` (Linux), if it can be read.
@@ -81,10 +125,22 @@ package final class LoopbackPortReservation: Sendable {
         return bound ? Int(UInt16(bigEndian: address.sin_port)) : nil
     }
 
-    /// Frees the port for the server that is about to bind it; later calls do nothing.
+    /// A reservation whose socket is already closed, for a server (this process's or a child's)
+    /// that binds the port at once: keep it until the server listens.
+    package static func forImmediateBind() throws(EmbeddedPostgresError) -> LoopbackPortReservation {
+        let reservation = try LoopbackPortReservation()
+        reservation.release()
+        return reservation
+    }
+
+    /// Closes the socket so that the server about to bind the port can; the port stays locked
+    /// against other reservations until this one is dropped. Later calls do nothing.
     package func release() {
         if let fd = descriptor.withLock({ value in defer { value = nil }; return value }) { close(fd) }
     }
 
-    deinit { release() }
+    deinit {
+        release()
+        if let lock { close(lock) }
+    }
 }

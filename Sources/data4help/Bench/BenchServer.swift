@@ -59,9 +59,11 @@ struct BenchServer: Sendable {
     ) async throws {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
         var bases: [String] = []
+        var reservations: [LoopbackPortReservation] = []  // held while the instances run
         for _ in 0..<max(1, instances) {
             var configuration = AppConfiguration()
-            configuration.port = try freeLoopbackPort()
+            reservations.append(try LoopbackPortReservation.forImmediateBind())
+            configuration.port = reservations[reservations.count - 1].port
             configuration.logLevel = .warning
             configuration.mailPickupDirectory = mailbox.directory.path
             configure(&configuration)
@@ -84,6 +86,7 @@ struct BenchServer: Sendable {
             }
             do {
                 try await server.waitUntilReady()
+                withExtendedLifetime(reservations) {}  // every instance listens: the ports are theirs
                 try await body(server)
                 try await client.shutdown()
             } catch {

@@ -27,7 +27,8 @@ struct SOSBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let secret = "bench-dispatch-secret-0123456789"
-        let centrePort = try freeLoopbackPort()
+        let centreReservation = try LoopbackPortReservation.forImmediateBind()
+        let centrePort = centreReservation.port
         let tally = Tally()
         let centre = DispatchCentreSimulator(secret: secret, onDispatch: { dispatch in
             let name = ((dispatch.json["person"] as? [String: Any])?["name"] as? String) ?? ""
@@ -36,7 +37,7 @@ struct SOSBenchCommand: AsyncParsableCommand {
         var centreLogger = Logger(label: "ems-sim")
         centreLogger.logLevel = .warning
         let centreTask = Task { try await centre.run(host: "127.0.0.1", port: centrePort, logger: centreLogger) }
-        defer { centreTask.cancel() }
+        defer { centreTask.cancel(); withExtendedLifetime(centreReservation) {} }
         try await BenchServer.run(configure: {
             $0.sosDispatchURL = "http://127.0.0.1:\(centrePort)/dispatches"
             $0.sosDispatchSecret = secret

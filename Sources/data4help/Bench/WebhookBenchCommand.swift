@@ -28,9 +28,10 @@ struct WebhookBenchCommand: AsyncParsableCommand {
 
     func run() async throws {
         let receiver = BenchReceiver()
-        let receiverPort = try freeLoopbackPort()
+        let receiverReservation = try LoopbackPortReservation.forImmediateBind()
+        let receiverPort = receiverReservation.port
         let receiverTask = receiver.start(port: receiverPort)
-        defer { receiverTask.cancel() }
+        defer { receiverTask.cancel(); withExtendedLifetime(receiverReservation) {} }
         try await BenchServer.run(configure: { $0.webhookAllowPrivateNetworks = true }) { server in
             print("data4help bench webhooks — \(grants) subscribed grants over \(parties) organisations, \(uploads) uploads × \(samples) samples, \(clients) clients")
             let started = ContinuousClock.now
