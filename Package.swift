@@ -83,6 +83,7 @@ let package = Package(
                 "AccessManager",
                 "Data4HelpCore",
                 "DatabaseLink",
+                "UntrustedXML",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

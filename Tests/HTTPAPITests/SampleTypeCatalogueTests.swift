@@ -18,7 +18,7 @@ struct SampleTypeCatalogueTests {
             #expect(heartRate["maximum"] as? Double == 250)
             #expect(heartRate["interval"] as? Bool == false)
             #expect((types["bloodGlucose"]?["acceptedUnits"] as? [String]) == ["mg/dL", "mmol/L"])
-            #expect((types["sleep"]?["values"] as? [String]) == ["awake", "light", "deep", "rem"])
+            #expect((types["sleep"]?["values"] as? [String]) == ["awake", "light", "deep", "rem", "asleep", "inBed"])
             #expect(types["sleep"]?["interval"] as? Bool == true)
             #expect(reply.json.keys.contains("nextCursor"))
         }

@@ -34,6 +34,82 @@ struct XMLReaderTests {
         #expect(throws: (any Error).self) { try Self.events(text) }
     }
 
+    /// The events of `text` fed in pieces of `size` bytes.
+    static func fedEvents(_ text: String, size: Int) throws -> [String] {
+        var seen: [String] = []
+        var reader = XMLReader()
+        let bytes = Array(text.utf8)
+        let record: (XMLReader.Event) -> Void = { event in
+            switch event {
+            case .start(let name, let attributes): seen.append("<\(name)" + attributes.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined() + ">")
+            case .end(let name): seen.append("</\(name)>")
+            case .text(let text): seen.append(text)
+            }
+        }
+        for start in stride(from: 0, to: bytes.count, by: size) {
+            try reader.feed(bytes[start..<min(bytes.count, start + size)], record)
+        }
+        try reader.finish(record)
+        return joiningText(seen)
+    }
+
+    /// Text may arrive in several events (when fed, and around a CDATA section): neighbours
+    /// joined, trimmed, and whitespace dropped.
+    static func joiningText(_ events: [String]) -> [String] {
+        events.reduce(into: [String]()) { joined, event in
+            if !event.hasPrefix("<"), let last = joined.last, !last.hasPrefix("<") { joined[joined.count - 1] += event } else { joined.append(event) }
+        }
+        .map { $0.hasPrefix("<") ? $0 : $0.trimmingCharacters(in: .whitespacesAndNewlines) }
+        .filter { !$0.isEmpty }
+    }
+
+    static let appleHealthLike = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <!DOCTYPE HealthData [
+        <!-- HealthKit Export Version: 14 -->
+        <!ELEMENT HealthData (ExportDate,Me,(Record|Correlation|Workout|ActivitySummary|ClinicalRecord)*)>
+        <!ATTLIST HealthData
+          locale CDATA #REQUIRED
+        >
+        <!ATTLIST Record
+          type          CDATA #REQUIRED
+          unit          CDATA #IMPLIED
+          value         CDATA #IMPLIED
+        >
+        ]>
+        <HealthData locale="it_IT">
+         <ExportDate value="2026-11-20 09:12:44 +0100"/>
+         <Record type="HKQuantityTypeIdentifierHeartRate" sourceName="Anna’s Apple Watch" unit="count/min" value="72" startDate="2026-11-19 08:30:00 +0100"><MetadataEntry key="HKMetadataKeyHeartRateMotionContext" value="0"/></Record>
+         <Record type="HKQuantityTypeIdentifierStepCount" sourceName="iPhone &amp; co" unit="count" value="12"/>
+         <![CDATA[x]]>
+        </HealthData>
+        """
+
+    @Test func aDocumentFedInPiecesReadsAsTheWholeOne() throws {
+        let whole = try Self.fedEvents(Self.appleHealthLike, size: 1 << 20)
+        #expect(whole.count == 11)
+        for size in [1, 2, 3, 7, 64, 4096] {
+            #expect(try Self.fedEvents(Self.appleHealthLike, size: size) == whole, "pieces of \(size) bytes")
+        }
+    }
+
+    @Test func aFedDocumentCutOffFailsWithItsLine() throws {
+        let cut = String(Self.appleHealthLike.utf8.prefix(Self.appleHealthLike.utf8.count - 40))!
+        let error = try #require(throws: XMLReadError.self) { try Self.fedEvents(cut, size: 100) }
+        #expect(error.line == 17)  // the second Record, cut off
+        let entity = Self.appleHealthLike.replacingOccurrences(of: "<!ELEMENT HealthData", with: "<!ENTITY % p 'x'><!ELEMENT HealthData")
+        #expect(throws: UntrustedXMLError.entityDeclaration) { try Self.fedEvents(entity, size: 5) }
+    }
+
+    @Test func aPieceLongerThanTheLimitIsRefusedWithoutWaitingForItsEnd() throws {
+        var reader = XMLReader()
+        try reader.feed(Array("<a>".utf8)) { _ in }
+        let megabyte = [UInt8](repeating: UInt8(ascii: "x"), count: 1 << 20)
+        #expect(throws: XMLReadError.self) {
+            for _ in 0...(XMLReader.maximumTokenBytes >> 20) { try reader.feed(megabyte) { _ in } }
+        }
+    }
+
     @Test func refusesBytesThatAreNotUTF8() {
         #expect(throws: UntrustedXMLError.unsupportedEncoding) { try XMLReader.read(Data([0x3C, 0x61, 0x20, 0xFF, 0x3D, 0x22, 0x22, 0x2F, 0x3E])) { _ in } }
         #expect(throws: UntrustedXMLError.unsupportedEncoding) { try XMLReader.read(Data([0xFF, 0xFE, 0x3C, 0x00, 0x61, 0x00])) { _ in } }

@@ -12,7 +12,7 @@ package enum DecoderFuzzing {
     /// The targets by name.
     package static let targets: [String: @Sendable (Data) -> Void] = [
         "upload": upload, "cursor": cursor, "aggregate": aggregate, "gpx": gpx, "form": form, "timestamp": timestamp,
-        "signature": signature,
+        "signature": signature, "health-export": healthExport,
     ]
 
     /// `POST /api/users/data`: the byte scanner (or Foundation's decoder), then each item's rules.
@@ -48,6 +48,30 @@ package enum DecoderFuzzing {
     package static func gpx(_ data: Data) {
         guard let points = try? GPXPath.points(from: data) else { return }
         _ = try? GeoPath(points: points, field: "body")
+    }
+
+    /// An Apple Health `export.xml` as an import reads it: fed in pieces (of 1 to 256 bytes, the
+    /// first byte says how long, so piece boundaries fall everywhere), each record through the
+    /// ingest rules.
+    package static func healthExport(_ data: Data) {
+        guard let first = data.first else { return }
+        let size = Int(first) + 1
+        let rules = IngestRules(), now = Date()
+        var reader = AppleHealthExportReader()
+        let check: (AppleHealthExportReader.Item) -> Void = { item in
+            if case .sample(let raw) = item { _ = try? rules.validate(raw, now: now) }
+        }
+        do {
+            var start = data.startIndex + 1
+            while start < data.endIndex {
+                let end = min(data.endIndex, start + size)
+                try reader.feed(data[start..<end], check)
+                start = end
+            }
+            try reader.finish(check)
+        } catch {
+            return
+        }
     }
 
     /// A portal form post: the URL-encoded pairs, then the AutomatedSOS form and an aggregate

@@ -77,9 +77,11 @@ package enum SampleType: String, Sendable, CaseIterable {
     }
 }
 
-/// Sleep stages, the values of a `sleep` sample.
+/// Sleep stages, the values of a `sleep` sample. `asleep` is sleep whose stage the device did not
+/// tell (HealthKit's "asleep, unspecified", and every night before watchOS 9); `inBed` is time in
+/// bed, asleep or not (a phone's bedtime schedule).
 package enum SleepStage: String, Sendable, CaseIterable {
-    case awake, light, deep, rem
+    case awake, light, deep, rem, asleep, inBed
 
     /// The number stored in the value column for this stage.
     package var storedValue: Double {
@@ -88,6 +90,8 @@ package enum SleepStage: String, Sendable, CaseIterable {
         case .light: 1
         case .deep: 2
         case .rem: 3
+        case .asleep: 4
+        case .inBed: 5
         }
     }
 }

@@ -1,0 +1,101 @@
+import Crypto
+import Foundation
+
+/// A workout as a file describes it: Apple Health's `Workout` element (with its
+/// `WorkoutStatistics` and route files), and later GPX, TCX and FIT activities.
+package struct ImportedWorkout: Sendable, Equatable {
+    /// The activity in lower camel case: `running`, `cycling`, `traditionalStrengthTraining`
+    /// (HealthKit's `HKWorkoutActivityType…` without its prefix).
+    package var activity: String
+    package var start: Date?
+    package var end: Date?
+    package var durationSeconds: Double?
+    package var distanceMetres: Double?
+    package var energyKilocalories: Double?
+    package var averageHeartRate: Double?
+    package var maximumHeartRate: Double?
+    package var source: String?
+    /// Route files inside the export (`/workout-routes/route_2023-05-01_8.30am.gpx`).
+    package var routeFiles: [String] = []
+
+    package init(activity: String) {
+        self.activity = activity
+    }
+
+    /// From a `Workout` element's attributes; exports before iOS 16 carry the totals as
+    /// attributes, later ones as `WorkoutStatistics` children (read by `add(statistics:)`).
+    init(_ attributes: [String: String]) {
+        let type = attributes["workoutActivityType"] ?? ""
+        let name = type.hasPrefix("HKWorkoutActivityType") ? String(type.dropFirst("HKWorkoutActivityType".count)) : type
+        activity = name.prefix(1).lowercased() + name.dropFirst()
+        if activity.isEmpty { activity = "other" }
+        start = attributes["startDate"].flatMap(AppleHealthDate.rfc3339).flatMap(RFC3339Timestamp.parse)
+        end = attributes["endDate"].flatMap(AppleHealthDate.rfc3339).flatMap(RFC3339Timestamp.parse)
+        source = attributes["sourceName"].map { String($0.prefix(200)) }
+        if let duration = Self.number(attributes["duration"]) {
+            switch attributes["durationUnit"] ?? "min" {
+            case "s": durationSeconds = duration
+            case "min": durationSeconds = duration * 60
+            case "hr", "h": durationSeconds = duration * 3600
+            default: break
+            }
+        }
+        if let distance = Self.number(attributes["totalDistance"]), let unit = attributes["totalDistanceUnit"],
+           let conversion = AppleHealthType.distances[unit] {
+            distanceMetres = distance * conversion.factor
+        }
+        if let energy = Self.number(attributes["totalEnergyBurned"]) {
+            energyKilocalories = Self.kilocalories(energy, unit: attributes["totalEnergyBurnedUnit"] ?? "kcal")
+        }
+        if durationSeconds == nil, let start, let end, end >= start { durationSeconds = end.timeIntervalSince(start) }
+    }
+
+    /// A `WorkoutStatistics` child: distance and energy sums, heart rate average and maximum.
+    mutating func add(statistics attributes: [String: String]) {
+        let unit = attributes["unit"] ?? ""
+        switch attributes["type"] {
+        case "HKQuantityTypeIdentifierDistanceWalkingRunning", "HKQuantityTypeIdentifierDistanceCycling", "HKQuantityTypeIdentifierDistanceSwimming":
+            if let sum = Self.number(attributes["sum"]), let conversion = AppleHealthType.distances[unit] { distanceMetres = sum * conversion.factor }
+        case "HKQuantityTypeIdentifierActiveEnergyBurned":
+            if let sum = Self.number(attributes["sum"]) { energyKilocalories = Self.kilocalories(sum, unit: unit) }
+        case "HKQuantityTypeIdentifierHeartRate" where unit == "count/min":
+            averageHeartRate = Self.number(attributes["average"])
+            maximumHeartRate = Self.number(attributes["maximum"])
+        default:
+            break
+        }
+    }
+
+    private static func number(_ text: String?) -> Double? {
+        guard let value = text.flatMap(Double.init), value.isFinite, value >= 0 else { return nil }
+        return value
+    }
+
+    private static func kilocalories(_ value: Double, unit: String) -> Double? {
+        switch unit {
+        case "kcal", "Cal": value
+        case "kJ": value / 4.184
+        default: nil
+        }
+    }
+}
+
+/// Ids for imported records, derived from what makes a record the same one.
+enum ImportIdentity {
+    /// 128 bits of SHA-256 over `parts` (separated so that no two lists give the same text), hex.
+    static func digest(_ parts: [String]) -> String {
+        var hasher = SHA256()
+        for part in parts {
+            hasher.update(data: Array(part.utf8))
+            hasher.update(data: [0x1F])
+        }
+        let hex = Array("0123456789abcdef".utf8)
+        var text: [UInt8] = []
+        text.reserveCapacity(32)
+        for byte in hasher.finalize().prefix(16) {
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}
