@@ -30,18 +30,53 @@ package struct XMLReader {
         case text(String)
     }
 
+    /// Where a reader stands between two pieces of a document: enough to go on reading from
+    /// there with a new reader (after a crash, on another instance).
+    package struct Position: Sendable, Equatable, Codable {
+        /// Bytes of the document before this point.
+        package var offset: Int64
+        package var line: Int
+        /// The elements open at this point, outermost first.
+        package var open: [String]
+    }
+
     /// The unread bytes (`buffer[index...]`) and the ones already read before them.
     private var buffer: [UInt8] = []
     private var index = 0
-    /// Line of `buffer[0]`: lines of the bytes already dropped from the buffer.
-    private var bufferLine = 1
+    /// Offset in the document of `buffer[0]`.
+    private var bufferOffset: Int64 = 0
+    /// The line at `buffer[lineIndex]`, brought forward as reading goes (counting from the
+    /// start of the buffer at every checkpoint would cost the buffer's length each time).
+    private var lineIndex = 0
+    private var lineAtIndex = 1
     private var stack: [String] = []
     private var sawRoot = false
     private var sawStart = false
     /// No more bytes will come: a piece cut off by the end is an error, not a wait.
     private var final = false
 
+    /// The depth at which `checkpoint` is taken (1: between the children of the root).
+    package var checkpointDepth: Int?
+    /// The position after the last end tag that left `checkpointDepth` elements open — after
+    /// the handler saw its event. A caller that releases what it read only at that depth knows
+    /// that everything released lies before this position and nothing after it.
+    package private(set) var checkpoint: Position?
+
     package init() {}
+
+    /// A reader that goes on from `position` (taken by another reader of the same document): it
+    /// is fed the document's bytes from `position.offset` on.
+    package init(resumingAt position: Position) {
+        bufferOffset = position.offset
+        lineAtIndex = position.line
+        stack = position.open
+        sawRoot = true
+        sawStart = true
+        checkpoint = position
+    }
+
+    /// Where the reader stands: the bytes before the first piece it has not read yet.
+    package var position: Position { Position(offset: bufferOffset + Int64(index), line: line, open: stack) }
 
     /// Reads `data` whole and hands every event to `handle`; `handle` may stop the reading by
     /// throwing.
@@ -55,9 +90,11 @@ package struct XMLReader {
     package mutating func feed(_ bytes: some Sequence<UInt8>, _ handle: (Event) throws -> Void) throws {
         precondition(!final, "feed after finish")
         if index > 0, index >= buffer.count / 2 {
-            bufferLine += Self.lineBreaks(buffer[..<index])
+            countLines()
+            bufferOffset += Int64(index)
             buffer.removeFirst(index)
             index = 0
+            lineIndex = 0
         }
         buffer.append(contentsOf: bytes)
         try readAvailable(handle)
@@ -75,10 +112,22 @@ package struct XMLReader {
     }
 
     /// The line of the current position, for error messages.
-    package var line: Int { bufferLine + Self.lineBreaks(buffer[..<min(index, buffer.count)]) }
+    package var line: Int {
+        let end = min(index, buffer.count)
+        return lineAtIndex + (lineIndex < end ? buffer[lineIndex..<end].reduce(0) { $1 == 0x0A ? $0 + 1 : $0 } : 0)
+    }
 
-    private static func lineBreaks(_ bytes: ArraySlice<UInt8>) -> Int {
-        bytes.reduce(0) { $1 == 0x0A ? $0 + 1 : $0 }
+    /// Brings the line count forward to the current position.
+    private mutating func countLines() {
+        lineAtIndex = line
+        lineIndex = min(index, buffer.count)
+    }
+
+    /// Takes the checkpoint if the element just closed left `checkpointDepth` open.
+    private mutating func closed() {
+        guard stack.count == checkpointDepth else { return }
+        countLines()
+        checkpoint = position
     }
 
     private func malformed(_ reason: String) -> XMLReadError { XMLReadError(reason: reason, line: line) }
@@ -216,6 +265,7 @@ package struct XMLReader {
             try expect(">")
             guard let open = stack.popLast(), open == name else { throw malformed("</\(name)> does not close the open element") }
             try handle(.end(name: name))
+            closed()
         } else {
             guard !(sawRoot && stack.isEmpty) else { throw malformed("a second root element") }
             index += 1
@@ -241,7 +291,10 @@ package struct XMLReader {
                 stack.append(name)
             }
             try handle(.start(name: name, attributes: attributes))
-            if empty { try handle(.end(name: name)) }
+            if empty {
+                try handle(.end(name: name))
+                closed()
+            }
         }
     }
 

@@ -10,71 +10,11 @@ import UntrustedXML
 /// `%` as a fraction, `Cal`, `mi`, `degF`, `lb`).
 @Suite("Apple Health export.xml")
 struct AppleHealthExportTests {
-    static let export = """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <!DOCTYPE HealthData [
-        <!-- HealthKit Export Version: 14 -->
-        <!ELEMENT HealthData (ExportDate,Me,(Record|Correlation|Workout|ActivitySummary|ClinicalRecord|Audiogram|VisionPrescription)*)>
-        <!ATTLIST HealthData
-          locale CDATA #REQUIRED
-        >
-        <!ELEMENT ExportDate EMPTY>
-        <!ATTLIST ExportDate
-          value CDATA #REQUIRED
-        >
-        <!ELEMENT Record ((MetadataEntry|HeartRateVariabilityMetadataList)*)>
-        <!ATTLIST Record
-          type          CDATA #REQUIRED
-          unit          CDATA #IMPLIED
-          value         CDATA #IMPLIED
-          sourceName    CDATA #REQUIRED
-          sourceVersion CDATA #IMPLIED
-          device        CDATA #IMPLIED
-          creationDate  CDATA #IMPLIED
-          startDate     CDATA #REQUIRED
-          endDate       CDATA #REQUIRED
-        >
-        ]>
-        <HealthData locale="it_IT">
-         <ExportDate value="2026-11-20 09:12:44 +0100"/>
-         <Me HKCharacteristicTypeIdentifierDateOfBirth="1990-04-02" HKCharacteristicTypeIdentifierBiologicalSex="HKBiologicalSexFemale"/>
-         <Record type="HKQuantityTypeIdentifierHeartRate" sourceName="Anna’s Apple Watch" sourceVersion="10.1" device="&lt;&lt;HKDevice: 0x283f6c2d0&gt;, name:Apple Watch, manufacturer:Apple Inc., model:Watch, hardware:Watch6,2, software:10.1&gt;" unit="count/min" creationDate="2026-11-19 08:31:02 +0100" startDate="2026-11-19 08:30:00 +0100" endDate="2026-11-19 08:30:00 +0100" value="72">
-          <MetadataEntry key="HKMetadataKeyHeartRateMotionContext" value="0"/>
-         </Record>
-         <Record type="HKQuantityTypeIdentifierStepCount" sourceName="iPhone di Anna" unit="count" creationDate="2026-11-19 09:01:00 +0100" startDate="2026-11-19 08:50:00 +0100" endDate="2026-11-19 09:00:00 +0100" value="812"/>
-         <Record type="HKQuantityTypeIdentifierDistanceWalkingRunning" sourceName="iPhone di Anna" unit="mi" startDate="2026-11-19 08:50:00 +0100" endDate="2026-11-19 09:00:00 +0100" value="0.5"/>
-         <Record type="HKQuantityTypeIdentifierOxygenSaturation" sourceName="Anna’s Apple Watch" unit="%" startDate="2026-11-19 03:10:00 +0100" endDate="2026-11-19 03:10:00 +0100" value="0.97"/>
-         <Record type="HKQuantityTypeIdentifierBloodGlucose" sourceName="Contour" unit="mmol&lt;180.15588000005408&gt;/L" startDate="2026-11-19 07:00:00 +0100" endDate="2026-11-19 07:00:00 +0100" value="5.5"/>
-         <Record type="HKQuantityTypeIdentifierBodyTemperature" sourceName="Thermo" unit="degF" startDate="2026-11-19 07:05:00 +0100" endDate="2026-11-19 07:05:00 +0100" value="98.6"/>
-         <Record type="HKQuantityTypeIdentifierBodyMass" sourceName="Scale" unit="lb" startDate="2026-11-19 07:10:00 +0100" endDate="2026-11-19 07:10:00 +0100" value="150"/>
-         <Record type="HKQuantityTypeIdentifierActiveEnergyBurned" sourceName="Anna’s Apple Watch" unit="Cal" startDate="2026-11-19 08:30:00 +0100" endDate="2026-11-19 08:31:00 +0100" value="4.2"/>
-         <Record type="HKQuantityTypeIdentifierRespiratoryRate" sourceName="Anna’s Apple Watch" unit="count/min" startDate="2026-11-19 03:00:00 +0100" endDate="2026-11-19 03:00:00 +0100" value="14.5"/>
-         <Record type="HKQuantityTypeIdentifierFlightsClimbed" sourceName="iPhone di Anna" unit="count" startDate="2026-11-19 08:50:00 +0100" endDate="2026-11-19 09:00:00 +0100" value="2"/>
-         <Record type="HKCategoryTypeIdentifierSleepAnalysis" sourceName="Anna’s Apple Watch" startDate="2026-11-19 01:00:00 +0100" endDate="2026-11-19 01:30:00 +0100" value="HKCategoryValueSleepAnalysisAsleepDeep"/>
-         <Record type="HKCategoryTypeIdentifierSleepAnalysis" sourceName="iPhone di Anna" startDate="2022-01-10 23:00:00 +0100" endDate="2022-01-11 06:30:00 +0100" value="HKCategoryValueSleepAnalysisAsleep"/>
-         <Record type="HKCategoryTypeIdentifierSleepAnalysis" sourceName="iPhone di Anna" startDate="2022-01-10 22:40:00 +0100" endDate="2022-01-11 06:40:00 +0100" value="HKCategoryValueSleepAnalysisInBed"/>
-         <Record type="HKQuantityTypeIdentifierBloodPressureSystolic" sourceName="Omron" unit="mmHg" startDate="2026-11-19 07:20:00 +0100" endDate="2026-11-19 07:20:00 +0100" value="121"/>
-         <Record type="HKQuantityTypeIdentifierBloodPressureDiastolic" sourceName="Omron" unit="mmHg" startDate="2026-11-19 07:20:00 +0100" endDate="2026-11-19 07:20:00 +0100" value="79"/>
-         <Correlation type="HKCorrelationTypeIdentifierBloodPressure" sourceName="Omron" startDate="2026-11-19 07:20:00 +0100" endDate="2026-11-19 07:20:00 +0100">
-          <Record type="HKQuantityTypeIdentifierBloodPressureSystolic" sourceName="Omron" unit="mmHg" startDate="2026-11-19 07:20:00 +0100" endDate="2026-11-19 07:20:00 +0100" value="121"/>
-          <Record type="HKQuantityTypeIdentifierBloodPressureDiastolic" sourceName="Omron" unit="mmHg" startDate="2026-11-19 07:20:00 +0100" endDate="2026-11-19 07:20:00 +0100" value="79"/>
-         </Correlation>
-         <Record type="HKQuantityTypeIdentifierHeartRate" sourceName="Anna’s Apple Watch" unit="count/min" startDate="19/11/2026 08:30" endDate="19/11/2026 08:30" value="70"/>
-         <Record type="HKQuantityTypeIdentifierBloodGlucose" sourceName="Contour" unit="mol/L" startDate="2026-11-19 07:00:00 +0100" endDate="2026-11-19 07:00:00 +0100" value="0.0055"/>
-         <Workout workoutActivityType="HKWorkoutActivityTypeRunning" duration="31.5" durationUnit="min" sourceName="Anna’s Apple Watch" startDate="2026-11-18 18:00:00 +0100" endDate="2026-11-18 18:31:30 +0100">
-          <MetadataEntry key="HKIndoorWorkout" value="0"/>
-          <WorkoutEvent type="HKWorkoutEventTypeSegment" date="2026-11-18 18:00:00 +0100" duration="10" durationUnit="min"/>
-          <WorkoutStatistics type="HKQuantityTypeIdentifierActiveEnergyBurned" startDate="2026-11-18 18:00:00 +0100" endDate="2026-11-18 18:31:30 +0100" sum="383" unit="Cal"/>
-          <WorkoutStatistics type="HKQuantityTypeIdentifierDistanceWalkingRunning" startDate="2026-11-18 18:00:00 +0100" endDate="2026-11-18 18:31:30 +0100" sum="5.12" unit="km"/>
-          <WorkoutStatistics type="HKQuantityTypeIdentifierHeartRate" startDate="2026-11-18 18:00:00 +0100" endDate="2026-11-18 18:31:30 +0100" average="151" minimum="98" maximum="178" unit="count/min"/>
-          <WorkoutRoute sourceName="Anna’s Apple Watch" startDate="2026-11-18 18:00:05 +0100" endDate="2026-11-18 18:31:25 +0100">
-           <FileReference path="/workout-routes/route_2026-11-18_6.31pm.gpx"/>
-          </WorkoutRoute>
-         </Workout>
-         <Workout workoutActivityType="HKWorkoutActivityTypeCycling" duration="1.5" durationUnit="hr" totalDistance="30" totalDistanceUnit="mi" totalEnergyBurned="2100" totalEnergyBurnedUnit="kJ" sourceName="Strava" startDate="2021-06-01 07:00:00 +0200" endDate="2021-06-01 08:30:00 +0200"/>
-         <ActivitySummary dateComponents="2026-11-19" activeEnergyBurned="420" activeEnergyBurnedGoal="500" activeEnergyBurnedUnit="Cal"/>
-        </HealthData>
-        """
+    /// `Tests/Fixtures/AppleHealth/export.xml` (empty if unreadable: every test then fails).
+    static let export = (try? String(
+        contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Fixtures/AppleHealth/export.xml").standardized,
+        encoding: .utf8
+    )) ?? ""
 
     static func items(_ text: String, pieces: Int = 1 << 20) throws -> [AppleHealthExportReader.Item] {
         var reader = AppleHealthExportReader()
@@ -157,6 +97,26 @@ struct AppleHealthExportTests {
     @Test func readInPiecesItReadsTheSame() throws {
         let whole = try Self.items(Self.export)
         for size in [1, 13, 1000] { #expect(try Self.items(Self.export, pieces: size) == whole) }
+    }
+
+    /// A reader stopped anywhere (a crash) and a second one resumed from the first's checkpoint
+    /// together hand out every item once: none lost, none twice.
+    @Test func aReaderResumedFromACheckpointHandsOutTheRestOnce() throws {
+        let whole = try Self.items(Self.export)
+        let bytes = Array(Self.export.utf8)
+        for stop in stride(from: 1, to: bytes.count, by: 97) {
+            var first = AppleHealthExportReader()
+            var items: [AppleHealthExportReader.Item] = []
+            try first.feed(bytes[..<stop]) { items.append($0) }
+            guard let checkpoint = first.checkpoint else {
+                #expect(items.isEmpty, "items handed out with no checkpoint (stopped at \(stop))")
+                continue
+            }
+            var second = try AppleHealthExportReader(resumingAt: checkpoint)
+            try second.feed(bytes[Int(checkpoint.offset)...]) { items.append($0) }
+            try second.finish { items.append($0) }
+            #expect(items == whole, "stopped at \(stop), resumed at \(checkpoint.offset)")
+        }
     }
 
     @Test func aCutOffExportSaysWhereAndAnEntityIsRefused() throws {

@@ -27,3 +27,5 @@ extension AggregateQueryStatus: PostgresEncodable, PostgresDecodable {
     }
 }
 extension AggregateSubscriptionStatus: PostgresEncodable, PostgresDecodable {}
+extension ImportState: PostgresEncodable, PostgresDecodable {}
+extension ImportFormat: PostgresEncodable, PostgresDecodable {}

@@ -96,8 +96,9 @@ package struct HealthDataStore: Sendable {
     /// `rolled_up`); every active subscribed grant it falls under gets a `party_events` row.
     /// Ingests of one individual are serialised by a transaction-scoped advisory lock, so the
     /// read-merge-write of a block never races; different individuals never wait for each other.
-    /// `afterStoring` runs last, in the same transaction, on the samples that were new (none:
-    /// not called); throwing from it rolls the whole upload back.
+    /// `afterStoring` runs last, in the same transaction, on the samples that were new (perhaps
+    /// none: an import's progress commits even with a batch of duplicates); throwing from it
+    /// rolls the whole upload back.
     package func ingest(
         individualId: Int64, samples: SampleColumns, locations: LocationColumns, receivedAt: Date = Date(),
         afterStoring: (_ readings: [StoredReading], _ transaction: IngestTransaction) async throws -> Void = { _, _ in }
@@ -123,16 +124,14 @@ package struct HealthDataStore: Sendable {
                 let rows = try await connection.query(Self.locationStatement(individualId: individualId, locations: locations), logger: database.logger)
                 for try await ordinal in rows.decode(Int32.self) { newLocations.append(Int(ordinal)) }
             }
-            if !newSamples.isEmpty {
-                let readings = newSamples.map { index in
-                    StoredReading(
-                        typeCode: samples.types[index], timeMs: samples.blockStarts[index].epochMilliseconds + Int64(samples.offsets[index]),
-                        value: samples.values[index], key: samples.keys[index]
-                    )
-                }
-                let transaction = IngestTransaction(connection: connection, logger: database.logger, individualId: individualId, receivedAt: receivedAt)
-                try await afterStoring(readings, transaction)
+            let readings = newSamples.map { index in
+                StoredReading(
+                    typeCode: samples.types[index], timeMs: samples.blockStarts[index].epochMilliseconds + Int64(samples.offsets[index]),
+                    value: samples.values[index], key: samples.keys[index]
+                )
             }
+            let transaction = IngestTransaction(connection: connection, logger: database.logger, individualId: individualId, receivedAt: receivedAt)
+            try await afterStoring(readings, transaction)
             return IngestOutcome(newSamples: newSamples.sorted(), newLocations: newLocations.sorted())
         }
     }

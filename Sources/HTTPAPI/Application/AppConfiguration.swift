@@ -32,6 +32,10 @@ package struct AppConfiguration: Sendable {
     package var requestLifetime = Duration.seconds(30 * 24 * 3600)
     /// `MAX_BODY_BYTES`: largest request body accepted (larger: 413).
     package var maxBodyBytes = 4 * 1024 * 1024
+    /// `IMPORT_MAX_BYTES`: largest file an import takes (streamed to the database, not held).
+    package var importMaxBytes: Int64 = 2 << 30
+    /// `IMPORT_WORKERS`: imports this instance reads at once (0: it reads none).
+    package var importWorkers = 1
     /// `REQUEST_TIMEOUT_SECONDS`: how long a handler may take to produce its response (then 503).
     package var requestTimeout = Duration.seconds(30)
     /// `HTTP_IDLE_TIMEOUT_SECONDS`: a kept-alive connection with no request for this long is closed.
@@ -161,6 +165,8 @@ package struct AppConfiguration: Sendable {
         let requestTTL = try Self.integer(reader, "request.ttl.seconds", env: "REQUEST_TTL_SECONDS", default: 30 * 24 * 3600, range: 60...(366 * 24 * 3600))
         requestLifetime = .seconds(requestTTL)
         maxBodyBytes = try Self.integer(reader, "max.body.bytes", env: "MAX_BODY_BYTES", default: maxBodyBytes, range: 1024...(256 * 1024 * 1024))
+        importMaxBytes = Int64(try Self.integer(reader, "import.max.bytes", env: "IMPORT_MAX_BYTES", default: Int(importMaxBytes), range: 1024...(64 << 30)))
+        importWorkers = try Self.integer(reader, "import.workers", env: "IMPORT_WORKERS", default: importWorkers, range: 0...16)
         requestTimeout = .seconds(try Self.integer(reader, "request.timeout.seconds", env: "REQUEST_TIMEOUT_SECONDS", default: 30, range: 1...3600))
         idleTimeout = .seconds(try Self.integer(reader, "http.idle.timeout.seconds", env: "HTTP_IDLE_TIMEOUT_SECONDS", default: 75, range: 1...3600))
         if let text = reader.string(forKey: "trust.proxy.headers") {

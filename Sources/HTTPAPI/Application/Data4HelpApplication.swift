@@ -68,6 +68,7 @@ package func buildApplication(
             EventListener.channel: EventListener.notifying(components.changes),
             EventListener.sosChannel: EventListener.notifying(components.sosChanges),
             AggregateQueryStore.channel: EventListener.notifying(components.aggregateAnswers),
+            ImportStore.channel: EventListener.notifying(components.importsQueued),
             RunPositionStore.channel: { [hub = components.liveHub] in hub.receive($0) },
         ], logger: logger),
         RequestExpiry(database: database, interval: configuration.requestExpirySweep, schemaReady: components.schemaReady, logger: logger),
@@ -80,6 +81,12 @@ package func buildApplication(
         database: database, transport: mailTransport(configuration, logger: logger), sender: configuration.mailSender,
         queued: components.mailQueued, schemaReady: components.schemaReady, logger: logger
     ))
+    for _ in 0..<configuration.importWorkers {
+        services.append(ImportWorker(
+            database: database, dataManager: components.dataManager, queued: components.importsQueued, schemaReady: components.schemaReady,
+            logger: logger
+        ))
+    }
     if let replica { services.append(replica) }
     if let dispatcher { services.append(dispatcher) }
 
@@ -143,6 +150,9 @@ struct Components {
     let partitions: PartitionMaintainer
     let storedData: StoredDataEvents
     let dataManager: DataManager
+    let imports: ImportService
+    /// Bumped whenever PostgreSQL announces a queued import (`data4help_imports`).
+    let importsQueued = ChangeSignal()
     let ownData: OwnDataReader
     let accessRequests: AccessRequestService
     let grantedData: GrantedDataReader
@@ -186,6 +196,7 @@ struct Components {
         partitions = PartitionMaintainer(database: database)
         storedData = StoredDataEvents()
         dataManager = DataManager(database: database, partitions: partitions, events: storedData, checks: [EmergencyDetector(logger: logger)])
+        imports = ImportService(database: database, maximumBytes: configuration.importMaxBytes)
         ownData = OwnDataReader(database: database)
         accessRequests = AccessRequestService(database: database, pendingLifetime: configuration.requestLifetime)
         grantedData = GrantedDataReader(database: database)
@@ -229,7 +240,7 @@ func buildRouter(
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: AccessLogMiddleware())
     router.add(middleware: ProblemMiddleware(routes: routes))
-    router.add(middleware: RequestTimeoutMiddleware(limit: configuration.requestTimeout))
+    router.add(middleware: RequestTimeoutMiddleware(limit: configuration.requestTimeout, exempt: ImportController.isUpload))
     let rateLimit = RateLimitMiddleware(limiter: components.rateLimiter)
 
     operations.addRoutes(to: router)
@@ -272,6 +283,7 @@ func buildRouter(
     userAccounts.addAuthenticated(to: authenticatedUsers)
     userSessions.addAuthenticated(to: authenticatedUsers)
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
+    ImportController(imports: components.imports).addRoutes(to: authenticatedUsers)
     UserExportController(accounts: components.individuals, sos: components.sosSettings, readers: components.exportDatabase)
         .addRoutes(to: authenticatedUsers)
     UserRequestController(requests: components.accessRequests, accessLog: components.accessLog, body: body).addRoutes(to: authenticatedUsers)

@@ -22,12 +22,36 @@ package struct AppleHealthExportReader {
         case workout(ImportedWorkout)
     }
 
-    private var xml = XMLReader()
+    private var xml: XMLReader
     private var sawHealthData = false
+    /// Elements open, as this reader counts them.
+    private var depth = 0
     /// The workout being read, until its end tag (its statistics and route are children).
     private var workout: ImportedWorkout?
+    /// Items read inside a child of `HealthData` not closed yet: handed out when it closes, so
+    /// that everything handed out lies before `checkpoint` and nothing after it.
+    private var pending: [Item] = []
 
-    package init() {}
+    package init() {
+        xml = XMLReader()
+        xml.checkpointDepth = 1
+    }
+
+    /// A reader that goes on from a checkpoint of an earlier one: it is fed the export's bytes
+    /// from `checkpoint.offset` on.
+    package init(resumingAt checkpoint: XMLReader.Position) throws(XMLReadError) {
+        guard checkpoint.open == ["HealthData"] else {
+            throw XMLReadError(reason: "the checkpoint is not between two records of an export", line: checkpoint.line)
+        }
+        xml = XMLReader(resumingAt: checkpoint)
+        xml.checkpointDepth = 1
+        sawHealthData = true
+        depth = 1
+    }
+
+    /// Where the next reader goes on from if this one stops now: after the last element closed
+    /// between two children of `HealthData`. Every item handed out lies before it.
+    package var checkpoint: XMLReader.Position? { xml.checkpoint }
 
     /// Reads what `bytes`, after the ones fed before, complete.
     package mutating func feed(_ bytes: some Sequence<UInt8>, _ handle: (Item) throws -> Void) throws {
@@ -54,13 +78,13 @@ package struct AppleHealthExportReader {
     private mutating func read(_ event: XMLReader.Event, _ handle: (Item) throws -> Void) throws {
         switch event {
         case .start(let name, let attributes):
+            depth += 1
             switch name {
-            case "HealthData":
+            case "HealthData" where depth == 1:
                 sawHealthData = true
-            case "Record":
-                guard sawHealthData else { return }
-                try handle(Self.item(attributes))
-            case "Workout":
+            case "Record" where sawHealthData:
+                pending.append(Self.item(attributes))
+            case "Workout" where depth == 2:
                 workout = ImportedWorkout(attributes)
             case "WorkoutStatistics":
                 workout?.add(statistics: attributes)
@@ -69,12 +93,17 @@ package struct AppleHealthExportReader {
             default:
                 break
             }
-        case .end("Workout"):
-            if let finished = workout {
+        case .end(let name):
+            depth -= 1
+            if name == "Workout", depth == 1, let finished = workout {
                 workout = nil
-                try handle(.workout(finished))
+                pending.append(.workout(finished))
             }
-        case .end, .text:
+            if depth == 1 {
+                for item in pending { try handle(item) }
+                pending.removeAll(keepingCapacity: true)
+            }
+        case .text:
             break
         }
     }

@@ -40,43 +40,93 @@ package struct DataManager: Sendable {
     /// Stores the valid items of an individual's upload — committed before this returns — and
     /// announces the newly stored ones. Invalid items are refused one by one; the rest are kept.
     package func ingest(_ items: [RawIngestItem], for individual: IndividualID, now: Date = Date()) async throws -> IngestBatchResult {
-        let individualId = individual.rowId
-        var samples: [NewSample] = [], fixes: [NewLocationFix] = []
+        let batch = validate(items, now: now)
+        let outcome = try await store(batch, for: individual, now: now) { readings, _, transaction in
+            guard !readings.isEmpty else { return }
+            for check in checks { try await check.samplesStored(readings, in: transaction) }
+        }
+        let stored = StoredDataBatch(
+            individualId: individual.rowId,
+            samples: outcome.newSamples.map { batch.samples[$0] },
+            locations: outcome.newLocations.map { batch.fixes[$0] }
+        )
+        await events.announce(stored)
+        let accepted = stored.samples.count + stored.locations.count
+        return IngestBatchResult(accepted: accepted, duplicates: batch.samples.count + batch.fixes.count - accepted, rejected: batch.rejected)
+    }
+
+    /// Stores a batch of imported history: the upload rules apply, but no AutomatedSOS check runs
+    /// on it (history opens no incident) and nothing is announced live. `commit` runs in the
+    /// batch's transaction with what it stored — the import's progress commits with its data.
+    package func ingestHistory<Committed>(
+        _ items: [RawIngestItem], for individual: IndividualID, now: Date = Date(),
+        commit: (HistoryBatch, IngestTransaction) async throws -> Committed
+    ) async throws -> Committed {
+        let batch = validate(items, now: now)
+        var committed: Committed?
+        _ = try await store(batch, for: individual, now: now) { readings, samples, transaction in
+            var stored: [SampleType: Int] = [:], duplicates: [SampleType: Int] = [:]
+            for sample in samples { duplicates[sample.type, default: 0] += 1 }
+            for reading in readings {
+                guard let type = SampleType(storageCode: reading.typeCode) else { continue }
+                stored[type, default: 0] += 1
+                duplicates[type, default: 0] -= 1
+            }
+            committed = try await commit(HistoryBatch(stored: stored, duplicates: duplicates.filter { $0.value > 0 }, rejected: batch.rejected), transaction)
+        }
+        guard let committed else { preconditionFailure("HealthDataStore.ingest runs afterStoring in every transaction it commits") }
+        return committed
+    }
+
+    /// An upload's items checked by the rules: the samples and fixes to store, the rest refused.
+    private struct ValidatedBatch {
+        var samples: [NewSample] = []
+        var fixes: [NewLocationFix] = []
         var rejected: [IngestBatchResult.Rejection] = []
+    }
+
+    private func validate(_ items: [RawIngestItem], now: Date) -> ValidatedBatch {
+        var batch = ValidatedBatch()
         for (index, raw) in items.enumerated() {
             do {
                 switch try rules.validate(raw, now: now) {
-                case .sample(let sample): samples.append(sample)
-                case .location(let fix): fixes.append(fix)
+                case .sample(let sample): batch.samples.append(sample)
+                case .location(let fix): batch.fixes.append(fix)
                 }
             } catch {
-                rejected.append(.init(index: index, reason: error.reason))
+                batch.rejected.append(.init(index: index, reason: error.reason))
             }
         }
+        return batch
+    }
+
+    private func store(
+        _ batch: ValidatedBatch, for individual: IndividualID, now: Date,
+        inTransaction: ([StoredReading], [NewSample], IngestTransaction) async throws -> Void
+    ) async throws -> IngestOutcome {
         var sampleColumns = SampleColumns()
-        for sample in samples {
+        for sample in batch.samples {
             let duration = sample.end.map { Int32(($0.timeIntervalSince(sample.start) * 1000).rounded()) }
             sampleColumns.append(
                 type: sample.type.storageCode, start: sample.start, value: sample.value, durationMs: duration, key: sample.key, source: sample.source
             )
         }
         var locationColumns = LocationColumns()
-        for fix in fixes {
+        for fix in batch.fixes {
             locationColumns.append(timeMs: fix.time.epochMilliseconds, key: fix.key, latitude: fix.latitude, longitude: fix.longitude, accuracy: fix.accuracy, altitude: fix.altitude)
         }
-        let outcome = try await store.ingest(individualId: individualId, samples: sampleColumns, locations: locationColumns, receivedAt: now) {
+        return try await store.ingest(individualId: individual.rowId, samples: sampleColumns, locations: locationColumns, receivedAt: now) {
             readings, transaction in
-            for check in checks { try await check.samplesStored(readings, in: transaction) }
+            try await inTransaction(readings, batch.samples, transaction)
         }
-        let stored = StoredDataBatch(
-            individualId: individualId,
-            samples: outcome.newSamples.map { samples[$0] },
-            locations: outcome.newLocations.map { fixes[$0] }
-        )
-        await events.announce(stored)
-        let accepted = stored.samples.count + stored.locations.count
-        return IngestBatchResult(accepted: accepted, duplicates: samples.count + fixes.count - accepted, rejected: rejected)
     }
+}
+
+/// What one batch of imported history stored, by type, and which items were refused.
+package struct HistoryBatch: Sendable, Equatable {
+    package let stored: [SampleType: Int]
+    package let duplicates: [SampleType: Int]
+    package let rejected: [IngestBatchResult.Rejection]
 }
 
 extension SampleType {

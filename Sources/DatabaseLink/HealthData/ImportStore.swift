@@ -1,0 +1,249 @@
+import Data4HelpCore
+import Foundation
+import PostgresNIO
+
+/// An import as its owner sees it.
+package struct ImportRecord: Sendable, Equatable {
+    package let id: Int64
+    package let publicId: UUID
+    package let format: ImportFormat
+    package let state: ImportState
+    package let createdAt: Date
+    package let uploadedAt: Date?
+    package let startedAt: Date?
+    package let finishedAt: Date?
+    package let bytesReceived: Int64
+    package let bytesProcessed: Int64
+    package let records: Int64
+    /// What the commits so far stored (JSON of HealthSharing's `ImportFigures`).
+    package let figures: String
+    package let failure: String?
+}
+
+/// An import a worker has claimed: it owns it while its lease runs and `attempt` is current.
+package struct ClaimedImport: Sendable, Equatable {
+    package let id: Int64
+    package let publicId: UUID
+    package let individualId: Int64
+    package let format: ImportFormat
+    /// Which claim this is: a commit of an older claim (a worker that lost its lease) is refused.
+    package let attempt: Int32
+    /// Where the last commit left the reading (JSON), nil at the start.
+    package let checkpoint: String?
+    package let figures: String
+    package let bytesProcessed: Int64
+    package let records: Int64
+    package let bytesReceived: Int64
+}
+
+/// What a worker commits with a batch of an import's data, in the same transaction.
+package struct ImportProgress: Sendable, Equatable {
+    package var checkpoint: String?
+    package var figures: String
+    package var bytesProcessed: Int64
+    package var records: Int64
+
+    package init(checkpoint: String?, figures: String, bytesProcessed: Int64, records: Int64) {
+        self.checkpoint = checkpoint
+        self.figures = figures
+        self.bytesProcessed = bytesProcessed
+        self.records = records
+    }
+}
+
+/// The claim of a worker is no longer current: the import was cancelled, or another worker took
+/// it over after this one's lease ran out. The batch being committed is rolled back.
+package struct ImportClaimLost: Error, Equatable, Sendable {}
+
+/// The `imports` jobs and their files' chunks.
+package struct ImportStore: Sendable {
+    /// Notified (by a trigger) whenever an import is queued.
+    package static let channel = "data4help_imports"
+
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    private static let columns = """
+        id, public_id, format, state, created_at, uploaded_at, started_at, finished_at,
+        bytes_received, bytes_processed, records, figures::text, failure
+        """
+
+    private static func record(_ row: PostgresRow) throws -> ImportRecord {
+        let (id, publicId, format, state, createdAt, uploadedAt, startedAt, finishedAt, received, processed, records, figures, failure) = try row.decode(
+            (Int64, UUID, ImportFormat, ImportState, Date, Date?, Date?, Date?, Int64, Int64, Int64, String, String?).self
+        )
+        return ImportRecord(
+            id: id, publicId: publicId, format: format, state: state, createdAt: createdAt, uploadedAt: uploadedAt, startedAt: startedAt,
+            finishedAt: finishedAt, bytesReceived: received, bytesProcessed: processed, records: records, figures: figures, failure: failure
+        )
+    }
+
+    /// A new import of `format`, receiving its file.
+    package func create(individualId: Int64, format: ImportFormat) async throws -> ImportRecord {
+        let rows = try await database.query("""
+            INSERT INTO imports (individual_id, format) VALUES (\(individualId), \(format)) RETURNING \(unescaped: Self.columns)
+            """)
+        return try Self.record(rows[0])
+    }
+
+    /// Adds `bytes` at `offset` of the file, which must be where the bytes received end, and
+    /// commits them: answers the new end.
+    package func append(
+        _ publicId: UUID, individualId: Int64, at offset: Int64, bytes: [UInt8], limit: Int64
+    ) async throws -> Int64 {
+        try await database.withTransaction { connection in
+            let rows = try await connection.query("""
+                SELECT id, state, bytes_received, (SELECT count(*)::int4 FROM import_chunks c WHERE c.import_id = i.id)
+                FROM imports i WHERE public_id = \(publicId) AND individual_id = \(individualId) FOR UPDATE
+                """, logger: database.logger)
+            guard let row = try await rows.collect().first else { throw ImportUploadRefusal.notFound }
+            let (id, state, received, chunks) = try row.decode((Int64, ImportState, Int64, Int32).self)
+            guard state == .uploading else { throw ImportUploadRefusal.notUploading(state) }
+            guard offset == received else { throw ImportUploadRefusal.offsetMismatch(expected: received) }
+            let (end, overflow) = received.addingReportingOverflow(Int64(bytes.count))
+            guard !overflow, end <= limit else { throw ImportUploadRefusal.tooLarge(limit: limit) }
+            guard !bytes.isEmpty else { return received }
+            _ = try await connection.query("""
+                INSERT INTO import_chunks (import_id, seq, position, bytes) VALUES (\(id), \(chunks), \(received), \(ByteBuffer(bytes: bytes)));
+                """, logger: database.logger)
+            _ = try await connection.query("UPDATE imports SET bytes_received = \(end) WHERE id = \(id)", logger: database.logger)
+            return end
+        }
+    }
+
+    /// The file is whole: queue the import for a worker. Nil if there is no such import; an
+    /// import no longer uploading is answered as it is.
+    package func complete(_ publicId: UUID, individualId: Int64) async throws -> ImportRecord? {
+        let rows = try await database.query("""
+            UPDATE imports SET state = 'queued', uploaded_at = now()
+            WHERE public_id = \(publicId) AND individual_id = \(individualId) AND state = 'uploading'
+            RETURNING \(unescaped: Self.columns)
+            """)
+        if let row = rows.first { return try Self.record(row) }
+        return try await find(publicId, individualId: individualId)
+    }
+
+    /// Refuses an upload that went wrong (too large, not readable at all): failed, chunks gone.
+    package func refuseUpload(_ publicId: UUID, individualId: Int64, reason: String) async throws {
+        try await database.withTransaction { connection in
+            let rows = try await connection.query("""
+                UPDATE imports SET state = 'failed', failure = \(reason), finished_at = now()
+                WHERE public_id = \(publicId) AND individual_id = \(individualId) AND state = 'uploading' RETURNING id
+                """, logger: database.logger)
+            for try await id in rows.decode(Int64.self) {
+                _ = try await connection.query("DELETE FROM import_chunks WHERE import_id = \(id)", logger: database.logger)
+            }
+        }
+    }
+
+    package func find(_ publicId: UUID, individualId: Int64) async throws -> ImportRecord? {
+        let rows = try await database.query("""
+            SELECT \(unescaped: Self.columns) FROM imports WHERE public_id = \(publicId) AND individual_id = \(individualId)
+            """)
+        return try rows.first.map(Self.record)
+    }
+
+    /// The individual's imports, newest first.
+    package func list(individualId: Int64, limit: Int) async throws -> [ImportRecord] {
+        let rows = try await database.query("""
+            SELECT \(unescaped: Self.columns) FROM imports WHERE individual_id = \(individualId) ORDER BY id DESC LIMIT \(Int64(limit))
+            """)   // index: imports_individual_idx
+        return try rows.map(Self.record)
+    }
+
+    /// Stops an import that is not over: what was committed stays; the file is deleted. Nil if
+    /// there is no such import; one already over is answered as it is.
+    package func cancel(_ publicId: UUID, individualId: Int64) async throws -> ImportRecord? {
+        try await database.withTransaction { connection in
+            let rows = try await connection.query("""
+                UPDATE imports SET state = 'cancelled', finished_at = now(), lease_until = NULL
+                WHERE public_id = \(publicId) AND individual_id = \(individualId) AND state IN ('uploading', 'queued', 'running')
+                RETURNING id
+                """, logger: database.logger)
+            for try await id in rows.decode(Int64.self) {
+                _ = try await connection.query("DELETE FROM import_chunks WHERE import_id = \(id)", logger: database.logger)
+            }
+        }
+        return try await find(publicId, individualId: individualId)
+    }
+
+    // MARK: - Workers
+
+    /// Claims the oldest queued import, or a running one whose worker's lease ran out (it died),
+    /// for `leaseFor`; the worker renews the lease with every commit.
+    package func claim(leaseFor: Duration) async throws -> ClaimedImport? {
+        let seconds = Double(leaseFor.components.seconds)
+        let rows = try await database.query("""
+            UPDATE imports SET state = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now()),
+                               lease_until = now() + make_interval(secs => \(seconds))
+            WHERE id = (
+                SELECT id FROM imports
+                WHERE state = 'queued' OR (state = 'running' AND lease_until < now())
+                ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+            RETURNING id, public_id, individual_id, format, attempts, checkpoint::text, figures::text, bytes_processed, records, bytes_received
+            """)   // index: imports_queue_idx
+        guard let row = rows.first else { return nil }
+        let (id, publicId, individualId, format, attempt, checkpoint, figures, processed, records, received) = try row.decode(
+            (Int64, UUID, Int64, ImportFormat, Int32, String?, String, Int64, Int64, Int64).self
+        )
+        return ClaimedImport(
+            id: id, publicId: publicId, individualId: individualId, format: format, attempt: attempt, checkpoint: checkpoint, figures: figures,
+            bytesProcessed: processed, records: records, bytesReceived: received
+        )
+    }
+
+    /// The chunk of the file that holds byte `offset`: its first byte's offset and its bytes.
+    package func chunk(of importId: Int64, holding offset: Int64) async throws -> (position: Int64, bytes: ByteBuffer)? {
+        let rows = try await database.query("""
+            SELECT position, bytes FROM import_chunks
+            WHERE import_id = \(importId) AND position <= \(offset) ORDER BY seq DESC LIMIT 1
+            """)
+        guard let row = rows.first else { return nil }
+        let (position, bytes) = try row.decode((Int64, ByteBuffer).self)
+        guard offset < position + Int64(bytes.readableBytes) else { return nil }
+        return (position, bytes)
+    }
+
+    /// Records a batch's progress inside the transaction that stores the batch: it commits with
+    /// the data or not at all. Throws `ImportClaimLost` (rolling the batch back) if the claim
+    /// is no longer current.
+    package func recordProgress(_ progress: ImportProgress, of claim: ClaimedImport, leaseFor: Duration, in transaction: IngestTransaction) async throws {
+        let seconds = Double(leaseFor.components.seconds)
+        let rows = try await transaction.connection.query("""
+            UPDATE imports SET checkpoint = \(progress.checkpoint)::jsonb, figures = \(progress.figures)::jsonb,
+                               bytes_processed = \(progress.bytesProcessed), records = \(progress.records),
+                               lease_until = now() + make_interval(secs => \(seconds))
+            WHERE id = \(claim.id) AND state = 'running' AND attempts = \(claim.attempt)
+            RETURNING 1
+            """, logger: transaction.logger)
+        guard try await rows.collect().count == 1 else { throw ImportClaimLost() }
+    }
+
+    /// The import is read whole: done, with its final figures; the file is deleted.
+    package func finish(_ claim: ClaimedImport, progress: ImportProgress) async throws {
+        try await end(claim, state: .done, failure: nil, progress: progress)
+    }
+
+    /// The import cannot go on (`reason`, in words for its owner); what was committed stays.
+    package func fail(_ claim: ClaimedImport, reason: String) async throws {
+        try await end(claim, state: .failed, failure: reason, progress: nil)
+    }
+
+    private func end(_ claim: ClaimedImport, state: ImportState, failure: String?, progress: ImportProgress?) async throws {
+        try await database.withTransaction { connection in
+            let rows = try await connection.query("""
+                UPDATE imports SET state = \(state), failure = \(failure), finished_at = now(), lease_until = NULL,
+                                   figures = coalesce(\(progress?.figures)::jsonb, figures),
+                                   bytes_processed = coalesce(\(progress?.bytesProcessed), bytes_processed),
+                                   records = coalesce(\(progress?.records), records), checkpoint = NULL
+                WHERE id = \(claim.id) AND state = 'running' AND attempts = \(claim.attempt)
+                RETURNING 1
+                """, logger: database.logger)
+            guard try await rows.collect().count == 1 else { throw ImportClaimLost() }
+            _ = try await connection.query("DELETE FROM import_chunks WHERE import_id = \(claim.id)", logger: database.logger)
+        }
+    }
+}

@@ -1,0 +1,84 @@
+import Data4HelpCore
+import DatabaseLink
+import Foundation
+
+/// An import as its owner reads it.
+package struct ImportStatus: Sendable, Equatable {
+    package let id: UUID
+    package let format: ImportFormat
+    package let state: ImportState
+    package let createdAt: Date
+    package let uploadedAt: Date?
+    package let startedAt: Date?
+    package let finishedAt: Date?
+    package let bytesReceived: Int64
+    package let bytesProcessed: Int64
+    package let records: Int64
+    package let figures: ImportFigures
+    package let failure: String?
+
+    init(_ record: ImportRecord) {
+        id = record.publicId
+        format = record.format
+        state = record.state
+        createdAt = record.createdAt
+        uploadedAt = record.uploadedAt
+        startedAt = record.startedAt
+        finishedAt = record.finishedAt
+        bytesReceived = record.bytesReceived
+        bytesProcessed = record.bytesProcessed
+        records = record.records
+        figures = (try? JSONDecoder().decode(ImportFigures.self, from: Data(record.figures.utf8))) ?? ImportFigures()
+        failure = record.failure
+    }
+}
+
+/// The Data Manager's imports, as their owner drives them: a file arrives (whole, or in pieces
+/// that resume an interrupted upload), is queued for `ImportWorker`, and can be followed and
+/// cancelled. Every operation takes the owner's id: another individual's import is not found.
+package struct ImportService: Sendable {
+    let store: ImportStore
+    /// The largest file accepted (`IMPORT_MAX_BYTES`).
+    package let maximumBytes: Int64
+
+    package init(database: Database, maximumBytes: Int64) {
+        self.store = ImportStore(database: database)
+        self.maximumBytes = maximumBytes
+    }
+
+    package func create(for individual: IndividualID, format: ImportFormat) async throws -> ImportStatus {
+        ImportStatus(try await store.create(individualId: individual.rowId, format: format))
+    }
+
+    /// Adds a piece of the file at `offset`; answers the new end.
+    package func append(_ id: UUID, for individual: IndividualID, at offset: Int64, bytes: [UInt8]) async throws -> Int64 {
+        try await store.append(id, individualId: individual.rowId, at: offset, bytes: bytes, limit: maximumBytes)
+    }
+
+    /// The file is whole: queue it. An empty file fails at once (there is nothing to read).
+    package func complete(_ id: UUID, for individual: IndividualID) async throws -> ImportStatus? {
+        if let record = try await store.find(id, individualId: individual.rowId), record.state == .uploading, record.bytesReceived == 0 {
+            try await store.refuseUpload(id, individualId: individual.rowId, reason: "the file is empty")
+            return try await find(id, for: individual)
+        }
+        return try await store.complete(id, individualId: individual.rowId).map(ImportStatus.init)
+    }
+
+    /// Ends an upload that cannot go on (`reason` for its owner); its bytes are deleted.
+    package func refuse(_ id: UUID, for individual: IndividualID, reason: String) async throws {
+        try await store.refuseUpload(id, individualId: individual.rowId, reason: reason)
+    }
+
+    package func find(_ id: UUID, for individual: IndividualID) async throws -> ImportStatus? {
+        try await store.find(id, individualId: individual.rowId).map(ImportStatus.init)
+    }
+
+    /// The individual's latest imports, newest first.
+    package func list(for individual: IndividualID, limit: Int = 100) async throws -> [ImportStatus] {
+        try await store.list(individualId: individual.rowId, limit: limit).map(ImportStatus.init)
+    }
+
+    package func cancel(_ id: UUID, for individual: IndividualID) async throws -> ImportStatus? {
+        try await store.cancel(id, individualId: individual.rowId).map(ImportStatus.init)
+    }
+}

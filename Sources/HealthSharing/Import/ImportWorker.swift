@@ -1,0 +1,202 @@
+import Data4HelpCore
+import DatabaseLink
+import Foundation
+import Logging
+import NIOCore
+import ServiceLifecycle
+import UntrustedXML
+
+/// Reads queued imports in the background, on every instance: claims one (a lease, `FOR UPDATE
+/// SKIP LOCKED`), reads its file from PostgreSQL chunk by chunk, and stores its records in
+/// batches. Each batch commits with the import's checkpoint and figures, so a worker that dies
+/// leaves a position another one continues from once the lease has run out — nothing lost,
+/// nothing stored or counted twice (records' ids come from their identity besides).
+package struct ImportWorker: Service {
+    let store: ImportStore
+    let dataManager: DataManager
+    let queued: ChangeSignal
+    let schemaReady: StartupGate
+    let logger: Logger
+    package var settings: ImportSettings
+
+    package init(
+        database: Database, dataManager: DataManager, queued: ChangeSignal, schemaReady: StartupGate, settings: ImportSettings = ImportSettings(),
+        logger: Logger
+    ) {
+        self.store = ImportStore(database: database)
+        self.dataManager = dataManager
+        self.queued = queued
+        self.schemaReady = schemaReady
+        self.settings = settings
+        self.logger = logger
+    }
+
+    package func run() async throws {
+        await schemaReady.wait()
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                let seen = queued.generation
+                if await runOne() == false { await queued.wait(after: seen, timeout: settings.pollInterval) }
+            }
+        }
+    }
+
+    /// Claims and reads one import; false if none was waiting.
+    @discardableResult
+    package func runOne() async -> Bool {
+        let claim: ClaimedImport
+        do {
+            guard let claimed = try await store.claim(leaseFor: settings.lease) else { return false }
+            claim = claimed
+        } catch {
+            logger.warning("cannot claim an import; will retry", metadata: ["error.type": "\(type(of: error))"])
+            return false
+        }
+        do {
+            try await read(claim)
+        } catch is ImportClaimLost {
+            logger.info("import stopped: cancelled or taken over", metadata: ["import.id": "\(claim.publicId)"])
+        } catch let failure as ImportFailure {
+            try? await store.fail(claim, reason: failure.reason)
+        } catch is CancellationError {
+            // Shutting down: the lease runs out and another worker continues from the checkpoint.
+        } catch {
+            // A database error: leave the claim; its lease runs out and the import is tried again.
+            logger.warning("import interrupted; will be continued", metadata: ["import.id": "\(claim.publicId)", "error.type": "\(type(of: error))"])
+        }
+        return true
+    }
+
+    // MARK: - Reading
+
+    /// Reads `claim`'s file from its checkpoint to the end.
+    func read(_ claim: ClaimedImport) async throws {
+        switch claim.format {
+        case .appleHealthXML: try await readAppleHealthXML(claim)
+        }
+    }
+
+    private func readAppleHealthXML(_ claim: ClaimedImport) async throws {
+        var batch = ImportBatch(claim: claim, checkpoint: nil)
+        var reader: AppleHealthExportReader
+        if let text = claim.checkpoint {
+            let position = try JSONDecoder().decode(XMLReader.Position.self, from: Data(text.utf8))
+            reader = try AppleHealthExportReader(resumingAt: position)
+            batch.checkpoint = position
+        } else {
+            reader = AppleHealthExportReader()
+        }
+        var offset = batch.checkpoint?.offset ?? 0
+        do {
+            while offset < claim.bytesReceived {
+                guard let chunk = try await store.chunk(of: claim.id, holding: offset) else {
+                    throw ImportFailure("the uploaded file is missing its bytes from \(offset)")
+                }
+                let bytes = chunk.bytes.readableBytesView
+                var start = bytes.startIndex + Int(offset - chunk.position)
+                while start < bytes.endIndex {
+                    let end = min(bytes.endIndex, start + settings.pieceBytes)
+                    try reader.feed(bytes[start..<end]) { batch.add($0) }
+                    offset += Int64(end - start)
+                    start = end
+                    if batch.isFull(settings), let checkpoint = reader.checkpoint {
+                        try await commit(&batch, checkpoint: checkpoint, processed: checkpoint.offset)
+                    }
+                }
+            }
+            try reader.finish { batch.add($0) }
+        } catch let error as XMLReadError {
+            try await commit(&batch, checkpoint: reader.checkpoint, processed: offset)
+            throw ImportFailure(error.reason.contains("ends inside") || error.reason.contains("is not closed")
+                ? "export.xml is cut off at line \(error.line.formatted(.number))"
+                : "export.xml cannot be read at line \(error.line.formatted(.number)): \(error.reason)")
+        } catch let error as UntrustedXMLError {
+            throw ImportFailure("export.xml \(error.reason)")
+        }
+        try await commit(&batch, checkpoint: reader.checkpoint, processed: offset)
+        try await store.finish(claim, progress: batch.progress(processed: offset))
+    }
+
+    /// Stores the batch's items with its figures and `checkpoint`, in one transaction.
+    private func commit(_ batch: inout ImportBatch, checkpoint: XMLReader.Position?, processed: Int64) async throws {
+        let items = batch.samples
+        var figures = batch.figures
+        let claim = batch.claim, lease = settings.lease
+        let checkpointText = try checkpoint.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
+        let records = batch.records
+        let committed = try await dataManager.ingestHistory(items, for: IndividualID(rowId: claim.individualId)) { stored, transaction in
+            var counted = figures
+            counted.add(stored, items: items)
+            let progress = ImportProgress(
+                checkpoint: checkpointText, figures: String(decoding: try JSONEncoder().encode(counted), as: UTF8.self),
+                bytesProcessed: processed, records: records
+            )
+            try await store.recordProgress(progress, of: claim, leaseFor: lease, in: transaction)
+            return counted
+        }
+        figures = committed
+        batch.committed(figures: figures, checkpoint: checkpoint)
+    }
+}
+
+/// How imports are read.
+package struct ImportSettings: Sendable {
+    /// How long a claim lasts without a commit before another worker may take the import over.
+    package var lease: Duration = .seconds(60)
+    package var pollInterval: Duration = .seconds(5)
+    /// Bytes fed to a reader at once (between two chances to commit).
+    package var pieceBytes = 256 * 1024
+    /// Records in one committed batch.
+    package var batchRecords = 5_000
+
+    package init() {}
+}
+
+/// Why an import failed, in words for its owner.
+struct ImportFailure: Error {
+    let reason: String
+    init(_ reason: String) { self.reason = reason }
+}
+
+/// The records read since the last commit, and the figures committed so far.
+struct ImportBatch {
+    let claim: ClaimedImport
+    var checkpoint: XMLReader.Position?
+    var samples: [RawIngestItem] = []
+    /// Committed figures plus what this batch counted outside storage (skipped, unreadable, workouts).
+    var figures: ImportFigures
+    /// Records read, committed ones included.
+    var records: Int64
+
+    init(claim: ClaimedImport, checkpoint: XMLReader.Position?) {
+        self.claim = claim
+        self.checkpoint = checkpoint
+        figures = (try? JSONDecoder().decode(ImportFigures.self, from: Data(claim.figures.utf8))) ?? ImportFigures()
+        records = claim.records
+    }
+
+    mutating func add(_ item: AppleHealthExportReader.Item) {
+        records += 1
+        switch item {
+        case .sample(let raw): samples.append(raw)
+        case .skipped(let type): figures.skipped[type, default: 0] += 1
+        case .unreadable(let type, let reason): figures.reject(reason, example: type)
+        case .workout: figures.workouts += 1
+        }
+    }
+
+    func isFull(_ settings: ImportSettings) -> Bool { samples.count >= settings.batchRecords }
+
+    func progress(processed: Int64) -> ImportProgress {
+        ImportProgress(
+            checkpoint: nil, figures: String(decoding: (try? JSONEncoder().encode(figures)) ?? Data("{}".utf8), as: UTF8.self),
+            bytesProcessed: processed, records: records
+        )
+    }
+
+    mutating func committed(figures: ImportFigures, checkpoint: XMLReader.Position?) {
+        self.figures = figures
+        self.checkpoint = checkpoint
+        samples.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,165 @@
+import DatabaseTestSupport
+import Foundation
+import HTTPAPI
+import HTTPTypes
+import Testing
+
+/// Imports end to end: the file streamed into PostgreSQL, read by the background worker of the
+/// running application, its records stored through the upload rules, figures committed with them.
+@Suite("Imports: an Apple Health export read in the background")
+struct ImportTests {
+    static let export = (try? String(
+        contentsOf: TestPostgres.repositoryRoot.appendingPathComponent("Tests/Fixtures/AppleHealth/export.xml"), encoding: .utf8
+    )) ?? ""
+
+    static func post(_ api: APIClient, _ token: String, _ body: String, contentType: String = "application/xml", headers: HTTPFields = [:]) async throws -> APIClient.Reply {
+        var headers = headers
+        headers[.contentType] = contentType
+        return try await api.send(.post, "/api/users/imports", token: token, raw: body, headers: headers)
+    }
+
+    /// Polls the import until it is over (done, failed or cancelled).
+    static func finished(_ api: APIClient, _ token: String, _ id: String, timeout: Duration = .seconds(90)) async throws -> [String: Any] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let reply = try await api.send(.get, "/api/users/imports/\(id)", token: token)
+            let state = reply.string("state") ?? ""
+            if ["done", "failed", "cancelled"].contains(state) { return reply.json }
+            guard ContinuousClock.now < deadline else { throw WebhookReceiver.TimedOut() }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    static func types(_ job: [String: Any]) -> [String: [String: Int]] {
+        ((job["result"] as? [String: Any])?["types"] as? [String: [String: Int]]) ?? [:]
+    }
+
+    @Test func anExportIsReadWithItsFiguresAndImportedAgainStoresNothing() async throws {
+        try await TestServer.run { api in
+            let (person, _) = try await api.individualSession()
+            // AutomatedSOS would call for 72 bpm: imported history never opens an incident.
+            let sos = try await api.send(.put, "/api/users/sos", token: person, json: ["enabled": true, "minHeartRate": 80, "consecutiveReadings": 1])
+            #expect(sos.status == .ok)
+
+            let posted = try await Self.post(api, person, Self.export)
+            #expect(posted.status == .accepted, "\(String(decoding: posted.data, as: UTF8.self))")
+            #expect(posted.string("state") == "queued" && posted.json["bytesReceived"] as? Int == Self.export.utf8.count)
+            let id = try #require(posted.string("id"))
+            #expect(posted.headers[.location] == "/api/users/imports/\(id)")
+
+            let job = try await Self.finished(api, person, id)
+            #expect(job["state"] as? String == "done" && job["failure"] is NSNull)
+            #expect(job["records"] as? Int == 21 && job["bytesProcessed"] as? Int == Self.export.utf8.count)
+            let types = Self.types(job)
+            #expect(types["heartRate"] == ["accepted": 1, "duplicates": 0])
+            #expect(types["sleep"] == ["accepted": 3, "duplicates": 0])
+            // The blood-pressure correlation repeats its two records: stored once each.
+            #expect(types["bloodPressureSystolic"] == ["accepted": 1, "duplicates": 1])
+            #expect(types.values.map { $0["accepted"] ?? 0 }.reduce(0, +) == 14)
+            let result = try #require(job["result"] as? [String: Any])
+            #expect(result["skipped"] as? [String: Int] == ["HKQuantityTypeIdentifierFlightsClimbed": 1])
+            #expect(result["workouts"] as? Int == 2)
+            let rejected = try #require(result["rejected"] as? [[String: Any]])
+            #expect(rejected.compactMap { $0["reason"] as? String }.sorted() == [
+                "startDate is missing or not a date such as 2023-05-01 08:30:00 +0200", "the unit mol/L is not read for bloodGlucose",
+            ])
+
+            // The samples are the individual's data like any upload, with their source.
+            let glucose = try await api.send(.get, "/api/users/data?type=bloodGlucose", token: person)
+            let reading = try #require(glucose.items.first)
+            #expect(abs((reading["value"] as? Double ?? 0) - 99.0857) < 0.01 && reading["source"] as? String == "Contour")
+            #expect(try await api.send(.get, "/api/users/sos/incidents", token: person).items.isEmpty)
+
+            // The same export again stores nothing.
+            let againId = try #require(try await Self.post(api, person, Self.export).string("id"))
+            let second = try await Self.finished(api, person, againId)
+            #expect(Self.types(second).values.allSatisfy { $0["accepted"] == 0 })
+            #expect(Self.types(second)["heartRate"] == ["accepted": 0, "duplicates": 1])
+
+            let listed = try await api.send(.get, "/api/users/imports", token: person)
+            #expect((listed.json["imports"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [againId, id])
+        }
+    }
+
+    @Test func anUploadCutOffResumesWhereItStopped() async throws {
+        try await TestServer.run { api in
+            let (person, _) = try await api.individualSession()
+            let bytes = Array(Self.export.utf8)
+            let half = bytes.count / 2
+            let first = try await Self.post(api, person, String(decoding: bytes[..<half], as: UTF8.self), headers: [.uploadComplete: "?0"])
+            #expect(first.status == .created && first.string("state") == "uploading")
+            let id = try #require(first.string("id"))
+
+            let head = try await api.send(.head, "/api/users/imports/\(id)", token: person)
+            #expect(head.headers[.uploadOffset] == String(half) && head.headers[.uploadComplete] == "?0")
+
+            let rest = String(decoding: bytes[half...], as: UTF8.self)
+            let wrong = try await api.send(
+                .patch, "/api/users/imports/\(id)", token: person, raw: rest,
+                headers: [.contentType: "application/partial-upload", .uploadOffset: "0", .uploadComplete: "?1"]
+            )
+            #expect(wrong.status == .conflict && wrong.headers[.uploadOffset] == String(half))
+
+            let resumed = try await api.send(
+                .patch, "/api/users/imports/\(id)", token: person, raw: rest,
+                headers: [.contentType: "application/partial-upload", .uploadOffset: String(half), .uploadComplete: "?1"]
+            )
+            #expect(resumed.status == .ok && resumed.json["bytesReceived"] as? Int == bytes.count)
+            let job = try await Self.finished(api, person, id)
+            #expect(job["state"] as? String == "done" && Self.types(job)["heartRate"] == ["accepted": 1, "duplicates": 0])
+
+            // Over: no more bytes.
+            let late = try await api.send(
+                .patch, "/api/users/imports/\(id)", token: person, raw: "x",
+                headers: [.contentType: "application/partial-upload", .uploadOffset: String(bytes.count)]
+            )
+            #expect(late.status == .conflict)
+        }
+    }
+
+    @Test func filesThatCannotBeReadFailWithAReasonAndOthersSeeNothing() async throws {
+        try await TestServer.run(configure: { $0.importMaxBytes = 64 * 1024 }) { api in
+            let (person, _) = try await api.individualSession()
+            let (other, _) = try await api.individualSession()
+
+            let cut = String(decoding: Array(Self.export.utf8).prefix(4_000), as: UTF8.self)
+            let truncated = try await Self.post(api, person, cut)
+            let failed = try await Self.finished(api, person, try #require(truncated.string("id")))
+            #expect(failed["state"] as? String == "failed")
+            #expect((failed["failure"] as? String)?.hasPrefix("export.xml is cut off at line ") == true, "\(failed["failure"] ?? "")")
+
+            let entity = Self.export.replacingOccurrences(of: "<!ELEMENT ExportDate EMPTY>", with: #"<!ENTITY lol "lol"><!ELEMENT ExportDate EMPTY>"#)
+            let bomb = try await Self.finished(api, person, try #require(try await Self.post(api, person, entity).string("id")))
+            #expect(bomb["state"] as? String == "failed" && (bomb["failure"] as? String)?.contains("<!ENTITY") == true)
+
+            let empty = try await Self.post(api, person, "")
+            #expect(empty.string("state") == "failed" && empty.string("failure") == "the file is empty")
+
+            let unsupported = try await Self.post(api, person, "hello", contentType: "text/plain")
+            #expect(unsupported.status == .unsupportedMediaType)
+
+            let large = try await Self.post(api, person, String(repeating: " ", count: 70 * 1024))
+            #expect(large.status == .contentTooLarge)
+
+            let id = try #require(truncated.string("id"))
+            #expect(try await api.send(.get, "/api/users/imports/\(id)", token: other).status == .notFound)
+            #expect(try await api.send(.delete, "/api/users/imports/\(id)", token: other).status == .notFound)
+            #expect((try await api.send(.get, "/api/users/imports", token: other).json["imports"] as? [Any])?.isEmpty == true)
+        }
+    }
+
+    @Test func aQueuedImportCanBeCancelled() async throws {
+        try await TestServer.run(configure: { $0.importWorkers = 0 }) { api in
+            let (person, _) = try await api.individualSession()
+            let posted = try await Self.post(api, person, Self.export)
+            let id = try #require(posted.string("id"))
+            let cancelled = try await api.send(.delete, "/api/users/imports/\(id)", token: person)
+            #expect(cancelled.status == .ok && cancelled.string("state") == "cancelled" && cancelled.string("note") != nil)
+        }
+    }
+}
+
+extension HTTPField.Name {
+    static var uploadOffset: Self { Self("Upload-Offset")! }
+    static var uploadComplete: Self { Self("Upload-Complete")! }
+}
