@@ -36,6 +36,9 @@ package struct AppConfiguration: Sendable {
     package var importMaxBytes: Int64 = 2 << 30
     /// `IMPORT_WORKERS`: imports this instance reads at once (0: it reads none).
     package var importWorkers = 1
+    /// How imports are read; `IMPORT_LEASE_SECONDS`: how long a worker's claim lasts without a
+    /// commit before another instance takes the import over (it died).
+    package var importSettings = ImportSettings()
     /// `REQUEST_TIMEOUT_SECONDS`: how long a handler may take to produce its response (then 503).
     package var requestTimeout = Duration.seconds(30)
     /// `HTTP_IDLE_TIMEOUT_SECONDS`: a kept-alive connection with no request for this long is closed.
@@ -167,6 +170,9 @@ package struct AppConfiguration: Sendable {
         maxBodyBytes = try Self.integer(reader, "max.body.bytes", env: "MAX_BODY_BYTES", default: maxBodyBytes, range: 1024...(256 * 1024 * 1024))
         importMaxBytes = Int64(try Self.integer(reader, "import.max.bytes", env: "IMPORT_MAX_BYTES", default: Int(importMaxBytes), range: 1024...(64 << 30)))
         importWorkers = try Self.integer(reader, "import.workers", env: "IMPORT_WORKERS", default: importWorkers, range: 0...16)
+        importSettings.lease = .seconds(try Self.integer(
+            reader, "import.lease.seconds", env: "IMPORT_LEASE_SECONDS", default: Int(importSettings.lease.components.seconds), range: 5...3600
+        ))
         requestTimeout = .seconds(try Self.integer(reader, "request.timeout.seconds", env: "REQUEST_TIMEOUT_SECONDS", default: 30, range: 1...3600))
         idleTimeout = .seconds(try Self.integer(reader, "http.idle.timeout.seconds", env: "HTTP_IDLE_TIMEOUT_SECONDS", default: 75, range: 1...3600))
         if let text = reader.string(forKey: "trust.proxy.headers") {

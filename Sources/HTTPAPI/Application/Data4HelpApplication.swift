@@ -84,7 +84,7 @@ package func buildApplication(
     for _ in 0..<configuration.importWorkers {
         services.append(ImportWorker(
             database: database, dataManager: components.dataManager, queued: components.importsQueued, schemaReady: components.schemaReady,
-            logger: logger
+            settings: configuration.importSettings, logger: logger
         ))
     }
     if let replica { services.append(replica) }

@@ -62,7 +62,8 @@ struct ImportController {
     private func append(_ request: Request, context: IndividualRequestContext) async throws -> EditedResponse<ImportBody> {
         let id = try Self.importId(context)
         let mediaType = (request.headers[.contentType] ?? "").prefix { $0 != ";" }.filter { !$0.isWhitespace }.lowercased()
-        guard mediaType == "application/partial-upload" || mediaType == "application/offset+octet-stream" else {
+        // The draft's type, tus's, or plain bytes.
+        guard ["application/partial-upload", "application/offset+octet-stream", "application/octet-stream"].contains(mediaType) else {
             throw Problem(
                 .unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
                 detail: "Send a part of an upload as application/partial-upload."
