@@ -2,6 +2,8 @@ import DatabaseTestSupport
 import Foundation
 import HTTPAPI
 import HTTPTypes
+import HummingbirdTesting
+import NIOCore
 import Testing
 
 /// Imports end to end: the file streamed into PostgreSQL, read by the background worker of the
@@ -16,6 +18,15 @@ struct ImportTests {
         var headers = headers
         headers[.contentType] = contentType
         return try await api.send(.post, "/api/users/imports", token: token, raw: body, headers: headers)
+    }
+
+    static let zip = (try? Data(contentsOf: TestPostgres.repositoryRoot.appendingPathComponent("Tests/Fixtures/AppleHealth/export.zip"))) ?? Data()
+
+    /// Posts bytes as they are (a ZIP is no string).
+    static func post(_ api: APIClient, _ token: String, bytes: Data, contentType: String) async throws -> APIClient.Reply {
+        let headers: HTTPFields = [.authorization: "Bearer \(token)", .contentType: contentType]
+        let response = try await api.client.execute(uri: "/api/users/imports", method: .post, headers: headers, body: ByteBuffer(bytes: bytes))
+        return APIClient.Reply(status: response.status, headers: response.headers, data: Data((response.body ?? ByteBuffer()).readableBytesView))
     }
 
     /// Polls the import until it is over (done, failed or cancelled).
@@ -78,6 +89,36 @@ struct ImportTests {
 
             let listed = try await api.send(.get, "/api/users/imports", token: person)
             #expect((listed.json["imports"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [againId, id])
+        }
+    }
+
+    /// The `export.zip` the Health app writes (here compressed by CPython's zipfile): the
+    /// export inside is found beside export_cda.xml and read like the bare file.
+    @Test func theHealthAppsZipIsReadAndADamagedOneFailsWithAReason() async throws {
+        try await TestServer.run { api in
+            let (person, _) = try await api.individualSession()
+            let posted = try await Self.post(api, person, bytes: Self.zip, contentType: "application/zip")
+            #expect(posted.status == .accepted && posted.string("format") == "apple-health-zip")
+            let job = try await Self.finished(api, person, try #require(posted.string("id")))
+            #expect(job["state"] as? String == "done" && job["records"] as? Int == 21, "\(job)")
+            #expect(Self.types(job)["heartRate"] == ["accepted": 1, "duplicates": 0])
+            #expect(job["bytesProcessed"] as? Int == Self.export.utf8.count)   // the inflated export.xml
+
+            let cut = try await Self.post(api, person, bytes: Self.zip.prefix(Self.zip.count - 100), contentType: "application/zip")
+            let cutJob = try await Self.finished(api, person, try #require(cut.string("id")))
+            #expect(cutJob["state"] as? String == "failed")
+            #expect(cutJob["failure"] as? String == "the file is not a ZIP archive, or it is cut off (its directory at the end is missing)")
+
+            let notZip = try await Self.post(api, person, bytes: Data(Self.export.utf8), contentType: "application/zip")
+            #expect(try await Self.finished(api, person, try #require(notZip.string("id")))["state"] as? String == "failed")
+
+            // A byte of the compressed export changed: inflating it fails or its checksum does not match.
+            var damaged = Self.zip
+            damaged[200] ^= 0x55
+            let broken = try await Self.post(api, person, bytes: damaged, contentType: "application/zip")
+            let brokenJob = try await Self.finished(api, person, try #require(broken.string("id")))
+            #expect(brokenJob["state"] as? String == "failed")
+            #expect((brokenJob["failure"] as? String)?.hasPrefix("apple_health_export/export.xml in the ZIP archive") == true, "\(brokenJob["failure"] ?? "")")
         }
     }
 

@@ -20,12 +20,15 @@ package enum ImportState: String, Sendable, CaseIterable {
 package enum ImportFormat: String, Sendable, CaseIterable {
     /// `export.xml` of the iPhone Health app, sent as `application/xml`.
     case appleHealthXML = "apple-health-xml"
+    /// The `export.zip` the iPhone Health app writes, sent as `application/zip`.
+    case appleHealthZIP = "apple-health-zip"
 
     /// The format of a body of `contentType` (parameters such as `charset` ignored).
     package init?(contentType: String) {
         let mediaType = contentType.prefix { $0 != ";" }.filter { !$0.isWhitespace }.lowercased()
         switch mediaType {
         case "application/xml", "text/xml": self = .appleHealthXML
+        case "application/zip", "application/x-zip-compressed": self = .appleHealthZIP
         default: return nil
         }
     }

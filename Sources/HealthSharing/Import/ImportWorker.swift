@@ -71,32 +71,49 @@ package struct ImportWorker: Service {
 
     /// Reads `claim`'s file from its checkpoint to the end.
     func read(_ claim: ClaimedImport) async throws {
+        let checkpoint = try claim.checkpoint.map { try JSONDecoder().decode(XMLReader.Position.self, from: Data($0.utf8)) }
+        let offset = checkpoint?.offset ?? 0
         switch claim.format {
-        case .appleHealthXML: try await readAppleHealthXML(claim)
+        case .appleHealthXML:
+            try await readExport(claim, name: "export.xml", from: checkpoint, pieces: StoredChunks(store: store, claim: claim, offset: offset))
+        case .appleHealthZIP:
+            // A ZIP is read from its end (the directory): spooled to a temporary file first.
+            let file = try await spool(claim)
+            defer { try? FileManager.default.removeItem(at: file) }
+            do {
+                let export = try ZipEntryStream.export(at: file)
+                let pieces = SkippedPieces(pieces: export.pieces(pieceBytes: settings.pieceBytes), skip: offset)
+                try await readExport(claim, name: export.name, from: checkpoint, pieces: pieces)
+            } catch let unreadable as ZipEntryStream.Unreadable {
+                throw ImportFailure(unreadable.reason)
+            }
         }
     }
 
-    private func readAppleHealthXML(_ claim: ClaimedImport) async throws {
-        var batch = ImportBatch(claim: claim, checkpoint: nil)
-        var reader: AppleHealthExportReader
-        if let text = claim.checkpoint {
-            let position = try JSONDecoder().decode(XMLReader.Position.self, from: Data(text.utf8))
-            reader = try AppleHealthExportReader(resumingAt: position)
-            batch.checkpoint = position
-        } else {
-            reader = AppleHealthExportReader()
-        }
-        var offset = batch.checkpoint?.offset ?? 0
+    /// Copies the import's file from the database to a temporary file of this instance.
+    private func spool(_ claim: ClaimedImport) async throws -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("data4help-import-\(claim.publicId.uuidString).zip")
+        FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600])
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        for try await piece in StoredChunks(store: store, claim: claim, offset: 0) { try handle.write(contentsOf: piece) }
+        return url
+    }
+
+    /// Reads an Apple Health export from `checkpoint` (or its start): `pieces` are its bytes
+    /// from there on.
+    private func readExport(
+        _ claim: ClaimedImport, name: String, from checkpoint: XMLReader.Position?, pieces: some AsyncSequence<[UInt8], any Error>
+    ) async throws {
+        var batch = ImportBatch(claim: claim, checkpoint: checkpoint)
+        var reader = try checkpoint.map { try AppleHealthExportReader(resumingAt: $0) } ?? AppleHealthExportReader()
+        var offset = checkpoint?.offset ?? 0
         do {
-            while offset < claim.bytesReceived {
-                guard let chunk = try await store.chunk(of: claim.id, holding: offset) else {
-                    throw ImportFailure("the uploaded file is missing its bytes from \(offset)")
-                }
-                let bytes = chunk.bytes.readableBytesView
-                var start = bytes.startIndex + Int(offset - chunk.position)
-                while start < bytes.endIndex {
-                    let end = min(bytes.endIndex, start + settings.pieceBytes)
-                    try reader.feed(bytes[start..<end]) { batch.add($0) }
+            for try await piece in pieces {
+                var start = piece.startIndex
+                while start < piece.endIndex {
+                    let end = min(piece.endIndex, start + settings.pieceBytes)
+                    try reader.feed(piece[start..<end]) { batch.add($0) }
                     offset += Int64(end - start)
                     start = end
                     if batch.isFull(settings), let checkpoint = reader.checkpoint {
@@ -108,10 +125,10 @@ package struct ImportWorker: Service {
         } catch let error as XMLReadError {
             try await commit(&batch, checkpoint: reader.checkpoint, processed: offset)
             throw ImportFailure(error.reason.contains("ends inside") || error.reason.contains("is not closed")
-                ? "export.xml is cut off at line \(error.line.formatted(.number))"
-                : "export.xml cannot be read at line \(error.line.formatted(.number)): \(error.reason)")
+                ? "\(name) is cut off at line \(error.line.formatted(.number))"
+                : "\(name) cannot be read at line \(error.line.formatted(.number)): \(error.reason)")
         } catch let error as UntrustedXMLError {
-            throw ImportFailure("export.xml \(error.reason)")
+            throw ImportFailure("\(name) \(error.reason)")
         }
         try await commit(&batch, checkpoint: reader.checkpoint, processed: offset)
         try await store.finish(claim, progress: batch.progress(processed: offset))
@@ -137,6 +154,57 @@ package struct ImportWorker: Service {
         figures = committed
         batch.committed(figures: figures, checkpoint: checkpoint)
     }
+}
+
+/// The import's file as stored, from `offset` on, a chunk at a time.
+struct StoredChunks: AsyncSequence {
+    let store: ImportStore
+    let claim: ClaimedImport
+    let offset: Int64
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let store: ImportStore
+        let claim: ClaimedImport
+        var offset: Int64
+
+        mutating func next() async throws -> [UInt8]? {
+            guard offset < claim.bytesReceived else { return nil }
+            guard let chunk = try await store.chunk(of: claim.id, holding: offset) else {
+                throw ImportFailure("the uploaded file is missing its bytes from \(offset)")
+            }
+            let bytes = Array(chunk.bytes.readableBytesView.dropFirst(Int(offset - chunk.position)))
+            offset += Int64(bytes.count)
+            return bytes
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(store: store, claim: claim, offset: offset) }
+}
+
+/// Inflated pieces of a ZIP entry, without its first `skip` bytes (read before a checkpoint).
+struct SkippedPieces<Pieces: AsyncSequence<Data, any Error>>: AsyncSequence {
+    let pieces: Pieces
+    let skip: Int64
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        var inner: Pieces.AsyncIterator
+        var skip: Int64
+
+        mutating func next() async throws -> [UInt8]? {
+            while let piece = try await inner.next() {
+                if skip >= Int64(piece.count) {
+                    skip -= Int64(piece.count)
+                    continue
+                }
+                let rest = Array(piece.dropFirst(Int(skip)))
+                skip = 0
+                return rest
+            }
+            return nil
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(inner: pieces.makeAsyncIterator(), skip: skip) }
 }
 
 /// How imports are read.
