@@ -248,7 +248,7 @@ package struct XMLReader {
         } else if starts(with: "<![CDATA[") {
             guard !stack.isEmpty else { throw malformed("CDATA outside the root element") }
             try expectClosed(end, by: "]]>")
-            let text = try Self.utf8(buffer[(index + 9)..<(end - 3)], line: line)
+            let text = try Self.utf8(buffer[(index + 9)..<(end - 3)])
             index = end
             try handle(.text(text))
         } else if starts(with: "<!DOCTYPE") {
@@ -331,11 +331,11 @@ package struct XMLReader {
         guard !(first >= 0x30 && first <= 0x39), first != UInt8(ascii: "-"), first != UInt8(ascii: ".") else {
             throw malformed("a name cannot start with a digit, '-' or '.'")
         }
-        return try Self.utf8(buffer[start..<index], line: line)
+        return try Self.utf8(buffer[start..<index])
     }
 
     /// `bytes` as a string, refusing bytes that are not UTF-8.
-    private static func utf8(_ bytes: ArraySlice<UInt8>, line: Int) throws -> String {
+    private static func utf8(_ bytes: ArraySlice<UInt8>) throws -> String {
         guard let text = String(validating: bytes, as: UTF8.self) else { throw UntrustedXMLError.unsupportedEncoding }
         return text
     }
@@ -388,7 +388,7 @@ package struct XMLReader {
 
     /// Text with its character references and predefined entities replaced.
     private func decode(_ raw: ArraySlice<UInt8>) throws -> String {
-        guard raw.contains(UInt8(ascii: "&")) else { return try Self.utf8(raw, line: line) }
+        guard raw.contains(UInt8(ascii: "&")) else { return try Self.utf8(raw) }
         var output: [UInt8] = []
         output.reserveCapacity(raw.count)
         var position = raw.startIndex
@@ -424,7 +424,7 @@ package struct XMLReader {
             output.append(contentsOf: Array(String(scalar).utf8))
             position = semicolon + 1
         }
-        return try Self.utf8(output[...], line: line)
+        return try Self.utf8(output[...])
     }
 }
 

@@ -1,9 +1,12 @@
+import DatabaseLink
 import DatabaseTestSupport
 import Foundation
 import HTTPAPI
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
+import PostgresNIO
+import Synchronization
 import Testing
 
 /// Imports end to end: the file streamed into PostgreSQL, read by the background worker of the
@@ -187,6 +190,36 @@ struct ImportTests {
             #expect(try await api.send(.delete, "/api/users/imports/\(id)", token: other).status == .notFound)
             #expect((try await api.send(.get, "/api/users/imports", token: other).json["imports"] as? [Any])?.isEmpty == true)
         }
+    }
+
+    /// An import whose reading stopped five times (each time a worker died or lost its lease)
+    /// fails at the next claim instead of ending instance after instance.
+    @Test func anImportStartedFiveTimesFailsInsteadOfBeingReadAgain() async throws {
+        let database = try await TestPostgres.shared.migratedDatabase()
+        let (person, id) = try await Self.queuedWithoutWorkers(database)
+        let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+        try await direct.whileRunning { try await direct.query("UPDATE imports SET attempts = 5") }
+        try await TestServer.run(database: database) { api in
+            let token = try await Self.login(api, person)
+            let job = try await Self.finished(api, token, id)
+            #expect(job["state"] as? String == "failed")
+            #expect(job["failure"] as? String == "the file could not be read: the import was started 5 times and stopped each time")
+        }
+    }
+
+    /// An individual with an import queued while no worker runs: their e-mail and the import's id.
+    static func queuedWithoutWorkers(_ database: DatabaseURL) async throws -> (email: String, id: String) {
+        let box = Mutex(("", ""))
+        try await TestServer.run(database: database, configure: { $0.importWorkers = 0 }) { api in
+            let (token, account) = try await api.individualSession()
+            let posted = try await Self.post(api, token, Self.export)
+            box.withLock { $0 = (account["email"] as? String ?? "", posted.string("id") ?? "") }
+        }
+        return box.withLock { $0 }
+    }
+
+    static func login(_ api: APIClient, _ email: String) async throws -> String {
+        try #require(try await api.send(.post, "/api/users/login", json: ["email": email, "password": Fixtures.password]).string("token"))
     }
 
     @Test func aQueuedImportCanBeCancelled() async throws {

@@ -68,6 +68,17 @@ struct IngestRulesTests {
         #expect(reason(item { $0.fieldError = "value must be a number" }) == "value must be a number")
     }
 
+    /// Sources are names: printable, 1 to 200 characters (an emoji is one character of several bytes).
+    @Test func sourcesAreNamesWithoutControlCharacters() {
+        for control in ["\u{0}", "\n", "\u{1B}", "\u{7F}", "\u{85}", "\u{9F}"] {
+            #expect(reason(item { $0.source = "Anna’s" + control + "Watch" }) == "source must not contain control characters", "\(control.unicodeScalars.first!.value)")
+        }
+        #expect(reason(item { $0.source = "Anna’s Apple Watch ⌚️ \u{A0}\u{200B}" }) == nil)
+        #expect(reason(item { $0.source = String(repeating: "⌚️", count: 200) }) == nil)
+        #expect(reason(item { $0.source = String(repeating: "⌚️", count: 201) }) == "source must be 1 to 200 characters")
+        #expect(reason(item { $0.source = "" }) == "source must be 1 to 200 characters")
+    }
+
     @Test func locationFixesAreChecked() {
         var fix = RawIngestItem()
         fix.latitude = 45

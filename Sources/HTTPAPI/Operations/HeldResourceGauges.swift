@@ -21,7 +21,7 @@ import RunEvents
 /// Prepared statements are not counted here: PostgresNIO keeps them per connection, keyed by
 /// statement type, and this code has one (`MonitoredReadingsStatement`), so a connection holds at
 /// most one.
-struct HeldResourceGauges: Sendable {
+package struct HeldResourceGauges: Sendable {
     /// Connections and streams under way, counted where they are served.
     final class Counts: Sendable {
         let webSockets = InFlightCount()
@@ -50,7 +50,7 @@ struct HeldResourceGauges: Sendable {
     }
 
     /// Resident pages × page size, from `/proc/self/statm` (0 where there is none).
-    static func residentBytes() -> Int {
+    package static func residentBytes() -> Int {
         guard let text = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
         let fields = text.split(separator: " ")
         guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }

@@ -53,6 +53,10 @@ package struct ImportWorker: Service {
             return false
         }
         do {
+            // A file that ends the process that reads it (a bug) must not end every instance in turn.
+            guard claim.attempt <= settings.maximumAttempts else {
+                throw ImportFailure("the file could not be read: the import was started \(settings.maximumAttempts) times and stopped each time")
+            }
             try await read(claim)
         } catch is ImportClaimLost {
             logger.info("import stopped: cancelled or taken over", metadata: ["import.id": "\(claim.publicId)"])
@@ -216,6 +220,8 @@ package struct ImportSettings: Sendable {
     package var pieceBytes = 256 * 1024
     /// Records in one committed batch.
     package var batchRecords = 5_000
+    /// Claims of one import before it fails (each after a worker died or lost its lease).
+    package var maximumAttempts = 5
 
     package init() {}
 }

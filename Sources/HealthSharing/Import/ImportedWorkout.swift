@@ -84,15 +84,16 @@ package struct ImportedWorkout: Sendable, Equatable {
 enum ImportIdentity {
     /// 128 bits of SHA-256 over `parts` (separated so that no two lists give the same text), hex.
     static func digest(_ parts: [String]) -> String {
-        var hasher = SHA256()
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(parts.reduce(parts.count) { $0 + $1.utf8.count })
         for part in parts {
-            hasher.update(data: Array(part.utf8))
-            hasher.update(data: [0x1F])
+            bytes.append(contentsOf: part.utf8)
+            bytes.append(0x1F)
         }
         let hex = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(32)
-        for byte in hasher.finalize().prefix(16) {
+        for byte in SHA256.hash(data: bytes).prefix(16) {
             text.append(hex[Int(byte >> 4)])
             text.append(hex[Int(byte & 0x0F)])
         }

@@ -86,8 +86,11 @@ package struct IngestRules: Sendable {
             end = type.isInterval ? parsed : nil
         }
         if let source = raw.source {
-            guard !source.isEmpty, source.count <= 200 else { throw SampleRejection("source must be 1 to 200 characters") }
-            guard !source.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            // Cheap first (an import checks millions of sources): at most 200 bytes of UTF-8 is at
+            // most 200 characters; the control characters (Unicode's Cc) are U+0000–U+001F and
+            // U+007F–U+009F, compared by value rather than looked up.
+            guard !source.isEmpty, source.utf8.count <= 200 || source.count <= 200 else { throw SampleRejection("source must be 1 to 200 characters") }
+            guard !source.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
                 throw SampleRejection("source must not contain control characters")
             }
         }

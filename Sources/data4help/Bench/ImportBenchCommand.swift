@@ -1,0 +1,279 @@
+import ArgumentParser
+import AsyncHTTPClient
+import Data4HelpCore
+import DatabaseLink
+import Foundation
+import HTTPAPI
+import HealthSharing
+import NIOCore
+import NIOHTTP1
+import Synchronization
+
+/// `data4help bench import`: an Apple Health export of a heavy Watch user's year (heart rate,
+/// active and basal energy, steps, distance, sleep, oxygen, respiratory rate, workouts with their
+/// statistics and routes), written to disk and uploaded as a stream, then read by the server's
+/// import worker while other individuals keep uploading. Prints records/s end to end, the
+/// server's resident memory above idle during the import, bytes stored per record, and the other
+/// individuals' upload latency with and without the import running (same run).
+struct ImportBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "import", abstract: "Importing an Apple Health export of a heavy user's year.")
+
+    @Option(help: "Records in the export.") var records = 2_000_000
+    @Option(help: "Workouts in the export (each with statistics and a route).") var workouts = 150
+    @Option(help: "Other individuals uploading meanwhile, each with one upload of 100 samples at a time.") var uploaders = 4
+    @Option(help: "Seconds of the other individuals' uploads without the import (the baseline).") var baselineSeconds = 15
+
+    func run() async throws {
+        let file = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("data4help-bench-export-\(getpid()).xml")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let generated = ContinuousClock.now
+        let written = try ExportWriter(records: records, workouts: workouts).write(to: file)
+        let size = (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value ?? 0
+        print("data4help bench import — \(written.records) records (\(written.stored) of stored types), \(workouts) workouts, "
+            + String(format: "%.0f MB, written in %.0f s; %d individuals uploading meanwhile", Double(size) / 1e6, (ContinuousClock.now - generated).inSeconds, uploaders))
+
+        let parsing = try readAlone(file)
+        print(String(format: "reading and checking the export alone, one thread (no database): %.0f records/s (%.2f µs per record)", parsing, 1e6 / parsing))
+        BenchSummary.record("import", "reading and checking alone, one thread (records/s)", format: "%.0f", parsing)
+
+        try await BenchServer.run { server in
+            let person = try await server.individualSession(0)
+            let others = try await BenchServer.concurrently(uploaders, uploaders) { try await server.individualSession(1 + $0) }
+            let baseline = try await Uploaders(server: server, tokens: others).run(for: .seconds(baselineSeconds))
+            let idle = HeldResourceGauges.residentBytes()
+
+            let peak = Mutex(idle)
+            let sampling = Task {
+                while !Task.isCancelled {
+                    let now = HeldResourceGauges.residentBytes()
+                    peak.withLock { $0 = max($0, now) }
+                    try? await Task.sleep(for: .milliseconds(200))
+                }
+            }
+            let uploading = Uploaders(server: server, tokens: others)
+            let during = Task { try await uploading.run(until: { sampling.isCancelled }) }
+            let started = ContinuousClock.now
+            let id = try await upload(file, size: size, server: server, token: person)
+            let uploaded = ContinuousClock.now
+            let job = try await waitForDone(id, server: server, token: person)
+            let finished = ContinuousClock.now
+            sampling.cancel()
+            let loaded = try await during.value
+            let storage = try await bytesPerRecord(server)
+
+            let total = (finished - started).inSeconds, reading = (finished - uploaded).inSeconds
+            let read = job["records"] as? Int ?? 0
+            let above = Double(peak.withLock { $0 } - idle) / 1_048_576
+            print(String(format: "upload: %.1f s (%.0f MB/s); reading: %.1f s", (uploaded - started).inSeconds, Double(size) / 1e6 / (uploaded - started).inSeconds, reading))
+            print(String(format: "records/s end to end (upload + reading): %.0f; reading alone: %.0f", Double(read) / total, Double(read) / reading))
+            print(String(format: "server resident memory: idle %.0f MiB, peak during the import %.0f MiB above it", Double(idle) / 1_048_576, above))
+            print(String(format: "storage: %.1f bytes per stored sample, indexes and TOAST included (%d samples)", storage.bytes, storage.samples))
+            print(String(
+                format: "other individuals' uploads of 100, p50 / p99: %.1f / %.1f ms without the import (%d), %.1f / %.1f ms during it (%d): p99 × %.2f",
+                percentile(baseline, 0.5), percentile(baseline, 0.99), baseline.count, percentile(loaded, 0.5), percentile(loaded, 0.99), loaded.count,
+                percentile(loaded, 0.99) / percentile(baseline, 0.99)
+            ))
+            let types = (job["result"] as? [String: Any])?["types"] as? [String: [String: Int]] ?? [:]
+            print("stored by type: " + types.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value["accepted"] ?? 0)" }.joined(separator: ", "))
+            BenchSummary.record("import", "records/s end to end (upload + reading)", format: "%.0f", Double(read) / total)
+            BenchSummary.record("import", "resident memory above idle during the import (MiB)", format: "%.0f", above)
+            BenchSummary.record("import", "others' upload p99 during / without the import", format: "× %.2f", percentile(loaded, 0.99) / percentile(baseline, 0.99))
+        }
+    }
+
+    /// The export through the reader and the upload rules, as the worker reads it, without
+    /// storing anything: records/s.
+    private func readAlone(_ file: URL) throws -> Double {
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        var reader = AppleHealthExportReader()
+        let rules = IngestRules(), now = Date()
+        var count = 0
+        let started = ContinuousClock.now
+        let check: (AppleHealthExportReader.Item) -> Void = { item in
+            count += 1
+            if case .sample(let raw) = item { _ = try? rules.validate(raw, now: now) }
+        }
+        while let data = try handle.read(upToCount: 256 * 1024), !data.isEmpty {
+            try reader.feed(data, check)
+        }
+        try reader.finish(check)
+        return Double(count) / (ContinuousClock.now - started).inSeconds
+    }
+
+    /// Streams the file to `POST /api/users/imports`; the import's id.
+    private func upload(_ file: URL, size: Int64, server: BenchServer, token: String) async throws -> String {
+        let handle = try FileHandle(forReadingFrom: file)
+        defer { try? handle.close() }
+        var request = HTTPClientRequest(url: "\(server.base)/api/users/imports")
+        request.method = .POST
+        request.headers.add(name: "Authorization", value: "Bearer \(token)")
+        request.headers.add(name: "Content-Type", value: "application/xml")
+        nonisolated(unsafe) let reading = handle
+        let pieces = AsyncThrowingStream<ByteBuffer, any Error> {
+            guard let data = try reading.read(upToCount: 1 << 20), !data.isEmpty else { return nil }
+            return ByteBuffer(bytes: data)
+        }
+        request.body = .stream(pieces, length: .known(size))
+        let response = try await server.client.execute(request, timeout: .seconds(3600))
+        let body = try await response.body.collect(upTo: 1 << 20)
+        guard response.status == .accepted,
+              let json = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any], let id = json["id"] as? String
+        else { throw ValidationError("the import answered \(response.status): \(String(buffer: body).prefix(300))") }
+        return id
+    }
+
+    private func waitForDone(_ id: String, server: BenchServer, token: String) async throws -> [String: Any] {
+        while true {
+            let (_, job) = try await server.send(.GET, "/api/users/imports/\(id)", token: token)
+            switch job["state"] as? String {
+            case "done": return job
+            case "failed", "cancelled": throw ValidationError("the import ended \(job["state"] ?? ""): \(job["failure"] ?? "")")
+            default: try await Task.sleep(for: .milliseconds(100))
+            }
+        }
+    }
+
+    private func bytesPerRecord(_ server: BenchServer) async throws -> (bytes: Double, samples: Int) {
+        let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 1), logger: server.logger)
+        return try await database.whileRunning {
+            let footprint = try await HealthDataStore(database: database, partitions: PartitionMaintainer(database: database)).storageFootprint()
+            return (Double(footprint.bytes) / Double(max(1, footprint.samples)), Int(footprint.samples))
+        }
+    }
+}
+
+/// Individuals uploading 100 heart-rate samples at a time, one upload each in flight, timing each.
+private struct Uploaders: Sendable {
+    let server: BenchServer
+    let tokens: [String]
+
+    func run(for duration: Duration) async throws -> [Double] {
+        let end = ContinuousClock.now + duration
+        return try await run(until: { ContinuousClock.now >= end })
+    }
+
+    func run(until done: @escaping @Sendable () -> Bool) async throws -> [Double] {
+        try await withThrowingTaskGroup(of: [Double].self) { group in
+            for (index, token) in tokens.enumerated() {
+                group.addTask {
+                    var latencies: [Double] = [], batch = 0
+                    let formatter = ISO8601DateFormatter()
+                    let origin = Date().addingTimeInterval(-20 * 86_400 + Double(index) * 3_600)
+                    while !done() {
+                        let items = (0..<100).map { second in
+                            let time = formatter.string(from: origin.addingTimeInterval(Double(batch * 100 + second)))
+                            return #"{"type":"heartRate","value":\#(60 + second % 40),"start":"\#(time)"}"#
+                        }
+                        let sent = ContinuousClock.now
+                        let (status, _) = try await server.send(.POST, "/api/users/data", token: token, json: #"{"items":["# + items.joined(separator: ",") + "]}")
+                        guard status == .ok else { throw ValidationError("an upload answered \(status)") }
+                        latencies.append((ContinuousClock.now - sent).inSeconds * 1000)
+                        batch += 1
+                    }
+                    return latencies
+                }
+            }
+            return try await group.reduce(into: []) { $0 += $1 }.sorted()
+        }
+    }
+}
+
+/// Writes a synthetic `export.xml` in the Health app's shape, a record at a time (never held
+/// whole): the types in the proportions of a heavy Watch user's year, sorted by type as the app
+/// writes them, over the 365 days before yesterday.
+private struct ExportWriter {
+    let records: Int
+    let workouts: Int
+
+    /// Type, unit, share of the records, value for the n-th record, stored by us or not.
+    private static let kinds: [(type: String, unit: String?, share: Double, value: @Sendable (Int) -> String, interval: Double)] = [
+        ("HKQuantityTypeIdentifierHeartRate", "count/min", 0.30, { String(55 + ($0 * 7) % 70) }, 0),
+        ("HKQuantityTypeIdentifierActiveEnergyBurned", "Cal", 0.22, { String(format: "%.3f", 0.2 + Double($0 % 50) / 10) }, 60),
+        ("HKQuantityTypeIdentifierBasalEnergyBurned", "Cal", 0.20, { String(format: "%.3f", 1.0 + Double($0 % 10) / 10) }, 60),
+        ("HKQuantityTypeIdentifierStepCount", "count", 0.11, { String(10 + $0 % 120) }, 120),
+        ("HKQuantityTypeIdentifierDistanceWalkingRunning", "km", 0.11, { String(format: "%.4f", 0.01 + Double($0 % 90) / 1000) }, 120),
+        ("HKCategoryTypeIdentifierSleepAnalysis", nil, 0.02, { ["HKCategoryValueSleepAnalysisAsleepCore", "HKCategoryValueSleepAnalysisAsleepDeep", "HKCategoryValueSleepAnalysisAsleepREM", "HKCategoryValueSleepAnalysisAwake"][$0 % 4] }, 600),
+        ("HKQuantityTypeIdentifierOxygenSaturation", "%", 0.02, { String(format: "%.2f", 0.94 + Double($0 % 5) / 100) }, 0),
+        ("HKQuantityTypeIdentifierRespiratoryRate", "count/min", 0.02, { String(12 + $0 % 8) }, 0),
+    ]
+
+    func write(to url: URL) throws -> (records: Int, stored: Int) {
+        FileManager.default.createFile(atPath: url.path, contents: nil)
+        let handle = try FileHandle(forWritingTo: url)
+        defer { try? handle.close() }
+        var buffer = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE HealthData [
+            <!-- HealthKit Export Version: 14 -->
+            <!ELEMENT HealthData (ExportDate,Me,(Record|Correlation|Workout|ActivitySummary|ClinicalRecord)*)>
+            <!ATTLIST HealthData locale CDATA #REQUIRED>
+            ]>
+            <HealthData locale="en_GB">
+             <ExportDate value="\(Self.date(Date()))"/>
+             <Me HKCharacteristicTypeIdentifierDateOfBirth="1985-05-02" HKCharacteristicTypeIdentifierBiologicalSex="HKBiologicalSexMale"/>
+
+            """
+        let end = Date().addingTimeInterval(-86_400).timeIntervalSince1970.rounded(.down)
+        let span = 365.0 * 86_400
+        var written = 0, stored = 0
+        for kind in Self.kinds {
+            let count = Int(Double(records) * kind.share)
+            let step = span / Double(max(1, count))
+            for n in 0..<count {
+                let start = Date(timeIntervalSince1970: end - span + Double(n) * step)
+                let startText = Self.date(start)
+                let endText = kind.interval > 0 ? Self.date(start.addingTimeInterval(kind.interval)) : startText
+                let unit = kind.unit.map { #" unit="\#($0)""# } ?? ""
+                buffer += #" <Record type="\#(kind.type)" sourceName="Bench’s Apple Watch" sourceVersion="10.1"\#(unit) creationDate="\#(endText)" startDate="\#(startText)" endDate="\#(endText)" value="\#(kind.value(n))"/>"#
+                buffer += "\n"
+                written += 1
+                if !kind.type.contains("Basal") { stored += 1 }
+                if buffer.utf8.count > 1 << 20 {
+                    try handle.write(contentsOf: Data(buffer.utf8))
+                    buffer.removeAll(keepingCapacity: true)
+                }
+            }
+        }
+        for index in 0..<workouts {
+            let start = Date(timeIntervalSince1970: end - span + Double(index) * span / Double(max(1, workouts)) + 18 * 3_600)
+            let finish = start.addingTimeInterval(2_700)
+            buffer += """
+                 <Workout workoutActivityType="HKWorkoutActivityTypeRunning" duration="45" durationUnit="min" sourceName="Bench’s Apple Watch" startDate="\(Self.date(start))" endDate="\(Self.date(finish))">
+                  <WorkoutStatistics type="HKQuantityTypeIdentifierActiveEnergyBurned" startDate="\(Self.date(start))" endDate="\(Self.date(finish))" sum="520" unit="Cal"/>
+                  <WorkoutStatistics type="HKQuantityTypeIdentifierDistanceWalkingRunning" startDate="\(Self.date(start))" endDate="\(Self.date(finish))" sum="8.2" unit="km"/>
+                  <WorkoutStatistics type="HKQuantityTypeIdentifierHeartRate" startDate="\(Self.date(start))" endDate="\(Self.date(finish))" average="152" minimum="96" maximum="181" unit="count/min"/>
+                  <WorkoutRoute sourceName="Bench’s Apple Watch" startDate="\(Self.date(start))" endDate="\(Self.date(finish))">
+                   <FileReference path="/workout-routes/route_\(index).gpx"/>
+                  </WorkoutRoute>
+                 </Workout>
+
+                """
+        }
+        buffer += "</HealthData>\n"
+        try handle.write(contentsOf: Data(buffer.utf8))
+        return (written, stored)
+    }
+
+    /// `2023-05-01 08:30:00 +0000`.
+    private static func date(_ date: Date) -> String {
+        let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
+        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
+        let secondOfDay = seconds - days * 86_400
+        let (year, month, day) = civil(days)
+        return String(format: "%04lld-%02lld-%02lld %02lld:%02lld:%02lld +0000", year, month, day, secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60)
+    }
+
+    /// Year, month and day of a day count since 1970-01-01 (Howard Hinnant's algorithm).
+    private static func civil(_ days: Int64) -> (Int64, Int64, Int64) {
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+    }
+}
