@@ -101,7 +101,6 @@ struct PortalSite {
     func page(
         _ template: String, title: String, _ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let principal = try context.signedIn()
         let name = surface == .thirdParty
             ? try await accounts.thirdParties.profile(of: try context.signedInParty()).name
             : try await accounts.individuals.profile(of: try context.signedInIndividual()).fullName
