@@ -33,10 +33,7 @@ package struct MailDispatcher: Service {
     package func run() async throws {
         await schemaReady.wait()
         await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                let seen = queued.generation
-                if await sendDue() == 0 { await queued.wait(after: seen, timeout: pollInterval) }
-            }
+            await queued.repeatWhileBusy(pollInterval: pollInterval) { await sendDue() > 0 }
         }
     }
 

@@ -33,6 +33,16 @@ package final class ChangeSignal: Sendable {
         for waiter in waiters { waiter.resume() }
     }
 
+    /// A worker's loop: runs `work` until the task is cancelled — again at once when it found
+    /// something to do (it answers true), else once this signal is notified or `pollInterval` has
+    /// passed. The generation is read before each run, so a notification during one is not missed.
+    package func repeatWhileBusy(pollInterval: Duration, _ work: () async -> Bool) async {
+        while !Task.isCancelled {
+            let seen = generation
+            if await !work() { await wait(after: seen, timeout: pollInterval) }
+        }
+    }
+
     /// Returns when the generation is past `seen`, after `timeout`, or when the task is cancelled.
     package func wait(after seen: UInt64, timeout: Duration) async {
         await Self.wait(forAnyOf: [(self, seen)], timeout: timeout)

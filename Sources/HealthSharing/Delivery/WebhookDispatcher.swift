@@ -117,20 +117,19 @@ package struct WebhookDispatcher: Service {
 
     /// One worker: claim one due delivery, attempt it, repeat; sleep until notified when idle.
     private func work(_ client: HTTPClient) async {
-        while !Task.isCancelled {
-            let seen = signal.generation
+        await signal.repeatWhileBusy(pollInterval: settings.pollInterval) {
             do {
-                if let delivery = try await store.claim(limit: 1, lease: settings.lease).first {
-                    attemptsInFlight.enter()
-                    await attempt(delivery, client: client)
-                    attemptsInFlight.leave()
-                    continue
-                }
+                guard let delivery = try await store.claim(limit: 1, lease: settings.lease).first else { return false }
+                attemptsInFlight.enter()
+                await attempt(delivery, client: client)
+                attemptsInFlight.leave()
+                return true
             } catch {
-                if Task.isCancelled { return }
-                logger.warning("could not claim webhook deliveries", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
+                if !Task.isCancelled {
+                    logger.warning("could not claim webhook deliveries", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
+                }
+                return false
             }
-            await signal.wait(after: seen, timeout: settings.pollInterval)
         }
     }
 

@@ -34,10 +34,7 @@ package struct ImportWorker: Service {
     package func run() async throws {
         await schemaReady.wait()
         await cancelWhenGracefulShutdown {
-            while !Task.isCancelled {
-                let seen = queued.generation
-                if await runOne() == false { await queued.wait(after: seen, timeout: settings.pollInterval) }
-            }
+            await queued.repeatWhileBusy(pollInterval: settings.pollInterval) { await runOne() }
         }
     }
 
