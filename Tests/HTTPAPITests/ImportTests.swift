@@ -48,6 +48,16 @@ struct ImportTests {
         ((job["result"] as? [String: Any])?["types"] as? [String: [String: Int]]) ?? [:]
     }
 
+    /// Every record read is counted once in the result: stored, already there, refused,
+    /// skipped or a workout — committed together, so a failed import is never half-counted.
+    static func countsAddUp(_ job: [String: Any]) -> Bool {
+        let result = job["result"] as? [String: Any] ?? [:]
+        let stored = types(job).values.reduce(0) { $0 + ($1["accepted"] ?? 0) + ($1["duplicates"] ?? 0) }
+        let rejected = (result["rejected"] as? [[String: Any]] ?? []).reduce(0) { $0 + ($1["count"] as? Int ?? 0) }
+        let skipped = (result["skipped"] as? [String: Int] ?? [:]).values.reduce(0, +)
+        return stored + rejected + skipped + (result["workouts"] as? Int ?? 0) == job["records"] as? Int
+    }
+
     @Test func anExportIsReadWithItsFiguresAndImportedAgainStoresNothing() async throws {
         try await TestServer.run { api in
             let (person, _) = try await api.individualSession()
@@ -63,6 +73,7 @@ struct ImportTests {
 
             let job = try await Self.finished(api, person, id)
             #expect(job["state"] as? String == "done" && job["failure"] is NSNull)
+            #expect(Self.countsAddUp(job))
             #expect(job["records"] as? Int == 21 && job["bytesProcessed"] as? Int == Self.export.utf8.count)
             let types = Self.types(job)
             #expect(types["heartRate"] == ["accepted": 1, "duplicates": 0])
@@ -171,6 +182,8 @@ struct ImportTests {
             let failed = try await Self.finished(api, person, try #require(truncated.string("id")))
             #expect(failed["state"] as? String == "failed")
             #expect((failed["failure"] as? String)?.hasPrefix("export.xml is cut off at line ") == true, "\(failed["failure"] ?? "")")
+            // What was read before the cut is stored and counted once; nothing after it.
+            #expect(Self.countsAddUp(failed) && (failed["records"] as? Int ?? 0) > 0 && (failed["records"] as? Int ?? 0) < 21, "\(failed)")
 
             let entity = Self.export.replacingOccurrences(of: "<!ELEMENT ExportDate EMPTY>", with: #"<!ENTITY lol "lol"><!ELEMENT ExportDate EMPTY>"#)
             let bomb = try await Self.finished(api, person, try #require(try await Self.post(api, person, entity).string("id")))
