@@ -129,7 +129,12 @@ package struct ImportWorker: Service {
                 ? "\(name) is cut off at line \(error.line.formatted(.number))"
                 : "\(name) cannot be read at line \(error.line.formatted(.number)): \(error.reason)")
         } catch let error as UntrustedXMLError {
+            try await commit(&batch, checkpoint: reader.checkpoint, processed: offset)
             throw ImportFailure("\(name) \(error.reason)")
+        } catch let error as ZipEntryStream.Unreadable {
+            // What was read before the damage is stored and counted, as for a cut-off file.
+            try await commit(&batch, checkpoint: reader.checkpoint, processed: offset)
+            throw ImportFailure(error.reason)
         }
         try await commit(&batch, checkpoint: reader.checkpoint, processed: offset)
         try await store.finish(claim, progress: batch.progress(processed: offset))
