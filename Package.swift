@@ -42,8 +42,10 @@ let package = Package(
         ),
         // glibc's posix_spawn extensions (close inherited descriptors), for starting PostgreSQL.
         .target(name: "CSpawn"),
-        // Foundation's XML parser made safe for documents from outside (no entities): GPX today, imports next.
+        // An XML reader for documents from outside (no entities, no libxml2), whole or fed in pieces.
         .target(name: "UntrustedXML"),
+        // Files devices and tools write, read for run courses and imports alike: GPX (TCX and FIT next).
+        .target(name: "DeviceFiles", dependencies: ["UntrustedXML"], swiftSettings: swiftSettings),
         .executableTarget(name: "DecoderFuzzer", dependencies: ["HTTPAPI"]),
         // The words every tier shares and nothing else: closed sets of states (a request's status, an
         // incident's), so that a status is decoded once, at DatabaseLink's edge, and compared as a type.
@@ -84,6 +86,7 @@ let package = Package(
                 "AccessManager",
                 "Data4HelpCore",
                 "DatabaseLink",
+                "DeviceFiles",
                 "UntrustedXML",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "ZIPFoundation", package: "ZIPFoundation"),
@@ -118,7 +121,7 @@ let package = Package(
         // RunEvent Manager (Track4Run): courses (GeoJSON, GPX), projection of runners onto them.
         .target(
             name: "RunEvents",
-            dependencies: ["AccessManager", "Data4HelpCore", "DatabaseLink", "UntrustedXML", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["AccessManager", "Data4HelpCore", "DatabaseLink", "DeviceFiles", "UntrustedXML", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         // The HTTP layer: the two API surfaces, errors as problem+json, operability endpoints, wiring.
