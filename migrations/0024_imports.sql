@@ -24,7 +24,7 @@ CREATE TABLE imports (
     lease_until      timestamptz,   -- a running job's owner renews it with every commit
     attempts         integer     NOT NULL DEFAULT 0,
     CONSTRAINT imports_public_id_key UNIQUE (public_id),
-    CONSTRAINT imports_format_check CHECK (format IN ('apple-health-xml', 'apple-health-zip')),   -- more come with their readers
+    CONSTRAINT imports_format_check CHECK (format IN ('apple-health-xml', 'apple-health-zip', 'gpx')),   -- more come with their readers
     CONSTRAINT imports_state_check CHECK (state IN ('uploading', 'queued', 'running', 'done', 'failed', 'cancelled')),
     CONSTRAINT imports_failure_check CHECK ((state = 'failed') = (failure IS NOT NULL))
 );

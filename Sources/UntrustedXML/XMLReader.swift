@@ -38,6 +38,12 @@ package struct XMLReader {
         package var line: Int
         /// The elements open at this point, outermost first.
         package var open: [String]
+
+        package init(offset: Int64, line: Int, open: [String]) {
+            self.offset = offset
+            self.line = line
+            self.open = open
+        }
     }
 
     /// The unread bytes (`buffer[index...]`) and the ones already read before them.

@@ -136,6 +136,35 @@ struct ImportTests {
         }
     }
 
+    /// GPX activities: every timed track point becomes a location fix, Garmin's heart rate a
+    /// sample from the file's creator; a file of waypoints alone is no activity.
+    @Test func gpxActivitiesFromGarminAndGpxpyAreImported() async throws {
+        let root = TestPostgres.repositoryRoot
+        let garmin = try String(contentsOf: root.appendingPathComponent("Tests/Fixtures/GPX/garmin-connect-run.gpx"), encoding: .utf8)
+        let gpxpy = try String(contentsOf: root.appendingPathComponent("Tests/Fuzz/corpus/gpx/gpxpy-track-with-empty-segment.gpx"), encoding: .utf8)
+        let waypoints = try String(contentsOf: root.appendingPathComponent("Tests/Fuzz/corpus/gpx/gpxpy-gpx_with_garmin_extension.gpx"), encoding: .utf8)
+        try await TestServer.run { api in
+            let (person, _) = try await api.individualSession()
+            let run = try await Self.finished(api, person, try #require(try await Self.post(api, person, garmin, contentType: "application/gpx+xml").string("id")))
+            #expect(run["state"] as? String == "done" && run["format"] as? String == "gpx" && Self.countsAddUp(run), "\(run)")
+            #expect(Self.types(run)["location"] == ["accepted": 3, "duplicates": 0])
+            #expect(Self.types(run)["heartRate"] == ["accepted": 3, "duplicates": 0])
+            let rates = try await api.send(.get, "/api/users/data?type=heartRate&order=asc", token: person).items
+            #expect(rates.compactMap { $0["value"] as? Double } == [98, 101, 112] && rates.first?["source"] as? String == "Garmin Connect")
+            let fixes = try await api.send(.get, "/api/users/data/locations?order=asc", token: person).items
+            #expect(fixes.count == 3 && abs((fixes.first?["altitude"] as? Double ?? 0) - 121.4) < 0.01)
+
+            let again = try await Self.finished(api, person, try #require(try await Self.post(api, person, garmin, contentType: "application/gpx+xml").string("id")))
+            #expect(Self.types(again)["location"] == ["accepted": 0, "duplicates": 3])
+
+            let track = try await Self.finished(api, person, try #require(try await Self.post(api, person, gpxpy, contentType: "application/gpx+xml").string("id")))
+            #expect(track["state"] as? String == "done" && (Self.types(track)["location"]?["accepted"] ?? 0) > 0 && Self.countsAddUp(track), "\(track)")
+
+            let places = try await Self.finished(api, person, try #require(try await Self.post(api, person, waypoints, contentType: "application/gpx+xml").string("id")))
+            #expect(places["state"] as? String == "failed" && places["failure"] as? String == "the GPX file has no track points (0 route points, 1 waypoints)")
+        }
+    }
+
     @Test func anUploadCutOffResumesWhereItStopped() async throws {
         try await TestServer.run { api in
             let (person, _) = try await api.individualSession()

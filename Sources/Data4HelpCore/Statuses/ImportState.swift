@@ -22,6 +22,8 @@ package enum ImportFormat: String, Sendable, CaseIterable {
     case appleHealthXML = "apple-health-xml"
     /// The `export.zip` the iPhone Health app writes, sent as `application/zip`.
     case appleHealthZIP = "apple-health-zip"
+    /// An activity recorded as GPX, sent as `application/gpx+xml`.
+    case gpx
 
     /// The format of a body of `contentType` (parameters such as `charset` ignored).
     package init?(contentType: String) {
@@ -29,6 +31,7 @@ package enum ImportFormat: String, Sendable, CaseIterable {
         switch mediaType {
         case "application/xml", "text/xml": self = .appleHealthXML
         case "application/zip", "application/x-zip-compressed": self = .appleHealthZIP
+        case "application/gpx+xml", "application/gpx": self = .gpx
         default: return nil
         }
     }

@@ -130,7 +130,8 @@ package struct HealthDataStore: Sendable {
                     value: samples.values[index], key: samples.keys[index]
                 )
             }
-            let transaction = IngestTransaction(connection: connection, logger: database.logger, individualId: individualId, receivedAt: receivedAt)
+            var transaction = IngestTransaction(connection: connection, logger: database.logger, individualId: individualId, receivedAt: receivedAt)
+            transaction.newLocations = newLocations.count
             try await afterStoring(readings, transaction)
             return IngestOutcome(newSamples: newSamples.sorted(), newLocations: newLocations.sorted())
         }

@@ -28,4 +28,6 @@ package struct IngestTransaction: Sendable {
     package let individualId: Int64
     /// When the upload reached the server.
     package let receivedAt: Date
+    /// Location fixes the ingest stored for the first time.
+    package var newLocations = 0
 }

@@ -12,15 +12,7 @@ import UntrustedXML
 /// item's id — its identity: type, source, start, end, value — makes the repeat a duplicate.
 package struct AppleHealthExportReader {
     /// What one element of the export is to us.
-    package enum Item: Sendable, Equatable {
-        /// A record of a type we store, ready for the ingest rules.
-        case sample(RawIngestItem)
-        /// A record of a type we do not store (`HKQuantityTypeIdentifierFlightsClimbed`).
-        case skipped(type: String)
-        /// A record of a type we store that cannot be read (`reason` says why).
-        case unreadable(type: String, reason: String)
-        case workout(ImportedWorkout)
-    }
+    package typealias Item = ImportedItem
 
     private var xml: XMLReader
     private var sawHealthData = false

@@ -19,7 +19,7 @@ package struct ImportFigures: Codable, Sendable, Equatable {
     static let reasonsKept = 20
     static let examplesPerReason = 3
 
-    /// By our type name (`heartRate`).
+    /// By our type name (`heartRate`; `location` for location fixes).
     package var types: [String: TypeCounts] = [:]
     package var rejected: [Rejections] = []
     /// By the file's own type name (`HKQuantityTypeIdentifierFlightsClimbed`).
@@ -44,6 +44,10 @@ package struct ImportFigures: Codable, Sendable, Equatable {
     mutating func add(_ batch: HistoryBatch, items: [RawIngestItem]) {
         for (type, count) in batch.stored { types[type.rawValue, default: TypeCounts()].accepted += count }
         for (type, count) in batch.duplicates { types[type.rawValue, default: TypeCounts()].duplicates += count }
+        if batch.locations.stored + batch.locations.duplicates > 0 {
+            types["location", default: TypeCounts()].accepted += batch.locations.stored
+            types["location", default: TypeCounts()].duplicates += batch.locations.duplicates
+        }
         for rejection in batch.rejected where items.indices.contains(rejection.index) {
             reject(rejection.reason, example: Self.example(items[rejection.index]))
         }

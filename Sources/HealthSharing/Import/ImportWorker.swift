@@ -1,5 +1,6 @@
 import Data4HelpCore
 import DatabaseLink
+import DeviceFiles
 import Foundation
 import Logging
 import NIOCore
@@ -88,7 +89,36 @@ package struct ImportWorker: Service {
             } catch let unreadable as ZipEntryStream.Unreadable {
                 throw ImportFailure(unreadable.reason)
             }
+        case .gpx:
+            try await readGPX(claim)
         }
+    }
+
+    /// Reads a GPX activity whole, stores it in one transaction and marks it read there (a
+    /// checkpoint at its end), so a worker taking over after a crash only finishes the import.
+    private func readGPX(_ claim: ClaimedImport) async throws {
+        let end = XMLReader.Position(offset: claim.bytesReceived, line: 0, open: [])
+        var batch = ImportBatch(claim: claim, checkpoint: nil)
+        if claim.checkpoint == nil {
+            guard claim.bytesReceived <= GPXActivity.maximumBytes else {
+                throw ImportFailure("the GPX file is larger than the \(GPXActivity.maximumBytes >> 20) MiB a GPX import may be")
+            }
+            var bytes: [UInt8] = []
+            for try await piece in StoredChunks(store: store, claim: claim, offset: 0) { bytes += piece }
+            let document: GPXDocument
+            do {
+                document = try GPXReader.read(Data(bytes))
+            } catch {
+                throw ImportFailure("the GPX file \(error.reason)")
+            }
+            let items = GPXActivity.items(document)
+            guard !document.tracks.joined().isEmpty else {
+                throw ImportFailure("the GPX file has no track points (\(document.routes.joined().count) route points, \(document.waypoints) waypoints)")
+            }
+            for item in items { batch.add(item) }
+            try await commit(&batch, checkpoint: end, processed: claim.bytesReceived)
+        }
+        try await store.finish(claim, progress: batch.progress(processed: claim.bytesReceived))
     }
 
     /// Copies the import's file from the database to a temporary file of this instance.
@@ -251,7 +281,7 @@ struct ImportBatch {
         records = claim.records
     }
 
-    mutating func add(_ item: AppleHealthExportReader.Item) {
+    mutating func add(_ item: ImportedItem) {
         records += 1
         switch item {
         case .sample(let raw): samples.append(raw)

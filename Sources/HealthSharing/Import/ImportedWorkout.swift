@@ -1,6 +1,17 @@
 import Crypto
 import Foundation
 
+/// What one record of an imported file is to us.
+package enum ImportedItem: Sendable, Equatable {
+    /// A record of a type we store (a sample or a location fix), ready for the ingest rules.
+    case sample(RawIngestItem)
+    /// A record of a type we do not store (`HKQuantityTypeIdentifierFlightsClimbed`).
+    case skipped(type: String)
+    /// A record of a type we store that cannot be read (`reason` says why; `type` names it).
+    case unreadable(type: String, reason: String)
+    case workout(ImportedWorkout)
+}
+
 /// A workout as a file describes it: Apple Health's `Workout` element (with its
 /// `WorkoutStatistics` and route files), and later GPX, TCX and FIT activities.
 package struct ImportedWorkout: Sendable, Equatable {

@@ -72,7 +72,10 @@ package struct DataManager: Sendable {
                 stored[type, default: 0] += 1
                 duplicates[type, default: 0] -= 1
             }
-            committed = try await commit(HistoryBatch(stored: stored, duplicates: duplicates.filter { $0.value > 0 }, rejected: batch.rejected), transaction)
+            let locations = (stored: transaction.newLocations, duplicates: batch.fixes.count - transaction.newLocations)
+            committed = try await commit(
+                HistoryBatch(stored: stored, duplicates: duplicates.filter { $0.value > 0 }, locations: locations, rejected: batch.rejected), transaction
+            )
         }
         guard let committed else { preconditionFailure("HealthDataStore.ingest runs afterStoring in every transaction it commits") }
         return committed
@@ -126,7 +129,13 @@ package struct DataManager: Sendable {
 package struct HistoryBatch: Sendable, Equatable {
     package let stored: [SampleType: Int]
     package let duplicates: [SampleType: Int]
+    /// Location fixes stored, and those that were there already.
+    package let locations: (stored: Int, duplicates: Int)
     package let rejected: [IngestBatchResult.Rejection]
+
+    package static func == (lhs: HistoryBatch, rhs: HistoryBatch) -> Bool {
+        lhs.stored == rhs.stored && lhs.duplicates == rhs.duplicates && lhs.locations == rhs.locations && lhs.rejected == rhs.rejected
+    }
 }
 
 extension SampleType {
