@@ -2,24 +2,6 @@ import Data4HelpCore
 import Foundation
 import PostgresNIO
 
-/// An import as its owner sees it.
-package struct ImportRecord: Sendable, Equatable {
-    package let id: Int64
-    package let publicId: UUID
-    package let format: ImportFormat
-    package let state: ImportState
-    package let createdAt: Date
-    package let uploadedAt: Date?
-    package let startedAt: Date?
-    package let finishedAt: Date?
-    package let bytesReceived: Int64
-    package let bytesProcessed: Int64
-    package let records: Int64
-    /// What the commits so far stored (JSON of HealthSharing's `ImportFigures`).
-    package let figures: String
-    package let failure: String?
-}
-
 /// An import a worker has claimed: it owns it while its lease runs and `attempt` is current.
 package struct ClaimedImport: Sendable, Equatable {
     package let id: Int64

@@ -53,8 +53,8 @@ struct ImportController {
         }
         let complete = try Self.uploadComplete(request.headers)
         let created = try await imports.create(for: context.individual, format: format)
-        try await receive(request.body, into: created.id, from: 0, context: context)
-        let status = complete ? try await imports.complete(created.id, for: context.individual) : try await imports.find(created.id, for: context.individual)
+        try await receive(request.body, into: created.publicId, from: 0, context: context)
+        let status = complete ? try await imports.complete(created.publicId, for: context.individual) : try await imports.find(created.publicId, for: context.individual)
         guard let status else { throw Problem.notFound("import") }
         return Self.response(status, code: complete ? .accepted : .created, location: true)
     }
@@ -153,9 +153,9 @@ struct ImportController {
 
     /// The import with `code`; `Upload-Offset` and `Upload-Complete` tell a client (with `HEAD`)
     /// where to resume an upload.
-    static func response(_ status: ImportStatus, code: HTTPResponse.Status, location: Bool = false) -> EditedResponse<ImportBody> {
+    static func response(_ status: ImportRecord, code: HTTPResponse.Status, location: Bool = false) -> EditedResponse<ImportBody> {
         var headers: HTTPFields = [.uploadOffset: String(status.bytesReceived), .uploadComplete: status.state == .uploading ? "?0" : "?1"]
-        if location { headers[.location] = "/api/users/imports/\(status.id.wireString)" }
+        if location { headers[.location] = "/api/users/imports/\(status.publicId.wireString)" }
         return EditedResponse(status: code, headers: headers, response: ImportBody(status))
     }
 
@@ -178,9 +178,9 @@ struct ImportBody: ResponseEncodable, Sendable {
         let workouts: Int
     }
 
-    let status: ImportStatus
+    let status: ImportRecord
 
-    init(_ status: ImportStatus) {
+    init(_ status: ImportRecord) {
         self.status = status
     }
 
@@ -190,7 +190,7 @@ struct ImportBody: ResponseEncodable, Sendable {
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(status.id.wireString, forKey: .id)
+        try container.encode(status.publicId.wireString, forKey: .id)
         try container.encode(status.format.rawValue, forKey: .format)
         try container.encode(status.state.rawValue, forKey: .state)
         try container.encode(WireFormat.timestamp(status.createdAt), forKey: .createdAt)
@@ -200,7 +200,7 @@ struct ImportBody: ResponseEncodable, Sendable {
         try container.encode(status.bytesReceived, forKey: .bytesReceived)
         try container.encode(status.bytesProcessed, forKey: .bytesProcessed)
         try container.encode(status.records, forKey: .records)
-        let figures = status.figures
+        let figures = status.result
         try container.encode(Result(types: figures.types, rejected: figures.rejected, skipped: figures.skipped, workouts: figures.workouts), forKey: .result)
         try container.encode(status.failure, forKey: .failure)
         let note: String? = switch status.state {

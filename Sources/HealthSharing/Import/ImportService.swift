@@ -2,34 +2,10 @@ import Data4HelpCore
 import DatabaseLink
 import Foundation
 
-/// An import as its owner reads it.
-package struct ImportStatus: Sendable, Equatable {
-    package let id: UUID
-    package let format: ImportFormat
-    package let state: ImportState
-    package let createdAt: Date
-    package let uploadedAt: Date?
-    package let startedAt: Date?
-    package let finishedAt: Date?
-    package let bytesReceived: Int64
-    package let bytesProcessed: Int64
-    package let records: Int64
-    package let figures: ImportFigures
-    package let failure: String?
-
-    init(_ record: ImportRecord) {
-        id = record.publicId
-        format = record.format
-        state = record.state
-        createdAt = record.createdAt
-        uploadedAt = record.uploadedAt
-        startedAt = record.startedAt
-        finishedAt = record.finishedAt
-        bytesReceived = record.bytesReceived
-        bytesProcessed = record.bytesProcessed
-        records = record.records
-        figures = (try? JSONDecoder().decode(ImportFigures.self, from: Data(record.figures.utf8))) ?? ImportFigures()
-        failure = record.failure
+extension ImportRecord {
+    /// What the import has stored so far (empty if the stored figures cannot be read).
+    package var result: ImportFigures {
+        (try? JSONDecoder().decode(ImportFigures.self, from: Data(figures.utf8))) ?? ImportFigures()
     }
 }
 
@@ -46,8 +22,8 @@ package struct ImportService: Sendable {
         self.maximumBytes = maximumBytes
     }
 
-    package func create(for individual: IndividualID, format: ImportFormat) async throws -> ImportStatus {
-        ImportStatus(try await store.create(individualId: individual.rowId, format: format))
+    package func create(for individual: IndividualID, format: ImportFormat) async throws -> ImportRecord {
+        try await store.create(individualId: individual.rowId, format: format)
     }
 
     /// Adds a piece of the file at `offset`; answers the new end.
@@ -56,12 +32,12 @@ package struct ImportService: Sendable {
     }
 
     /// The file is whole: queue it. An empty file fails at once (there is nothing to read).
-    package func complete(_ id: UUID, for individual: IndividualID) async throws -> ImportStatus? {
+    package func complete(_ id: UUID, for individual: IndividualID) async throws -> ImportRecord? {
         if let record = try await store.find(id, individualId: individual.rowId), record.state == .uploading, record.bytesReceived == 0 {
             try await store.refuseUpload(id, individualId: individual.rowId, reason: "the file is empty")
             return try await find(id, for: individual)
         }
-        return try await store.complete(id, individualId: individual.rowId).map(ImportStatus.init)
+        return try await store.complete(id, individualId: individual.rowId)
     }
 
     /// Ends an upload that cannot go on (`reason` for its owner); its bytes are deleted.
@@ -69,16 +45,16 @@ package struct ImportService: Sendable {
         try await store.refuseUpload(id, individualId: individual.rowId, reason: reason)
     }
 
-    package func find(_ id: UUID, for individual: IndividualID) async throws -> ImportStatus? {
-        try await store.find(id, individualId: individual.rowId).map(ImportStatus.init)
+    package func find(_ id: UUID, for individual: IndividualID) async throws -> ImportRecord? {
+        try await store.find(id, individualId: individual.rowId)
     }
 
     /// The individual's latest imports, newest first.
-    package func list(for individual: IndividualID, limit: Int = 100) async throws -> [ImportStatus] {
-        try await store.list(individualId: individual.rowId, limit: limit).map(ImportStatus.init)
+    package func list(for individual: IndividualID, limit: Int = 100) async throws -> [ImportRecord] {
+        try await store.list(individualId: individual.rowId, limit: limit)
     }
 
-    package func cancel(_ id: UUID, for individual: IndividualID) async throws -> ImportStatus? {
-        try await store.cancel(id, individualId: individual.rowId).map(ImportStatus.init)
+    package func cancel(_ id: UUID, for individual: IndividualID) async throws -> ImportRecord? {
+        try await store.cancel(id, individualId: individual.rowId)
     }
 }
