@@ -60,6 +60,10 @@ package struct XMLReader {
     private var sawStart = false
     /// No more bytes will come: a piece cut off by the end is an error, not a wait.
     private var final = false
+    /// The byte that must arrive before the unfinished piece at `index` can end ('>' for markup,
+    /// '<' for text): bytes fed without it are not scanned again, so a document fed a few bytes
+    /// at a time is still read in linear time.
+    private var awaiting: UInt8?
 
     /// The depth at which `checkpoint` is taken (1: between the children of the root).
     package var checkpointDepth: Int?
@@ -102,7 +106,9 @@ package struct XMLReader {
             index = 0
             lineIndex = 0
         }
+        let start = buffer.count
         buffer.append(contentsOf: bytes)
+        if let byte = awaiting, !buffer[start...].contains(byte), buffer.count - index <= Self.maximumTokenBytes { return }
         try readAvailable(handle)
         guard buffer.count - index <= Self.maximumTokenBytes else {
             throw malformed("a piece of text or markup is longer than \(Self.maximumTokenBytes >> 20) MiB")
@@ -151,8 +157,10 @@ package struct XMLReader {
         while index < buffer.count {
             guard let end = try tokenEnd() else {
                 if final { throw malformed(buffer[index] == UInt8(ascii: "<") ? "the document ends inside markup" : "the document ends inside text") }
+                awaiting = buffer[index] == UInt8(ascii: "<") ? UInt8(ascii: ">") : UInt8(ascii: "<")
                 return
             }
+            awaiting = nil
             try token(through: end, handle)
         }
     }
