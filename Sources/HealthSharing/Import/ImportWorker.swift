@@ -98,7 +98,7 @@ package struct ImportWorker: Service {
     /// checkpoint at its end), so a worker taking over after a crash only finishes the import.
     private func readGPX(_ claim: ClaimedImport) async throws {
         let end = XMLReader.Position(offset: claim.bytesReceived, line: 0, open: [])
-        var batch = ImportBatch(claim: claim, checkpoint: nil)
+        var batch = ImportBatch(claim: claim)
         if claim.checkpoint == nil {
             guard claim.bytesReceived <= GPXActivity.maximumBytes else {
                 throw ImportFailure("the GPX file is larger than the \(GPXActivity.maximumBytes >> 20) MiB a GPX import may be")
@@ -136,7 +136,7 @@ package struct ImportWorker: Service {
     private func readExport(
         _ claim: ClaimedImport, name: String, from checkpoint: XMLReader.Position?, pieces: some AsyncSequence<[UInt8], any Error>
     ) async throws {
-        var batch = ImportBatch(claim: claim, checkpoint: checkpoint)
+        var batch = ImportBatch(claim: claim)
         var reader = try checkpoint.map { try AppleHealthExportReader(resumingAt: $0) } ?? AppleHealthExportReader()
         var offset = checkpoint?.offset ?? 0
         do {
@@ -188,7 +188,7 @@ package struct ImportWorker: Service {
             return counted
         }
         figures = committed
-        batch.committed(figures: figures, checkpoint: checkpoint)
+        batch.committed(figures: figures)
     }
 }
 
@@ -267,16 +267,14 @@ struct ImportFailure: Error {
 /// The records read since the last commit, and the figures committed so far.
 struct ImportBatch {
     let claim: ClaimedImport
-    var checkpoint: XMLReader.Position?
     var samples: [RawIngestItem] = []
     /// Committed figures plus what this batch counted outside storage (skipped, unreadable, workouts).
     var figures: ImportFigures
     /// Records read, committed ones included.
     var records: Int64
 
-    init(claim: ClaimedImport, checkpoint: XMLReader.Position?) {
+    init(claim: ClaimedImport) {
         self.claim = claim
-        self.checkpoint = checkpoint
         figures = (try? JSONDecoder().decode(ImportFigures.self, from: Data(claim.figures.utf8))) ?? ImportFigures()
         records = claim.records
     }
@@ -300,9 +298,8 @@ struct ImportBatch {
         )
     }
 
-    mutating func committed(figures: ImportFigures, checkpoint: XMLReader.Position?) {
+    mutating func committed(figures: ImportFigures) {
         self.figures = figures
-        self.checkpoint = checkpoint
         samples.removeAll(keepingCapacity: true)
     }
 }
