@@ -12,7 +12,7 @@ VENV := .build/venv
 PYTHON_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: help run test bench drills build deps python-tools deploy-check contract-test unit-test clean-data fuzz fuzz-build hardening-check
+.PHONY: help run test bench drills build deps device-fixtures python-tools deploy-check contract-test unit-test clean-data fuzz fuzz-build hardening-check
 
 help:
 	@echo "make run    build and serve Data4Help on http://localhost:8080 (embedded PostgreSQL under .data/)"
@@ -22,9 +22,9 @@ help:
 	@echo "make fuzz   libFuzzer over every decoder of outside bytes (FUZZ_SECONDS per target)"
 
 ## Debian packages the build and the embedded database need; installed only when missing.
-deps:
+define install-missing
 	@missing=""; \
-	for package in $(SYSTEM_PACKAGES); do \
+	for package in $(1); do \
 	  dpkg-query -W -f='$${Status}' "$$package" 2>/dev/null | grep -q "install ok installed" || missing="$$missing $$package"; \
 	done; \
 	if [ -n "$$missing" ]; then \
@@ -32,6 +32,26 @@ deps:
 	  $(SUDO) apt-get update -qq; \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends $$missing; \
 	fi
+endef
+deps:
+	$(call install-missing,$(SYSTEM_PACKAGES))
+
+## Device files written by encoders we did not write, for the DeviceFiles and import tests
+## (.build/device-fixtures): FIT by fit-tool (PyPI), FIT read back and GPX turned into TCX and
+## FIT by GPSBabel (Debian).
+TEST_PACKAGES := gpsbabel
+FIXTURE_TOOLS := fit-tool==0.9.16
+DEVICE_FIXTURES := .build/device-fixtures
+device-fixtures: deps python-tools
+	$(call install-missing,$(TEST_PACKAGES))
+	@[ -x $(VENV)/bin/fit-tool ] || $(VENV)/bin/pip install -q --disable-pip-version-check $(FIXTURE_TOOLS)
+	@rm -rf $(DEVICE_FIXTURES) && mkdir -p $(DEVICE_FIXTURES)
+	$(VENV)/bin/python Tests/Fixtures/DeviceFiles/make-fixtures.py $(DEVICE_FIXTURES)
+	gpsbabel -i garmin_fit -f $(DEVICE_FIXTURES)/fit-tool-activity.fit -o gpx -F $(DEVICE_FIXTURES)/fit-tool-activity.gpsbabel.gpx
+	gpsbabel -i garmin_fit -f $(DEVICE_FIXTURES)/fit-tool-activity.fit -o gtrnctr,course=0,sport=Running -F $(DEVICE_FIXTURES)/gpsbabel-activity.tcx
+	gpsbabel -i gpx -f Tests/Fixtures/GPX/garmin-connect-run.gpx -o gtrnctr,course=0,sport=Running -F $(DEVICE_FIXTURES)/gpsbabel-run.tcx
+	gpsbabel -i gpx -f Tests/Fixtures/GPX/garmin-connect-run.gpx -o gtrnctr,course=1 -F $(DEVICE_FIXTURES)/gpsbabel-course.tcx
+	gpsbabel -i gpx -f Tests/Fixtures/GPX/garmin-connect-run.gpx -o garmin_fit -F $(DEVICE_FIXTURES)/gpsbabel-course.fit
 
 build: deps
 	swift build --product data4help
@@ -56,7 +76,7 @@ deploy-check: python-tools
 contract-test: build python-tools
 	Tests/Contract/run-schemathesis.sh .build/debug/data4help $(VENV)/bin
 
-unit-test: deps
+unit-test: deps device-fixtures
 	swift build --build-tests
 	swift test --skip-build
 

@@ -44,7 +44,7 @@ let package = Package(
         .target(name: "CSpawn"),
         // An XML reader for documents from outside (no entities, no libxml2), whole or fed in pieces.
         .target(name: "UntrustedXML"),
-        // Files devices and tools write, read for run courses and imports alike: GPX (TCX and FIT next).
+        // Files devices and tools write, read for run courses and imports alike: GPX, TCX and FIT.
         .target(name: "DeviceFiles", dependencies: ["UntrustedXML"], swiftSettings: swiftSettings),
         .executableTarget(name: "DecoderFuzzer", dependencies: ["HTTPAPI"]),
         // The words every tier shares and nothing else: closed sets of states (a request's status, an
@@ -134,6 +134,7 @@ let package = Package(
                 "RunEvents",
                 "SOSManager",
                 "DatabaseLink",
+                "DeviceFiles",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -218,9 +219,10 @@ let package = Package(
         ),
         .testTarget(
             name: "RunEventsTests",
-            dependencies: ["RunEvents", "DatabaseLink", "UntrustedXML", "SeededRandom", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["RunEvents", "DatabaseLink", "DeviceFiles", "UntrustedXML", "SeededRandom", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
+        .testTarget(name: "DeviceFilesTests", dependencies: ["DeviceFiles"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SOSManagerTests",
             dependencies: ["SOSManager", "HealthSharing", "DatabaseLink", "SeededRandom"],
@@ -233,6 +235,7 @@ let package = Package(
                 "HealthSharing",
                 "DatabaseLink",
                 "DatabaseTestSupport",
+                "DeviceFiles",
                 "SeededRandom",
                 .product(name: "HummingbirdWSClient", package: "hummingbird-websocket"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),

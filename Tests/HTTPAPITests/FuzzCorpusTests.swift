@@ -1,4 +1,5 @@
 import DatabaseTestSupport
+import DeviceFiles
 import Foundation
 import HTTPAPI
 import RunEvents
@@ -33,11 +34,11 @@ struct FuzzCorpusTests {
             let data = try Data(contentsOf: file)
             let text = String(decoding: data, as: UTF8.self)
             guard text.contains("<trkpt") || text.contains("<rtept") else { continue }
-            let points = try GPXPath.points(from: data)
+            let points = try CoursePath.points(from: [UInt8](data), format: .gpx)
             #expect(!points.isEmpty, "\(file.lastPathComponent)")
             read += 1
         }
         #expect(read >= 10)
-        #expect(throws: PathError.self) { try GPXPath.points(from: try Data(contentsOf: Self.root.appendingPathComponent("corpus/gpx/entity-bomb.gpx"))) }
+        #expect(throws: PathError.self) { try CoursePath.points(from: [UInt8](try Data(contentsOf: Self.root.appendingPathComponent("corpus/gpx/entity-bomb.gpx"))), format: .gpx) }
     }
 }

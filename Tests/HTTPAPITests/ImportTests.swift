@@ -165,6 +165,55 @@ struct ImportTests {
         }
     }
 
+    /// FIT and TCX activities written by fit-tool and GPSBabel (`make device-fixtures`): every
+    /// positioned record a fix, every heart rate a sample, the session a workout; a second import
+    /// stores nothing; a course file is no activity.
+    @Test func fitAndTcxActivitiesFromOtherEncodersAreImportedOnce() async throws {
+        let fit = try Self.deviceFixture("fit-tool-activity.fit")
+        let tcx = try Self.deviceFixture("gpsbabel-activity.tcx")
+        let course = try Self.deviceFixture("fit-tool-course.fit")
+        try await TestServer.run { api in
+            let (person, _) = try await api.individualSession()
+            let run = try await Self.finished(api, person, try #require(try await Self.post(api, person, bytes: fit, contentType: "application/vnd.ant.fit").string("id")))
+            #expect(run["state"] as? String == "done" && run["format"] as? String == "fit" && Self.countsAddUp(run), "\(run)")
+            #expect(Self.types(run)["location"] == ["accepted": 540, "duplicates": 0] && Self.types(run)["heartRate"] == ["accepted": 600, "duplicates": 0])
+            #expect((run["result"] as? [String: Any])?["workouts"] as? Int == 1)
+            let rates = try await api.send(.get, "/api/users/data?type=heartRate&order=asc&limit=2", token: person).items
+            #expect(rates.first?["value"] as? Double == 120 && rates.first?["source"] as? String == "Garmin (product 3113)")
+            #expect(rates.first?["start"] as? String == "2026-11-20T07:02:11.000Z")
+
+            let again = try await Self.finished(api, person, try #require(try await Self.post(api, person, bytes: fit, contentType: "application/vnd.ant.fit").string("id")))
+            #expect(Self.types(again)["location"] == ["accepted": 0, "duplicates": 540] && Self.types(again)["heartRate"] == ["accepted": 0, "duplicates": 600])
+
+            let planned = try await Self.finished(api, person, try #require(try await Self.post(api, person, bytes: course, contentType: "application/vnd.ant.fit").string("id")))
+            #expect(planned["state"] as? String == "failed" && planned["failure"] as? String == "the FIT file has no track points (40 route points, 2 waypoints)")
+
+            let (other, _) = try await api.individualSession()
+            let laps = try await Self.finished(api, other, try #require(try await Self.post(api, other, bytes: tcx, contentType: "application/vnd.garmin.tcx+xml").string("id")))
+            #expect(laps["state"] as? String == "done" && laps["format"] as? String == "tcx" && Self.countsAddUp(laps), "\(laps)")
+            #expect(Self.types(laps)["location"] == ["accepted": 540, "duplicates": 0] && Self.types(laps)["heartRate"] == ["accepted": 540, "duplicates": 0])
+
+            var cut = fit
+            cut.removeLast(fit.count / 3)
+            let broken = try await Self.finished(api, other, try #require(try await Self.post(api, other, bytes: cut, contentType: "application/vnd.ant.fit").string("id")))
+            #expect(broken["state"] as? String == "failed" && Self.countsAddUp(broken))
+            #expect((broken["failure"] as? String)?.hasPrefix("the FIT file is cut off") == true, "\(broken["failure"] ?? "")")
+        }
+    }
+
+    /// A file `make device-fixtures` wrote with an encoder we did not write.
+    static func deviceFixture(_ name: String) throws -> Data {
+        let url = TestPostgres.repositoryRoot.appendingPathComponent(".build/device-fixtures/\(name)")
+        guard let data = FileManager.default.contents(atPath: url.path) else {
+            throw MissingFixture(description: "\(name) is missing: run `make device-fixtures` (make test does)")
+        }
+        return data
+    }
+
+    struct MissingFixture: Error, CustomStringConvertible {
+        let description: String
+    }
+
     @Test func anUploadCutOffResumesWhereItStopped() async throws {
         try await TestServer.run { api in
             let (person, _) = try await api.individualSession()

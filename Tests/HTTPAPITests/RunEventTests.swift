@@ -3,6 +3,8 @@ import DatabaseTestSupport
 import Foundation
 import HTTPAPI
 import HTTPTypes
+import HummingbirdTesting
+import NIOCore
 import PostgresNIO
 import Testing
 
@@ -85,6 +87,28 @@ struct RunEventTests {
             #expect(((created.json["path"] as? [String: Any])?["coordinates"] as? [[Double]])?.first == [9.1725, 45.4755])
             let broken = try await api.send(.post, "/api/users/runs?\(query)", token: organiser, raw: "<gpx><trk>", headers: headers)
             #expect(broken.status == .unprocessableContent && broken.problemFields == ["body"])
+        }
+    }
+
+    /// Courses as FIT and TCX files written by fit-tool and GPSBabel: the path is the course's.
+    @Test func fitAndTcxCoursesAreAccepted() async throws {
+        let fit = try ImportTests.deviceFixture("fit-tool-course.fit")
+        let tcx = try ImportTests.deviceFixture("gpsbabel-course.tcx")
+        try await TestServer.run { api in
+            let (organiser, _) = try await api.individualSession()
+            func create(_ body: Data, _ contentType: String) async throws -> APIClient.Reply {
+                let headers: HTTPFields = [.authorization: "Bearer \(organiser)", .contentType: contentType]
+                let response = try await api.client.execute(uri: "/api/users/runs?\(Self.gpxQuery)", method: .post, headers: headers, body: ByteBuffer(bytes: body))
+                return APIClient.Reply(status: response.status, headers: response.headers, data: Data((response.body ?? ByteBuffer()).readableBytesView))
+            }
+            let fromFIT = try await create(fit, "application/vnd.ant.fit")
+            #expect(fromFIT.status == .created, "\(String(decoding: fromFIT.data, as: UTF8.self))")
+            let coordinates = ((fromFIT.json["path"] as? [String: Any])?["coordinates"] as? [[Double]]) ?? []
+            #expect(coordinates.count == 40 && abs((coordinates.first?[1] ?? 0) - 45.4755) < 1e-6)
+            let fromTCX = try await create(tcx, "application/vnd.garmin.tcx+xml")
+            #expect(fromTCX.status == .created && ((fromTCX.json["path"] as? [String: Any])?["coordinates"] as? [[Double]])?.count == 3)
+            let notFIT = try await create(Data("<gpx/>".utf8), "application/vnd.ant.fit")
+            #expect(notFIT.status == .unprocessableContent && notFIT.problemFields == ["body"])
         }
     }
 

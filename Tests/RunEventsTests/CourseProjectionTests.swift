@@ -1,3 +1,4 @@
+import DeviceFiles
 import Foundation
 import RunEvents
 import SeededRandom
@@ -45,11 +46,11 @@ struct CourseProjectionTests {
               <trk><trkseg><trkpt lat="1" lon="1"/></trkseg></trk>
             </gpx>
             """
-        #expect(try GPXPath.points(from: Data(track.utf8)) == [GeoPoint(latitude: 45.4755, longitude: 9.1725), GeoPoint(latitude: 45.48, longitude: 9.18)])
+        #expect(try CoursePath.points(from: Array(track.utf8), format: .gpx) == [GeoPoint(latitude: 45.4755, longitude: 9.1725), GeoPoint(latitude: 45.48, longitude: 9.18)])
         let route = #"<gpx xmlns="http://www.topografix.com/GPX/1/1"><rte><rtept lat="45" lon="9"/><rtept lat="45.1" lon="9"/></rte></gpx>"#
-        #expect(try GPXPath.points(from: Data(route.utf8)).count == 2)
+        #expect(try CoursePath.points(from: Array(route.utf8), format: .gpx).count == 2)
         for bad in ["<gpx><trk><trkseg><trkpt lat=\"x\" lon=\"9\"/></trkseg></trk></gpx>", "<gpx><trk>", "<kml/>", "<gpx version=\"1.1\"/>", "not xml"] {
-            #expect(throws: PathError.self, "\(bad)") { try GPXPath.points(from: Data(bad.utf8)) }
+            #expect(throws: PathError.self, "\(bad)") { try CoursePath.points(from: Array(bad.utf8), format: .gpx) }
         }
     }
 

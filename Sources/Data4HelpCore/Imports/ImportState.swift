@@ -24,6 +24,10 @@ package enum ImportFormat: String, Sendable, CaseIterable {
     case appleHealthZIP = "apple-health-zip"
     /// An activity recorded as GPX, sent as `application/gpx+xml`.
     case gpx
+    /// An activity recorded as Garmin's Training Center XML, sent as `application/vnd.garmin.tcx+xml`.
+    case tcx
+    /// An activity file in Garmin's FIT protocol, sent as `application/vnd.ant.fit`.
+    case fit
 
     /// The format of a body of `contentType` (parameters such as `charset` ignored).
     package init?(contentType: String) {
@@ -32,6 +36,8 @@ package enum ImportFormat: String, Sendable, CaseIterable {
         case "application/xml", "text/xml": self = .appleHealthXML
         case "application/zip", "application/x-zip-compressed": self = .appleHealthZIP
         case "application/gpx+xml", "application/gpx": self = .gpx
+        case "application/vnd.garmin.tcx+xml", "application/tcx+xml": self = .tcx
+        case "application/vnd.ant.fit", "application/fit": self = .fit
         default: return nil
         }
     }

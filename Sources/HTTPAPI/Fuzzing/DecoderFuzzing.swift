@@ -1,3 +1,4 @@
+import DeviceFiles
 import Foundation
 import HealthSharing
 import NIOCore
@@ -12,7 +13,7 @@ package enum DecoderFuzzing {
     /// The targets by name.
     package static let targets: [String: @Sendable (Data) -> Void] = [
         "upload": upload, "cursor": cursor, "aggregate": aggregate, "gpx": gpx, "form": form, "timestamp": timestamp,
-        "signature": signature, "health-export": healthExport,
+        "signature": signature, "health-export": healthExport, "tcx": tcx, "fit": fit,
     ]
 
     /// `POST /api/users/data`: the byte scanner (or Foundation's decoder), then each item's rules.
@@ -46,7 +47,24 @@ package enum DecoderFuzzing {
 
     /// A run event's course as GPX.
     package static func gpx(_ data: Data) {
-        guard let points = try? GPXPath.points(from: data) else { return }
+        course(data, format: .gpx)
+    }
+
+    /// A run event's course as TCX.
+    package static func tcx(_ data: Data) {
+        course(data, format: .tcx)
+    }
+
+    /// A FIT file, as a course and as an import reads it (every record through the ingest rules).
+    package static func fit(_ data: Data) {
+        course(data, format: .fit)
+        guard let document = try? FITActivityReader.read([UInt8](data)) else { return }
+        let rules = IngestRules(), now = Date()
+        for case .sample(let raw) in ActivityImport.items(document) { _ = try? rules.validate(raw, now: now) }
+    }
+
+    private static func course(_ data: Data, format: ActivityFileFormat) {
+        guard let points = try? CoursePath.points(from: [UInt8](data), format: format) else { return }
         _ = try? GeoPath(points: points, field: "body")
     }
 

@@ -48,7 +48,8 @@ struct ImportController {
         guard let format = ImportFormat(contentType: contentType) else {
             throw Problem(
                 .unsupportedMediaType, slug: "unsupported-import-format", title: "Unsupported file format",
-                detail: "Send the file with Content-Type application/xml (an Apple Health export.xml)."
+                detail: "Send the file with its Content-Type: application/zip (the Apple Health export.zip), application/xml (its export.xml), "
+                    + "application/gpx+xml, application/vnd.garmin.tcx+xml or application/vnd.ant.fit (an activity)."
             )
         }
         let complete = try Self.uploadComplete(request.headers)

@@ -1,6 +1,7 @@
 import AccessManager
 import Data4HelpCore
 import DatabaseLink
+import DeviceFiles
 import Foundation
 import HealthSharing
 import Hummingbird
@@ -15,10 +16,10 @@ struct RunEventController {
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.post("runs") { request, context -> EditedResponse<RunEventBody> in
             let plan: RunEventPlan
-            if let type = request.headers[.contentType], type.lowercased().hasPrefix("application/gpx+xml") {
+            if let format = request.headers[.contentType].flatMap(ActivityFileFormat.init(contentType:)) {
                 var request = request
                 let bytes = try await request.collectBody(upTo: body.limit)
-                plan = try RunEventForm(query: request.uri.queryParameters).plan(gpx: Data(bytes.readableBytesView))
+                plan = try RunEventForm(query: request.uri.queryParameters).plan(file: Array(bytes.readableBytesView), format: format)
             } else {
                 plan = try await body.decode(RunEventForm.self, from: request, context: context).plan(current: nil)
             }
@@ -122,16 +123,17 @@ struct RunEventForm: Decodable {
             case .failure(let error): fields.fail(error.field, error.reason)
             }
         } else if current == nil {
-            fields.fail("path", "is required (a GeoJSON LineString, or upload GPX as application/gpx+xml)")
+            fields.fail("path", "is required (a GeoJSON LineString, or upload the course as GPX, TCX or FIT)")
         }
         return try plan(current: current, course: course ?? current?.path, fields: &fields)
     }
 
-    /// A creation from a GPX body; the other fields come from the query string.
-    func plan(gpx: Data) throws -> RunEventPlan {
+    /// A creation from a GPS file (GPX, TCX, FIT) as the body; the other fields come from the
+    /// query string.
+    func plan(file: [UInt8], format: ActivityFileFormat) throws -> RunEventPlan {
         var fields = FieldValidator()
         var course: GeoPath?
-        switch Result(catching: { () throws(PathError) in try GeoPath(points: try GPXPath.points(from: gpx), field: "body") }) {
+        switch Result(catching: { () throws(PathError) in try GeoPath(points: try CoursePath.points(from: file, format: format), field: "body") }) {
         case .success(let parsed): course = parsed
         case .failure(let error): fields.fail(error.field, error.reason)
         }

@@ -90,32 +90,36 @@ package struct ImportWorker: Service {
                 throw ImportFailure(unreadable.reason)
             }
         case .gpx:
-            try await readGPX(claim)
+            try await readActivity(claim, format: .gpx)
+        case .tcx:
+            try await readActivity(claim, format: .tcx)
+        case .fit:
+            try await readActivity(claim, format: .fit)
         }
     }
 
-    /// Reads a GPX activity whole, stores it in one transaction and marks it read there (a
-    /// checkpoint at its end), so a worker taking over after a crash only finishes the import.
-    private func readGPX(_ claim: ClaimedImport) async throws {
+    /// Reads an activity file (GPX, TCX, FIT) whole, stores it in one transaction and marks it read
+    /// there (a checkpoint at its end), so a worker taking over after a crash only finishes the import.
+    private func readActivity(_ claim: ClaimedImport, format: ActivityFileFormat) async throws {
         let end = XMLReader.Position(offset: claim.bytesReceived, line: 0, open: [])
         var batch = ImportBatch(claim: claim)
         if claim.checkpoint == nil {
-            guard claim.bytesReceived <= GPXActivity.maximumBytes else {
-                throw ImportFailure("the GPX file is larger than the \(GPXActivity.maximumBytes >> 20) MiB a GPX import may be")
+            guard claim.bytesReceived <= ActivityImport.maximumBytes else {
+                throw ImportFailure("the \(format.rawValue) file is larger than the \(ActivityImport.maximumBytes >> 20) MiB an activity import may be")
             }
             var bytes: [UInt8] = []
             for try await piece in StoredChunks(store: store, claim: claim, offset: 0) { bytes += piece }
-            let document: GPXDocument
+            let document: ActivityDocument
             do {
-                document = try GPXReader.read(Data(bytes))
+                document = try format.read(bytes)
             } catch {
-                throw ImportFailure("the GPX file \(error.reason)")
+                throw ImportFailure("the \(format.rawValue) file \(error.reason)")
             }
-            let items = GPXActivity.items(document)
-            guard !document.tracks.joined().isEmpty else {
-                throw ImportFailure("the GPX file has no track points (\(document.routes.joined().count) route points, \(document.waypoints) waypoints)")
+            guard ActivityImport.hasRecordedPoints(document) else {
+                throw ImportFailure(
+                    "the \(format.rawValue) file has no track points (\(document.routes.joined().count) route points, \(document.waypoints) waypoints)")
             }
-            for item in items { batch.add(item) }
+            for item in ActivityImport.items(document) { batch.add(item) }
             try await commit(&batch, checkpoint: end, processed: claim.bytesReceived)
         }
         try await store.finish(claim, progress: batch.progress(processed: claim.bytesReceived))
