@@ -48,14 +48,14 @@ struct ImportTests {
         ((job["result"] as? [String: Any])?["types"] as? [String: [String: Int]]) ?? [:]
     }
 
-    /// Every record read is counted once in the result: stored, already there, refused,
-    /// skipped or a workout — committed together, so a failed import is never half-counted.
+    /// Every record read is counted once in the result: stored (workouts too), already there,
+    /// refused or skipped — committed together, so a failed import is never half-counted.
     static func countsAddUp(_ job: [String: Any]) -> Bool {
         let result = job["result"] as? [String: Any] ?? [:]
         let stored = types(job).values.reduce(0) { $0 + ($1["accepted"] ?? 0) + ($1["duplicates"] ?? 0) }
         let rejected = (result["rejected"] as? [[String: Any]] ?? []).reduce(0) { $0 + ($1["count"] as? Int ?? 0) }
         let skipped = (result["skipped"] as? [String: Int] ?? [:]).values.reduce(0, +)
-        return stored + rejected + skipped + (result["workouts"] as? Int ?? 0) == job["records"] as? Int
+        return stored + rejected + skipped == job["records"] as? Int
     }
 
     @Test func anExportIsReadWithItsFiguresAndImportedAgainStoresNothing() async throws {
@@ -80,7 +80,8 @@ struct ImportTests {
             #expect(types["sleep"] == ["accepted": 3, "duplicates": 0])
             // The blood-pressure correlation repeats its two records: stored once each.
             #expect(types["bloodPressureSystolic"] == ["accepted": 1, "duplicates": 1])
-            #expect(types.values.map { $0["accepted"] ?? 0 }.reduce(0, +) == 14)
+            #expect(types["workout"] == ["accepted": 2, "duplicates": 0])
+            #expect(types.values.map { $0["accepted"] ?? 0 }.reduce(0, +) == 16)
             let result = try #require(job["result"] as? [String: Any])
             #expect(result["skipped"] as? [String: Int] == ["HKQuantityTypeIdentifierFlightsClimbed": 1])
             #expect(result["workouts"] as? Int == 2)
@@ -100,6 +101,15 @@ struct ImportTests {
             let second = try await Self.finished(api, person, againId)
             #expect(Self.types(second).values.allSatisfy { $0["accepted"] == 0 })
             #expect(Self.types(second)["heartRate"] == ["accepted": 0, "duplicates": 1])
+            #expect(Self.types(second)["workout"] == ["accepted": 0, "duplicates": 2])
+
+            // The workouts, latest first, each once, with the export's totals in our units.
+            let workouts = try await api.send(.get, "/api/users/workouts", token: person).items
+            #expect(workouts.compactMap { $0["activity"] as? String } == ["running", "cycling"])
+            let run = try #require(workouts.first), ride = try #require(workouts.last)
+            #expect(run["start"] as? String == "2026-11-18T17:00:00.000Z" && run["durationSeconds"] as? Double == 1890)
+            #expect(run["energyKilocalories"] as? Double == 383 && run["source"] as? String == "Anna’s Apple Watch" && run["importId"] as? String == id)
+            #expect(abs((ride["distanceMetres"] as? Double ?? 0) - 48_280.32) < 0.01 && abs((ride["energyKilocalories"] as? Double ?? 0) - 501.91) < 0.01)
 
             let listed = try await api.send(.get, "/api/users/imports", token: person)
             #expect((listed.json["imports"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [againId, id])
@@ -184,11 +194,23 @@ struct ImportTests {
 
             let again = try await Self.finished(api, person, try #require(try await Self.post(api, person, bytes: fit, contentType: "application/vnd.ant.fit").string("id")))
             #expect(Self.types(again)["location"] == ["accepted": 0, "duplicates": 540] && Self.types(again)["heartRate"] == ["accepted": 0, "duplicates": 600])
+            #expect(Self.types(again)["workout"] == ["accepted": 0, "duplicates": 1])
+
+            // The session is a workout; its route and heart rate are the fixes and samples in its window.
+            let listed = try await api.send(.get, "/api/users/workouts", token: person).items
+            let workoutId = try #require(listed.first?["id"] as? String)
+            #expect(listed.count == 1 && listed.first?["activity"] as? String == "running" && listed.first?["durationSeconds"] as? Double == 600)
+            #expect(listed.first?["maximumHeartRate"] as? Double == 160 && listed.first?["source"] as? String == "Garmin (product 3113)")
+            let detail = try await api.send(.get, "/api/users/workouts/\(workoutId)", token: person)
+            let route = try #require(detail.json["route"] as? [String: Any])
+            #expect(route["type"] as? String == "LineString" && (route["coordinates"] as? [[Double]])?.count == 540 && (route["times"] as? [String])?.count == 540)
+            #expect((detail.json["heartRate"] as? [[String: Any]])?.count == 600 && detail.json["truncated"] as? Bool == false)
 
             let planned = try await Self.finished(api, person, try #require(try await Self.post(api, person, bytes: course, contentType: "application/vnd.ant.fit").string("id")))
             #expect(planned["state"] as? String == "failed" && planned["failure"] as? String == "the FIT file has no track points (40 route points, 2 waypoints)")
 
             let (other, _) = try await api.individualSession()
+            #expect(try await api.send(.get, "/api/users/workouts/\(workoutId)", token: other).status == .notFound, "another individual's workout")
             let laps = try await Self.finished(api, other, try #require(try await Self.post(api, other, bytes: tcx, contentType: "application/vnd.garmin.tcx+xml").string("id")))
             #expect(laps["state"] as? String == "done" && laps["format"] as? String == "tcx" && Self.countsAddUp(laps), "\(laps)")
             #expect(Self.types(laps)["location"] == ["accepted": 540, "duplicates": 0] && Self.types(laps)["heartRate"] == ["accepted": 540, "duplicates": 0])

@@ -151,6 +151,7 @@ struct Components {
     let storedData: StoredDataEvents
     let dataManager: DataManager
     let imports: ImportService
+    let workouts: WorkoutService
     /// Bumped whenever PostgreSQL announces a queued import (`data4help_imports`).
     let importsQueued = ChangeSignal()
     let ownData: OwnDataReader
@@ -197,6 +198,7 @@ struct Components {
         storedData = StoredDataEvents()
         dataManager = DataManager(database: database, partitions: partitions, events: storedData, checks: [EmergencyDetector(logger: logger)])
         imports = ImportService(database: database, maximumBytes: configuration.importMaxBytes)
+        workouts = WorkoutService(database: database)
         ownData = OwnDataReader(database: database)
         accessRequests = AccessRequestService(database: database, pendingLifetime: configuration.requestLifetime)
         grantedData = GrantedDataReader(database: database)
@@ -284,6 +286,7 @@ func buildRouter(
     userSessions.addAuthenticated(to: authenticatedUsers)
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
     ImportController(imports: components.imports).addRoutes(to: authenticatedUsers)
+    WorkoutController(workouts: components.workouts).addRoutes(to: authenticatedUsers)
     UserExportController(accounts: components.individuals, sos: components.sosSettings, readers: components.exportDatabase)
         .addRoutes(to: authenticatedUsers)
     UserRequestController(requests: components.accessRequests, accessLog: components.accessLog, body: body).addRoutes(to: authenticatedUsers)

@@ -13,7 +13,8 @@ import NIOCore
 /// page (GDPR art. 20). Memory stays bounded by one page whatever the size of the history.
 ///
 /// Lines: one `profile`, my AutomatedSOS settings (`sos`, once set: contacts and medical notes
-/// are mine too), then every `sample` and `location` oldest first, every `request` naming
+/// are mine too), then every `sample` and `location` oldest first, every `workout` (latest
+/// first; its route and heart rate are the samples and locations above), every `request` naming
 /// me (the consents I gave or refused), every `disclosure` of my data, every SOS `incident`, every
 /// Track4Run event I organise or run in (`run`), my `enrolment` in each with my runner's state, my
 /// stored positions (`runPosition`), then `end` with the counts, so a client can tell a complete
@@ -118,6 +119,7 @@ struct ExportSource {
     let incidents: SOSIncidentService
     let runs: RunEventService
     let runPositions: LivePositions
+    let workouts: WorkoutService
 
     init(database: Database) {
         ownData = OwnDataReader(database: database)
@@ -126,6 +128,7 @@ struct ExportSource {
         incidents = SOSIncidentService(database: database)
         runs = RunEventService(database: database)
         runPositions = LivePositions(database: database)
+        workouts = WorkoutService(database: database)
     }
 
     /// Everything of the individual's history, in the order the export documents.
@@ -136,6 +139,10 @@ struct ExportSource {
         try await ownData.forEachLocationPage(of: individual) { page in
             try await lines.write("location", page: page, counted: \.locations, to: &writer, record: LocationFixBody.init)
         }
+        try await lines.writePages(
+            "workout", to: &writer, fetch: { try await workouts.list(of: individual, limit: $1, beforeId: $0) },
+            cursor: \.id, record: { WorkoutBody($0, detail: nil) }
+        )
         try await lines.writePages(
             "request", to: &writer, fetch: { try await requests.requests(for: individual, status: nil, beforeId: $0, limit: $1) },
             cursor: \.record.id, record: { AccessRequestBody($0, for: .individual) }

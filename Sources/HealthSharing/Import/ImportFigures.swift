@@ -19,12 +19,12 @@ package struct ImportFigures: Codable, Sendable, Equatable {
     static let reasonsKept = 20
     static let examplesPerReason = 3
 
-    /// By our type name (`heartRate`; `location` for location fixes).
+    /// By our type name (`heartRate`; `location` for location fixes, `workout` for workouts).
     package var types: [String: TypeCounts] = [:]
     package var rejected: [Rejections] = []
     /// By the file's own type name (`HKQuantityTypeIdentifierFlightsClimbed`).
     package var skipped: [String: Int] = [:]
-    /// Workouts read (stored from a later version on: see the README's import section).
+    /// Workouts read (those stored are counted under `types["workout"]`).
     package var workouts = 0
 
     package init() {}

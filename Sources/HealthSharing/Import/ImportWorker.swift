@@ -14,6 +14,7 @@ import UntrustedXML
 /// nothing stored or counted twice (records' ids come from their identity besides).
 package struct ImportWorker: Service {
     let store: ImportStore
+    let workouts: WorkoutStore
     let dataManager: DataManager
     let queued: ChangeSignal
     let schemaReady: StartupGate
@@ -25,6 +26,7 @@ package struct ImportWorker: Service {
         logger: Logger
     ) {
         self.store = ImportStore(database: database)
+        self.workouts = WorkoutStore(database: database)
         self.dataManager = dataManager
         self.queued = queued
         self.schemaReady = schemaReady
@@ -176,7 +178,7 @@ package struct ImportWorker: Service {
 
     /// Stores the batch's items with its figures and `checkpoint`, in one transaction.
     private func commit(_ batch: inout ImportBatch, checkpoint: XMLReader.Position?, processed: Int64) async throws {
-        let items = batch.samples
+        let items = batch.samples, workouts = batch.workouts
         var figures = batch.figures
         let claim = batch.claim, lease = settings.lease
         let checkpointText = try checkpoint.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
@@ -184,6 +186,11 @@ package struct ImportWorker: Service {
         let committed = try await dataManager.ingestHistory(items, for: IndividualID(rowId: claim.individualId)) { stored, transaction in
             var counted = figures
             counted.add(stored, items: items)
+            let newWorkouts = try await self.workouts.insert(workouts, importId: claim.id, in: transaction)
+            if !workouts.isEmpty {
+                counted.types["workout", default: ImportFigures.TypeCounts()].accepted += newWorkouts
+                counted.types["workout", default: ImportFigures.TypeCounts()].duplicates += workouts.count - newWorkouts
+            }
             let progress = ImportProgress(
                 checkpoint: checkpointText, figures: String(decoding: try JSONEncoder().encode(counted), as: UTF8.self),
                 bytesProcessed: processed, records: records
@@ -272,6 +279,7 @@ struct ImportFailure: Error {
 struct ImportBatch {
     let claim: ClaimedImport
     var samples: [RawIngestItem] = []
+    var workouts: [NewWorkout] = []
     /// Committed figures plus what this batch counted outside storage (skipped, unreadable, workouts).
     var figures: ImportFigures
     /// Records read, committed ones included.
@@ -289,7 +297,13 @@ struct ImportBatch {
         case .sample(let raw): samples.append(raw)
         case .skipped(let type): figures.skipped[type, default: 0] += 1
         case .unreadable(let type, let reason): figures.reject(reason, example: type)
-        case .workout: figures.workouts += 1
+        case .workout(let workout):
+            figures.workouts += 1
+            if let stored = workout.stored {
+                workouts.append(stored)
+            } else {
+                figures.reject("a workout has no start, or no end or duration", example: "workout \(workout.activity)")
+            }
         }
     }
 
@@ -305,5 +319,6 @@ struct ImportBatch {
     mutating func committed(figures: ImportFigures) {
         self.figures = figures
         samples.removeAll(keepingCapacity: true)
+        workouts.removeAll()
     }
 }

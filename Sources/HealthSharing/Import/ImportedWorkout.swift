@@ -1,4 +1,5 @@
 import Crypto
+import DatabaseLink
 import Foundation
 
 /// What one record of an imported file is to us.
@@ -76,6 +77,29 @@ package struct ImportedWorkout: Sendable, Equatable {
             break
         }
     }
+
+    /// The workout as stored: its id from its identity (activity, source, start, end), so the
+    /// same workout imported twice is stored once; nil without a start, or an end or duration.
+    var stored: NewWorkout? {
+        guard let start else { return nil }
+        let end = end ?? durationSeconds.flatMap { $0 >= 0 && $0 <= Self.longestSeconds ? start.addingTimeInterval($0) : nil }
+        guard let end, end >= start, end.timeIntervalSince(start) <= Self.longestSeconds else { return nil }
+        let name = String(activity.unicodeScalars.filter { ("a"..."z").contains($0) || ("A"..."Z").contains($0) }.prefix(64))
+        let activity = name.isEmpty ? "other" : name
+        let identity = ["workout", activity, source ?? "", String(start.timeIntervalSince1970), String(end.timeIntervalSince1970)]
+        var workout = NewWorkout(clientId: ImportIdentity.digest(identity), activity: activity, start: start, end: end)
+        // Figures a file got wrong (negative, infinite) are left out rather than refusing the workout.
+        let figure = { (value: Double?) in value.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil } }
+        workout.distanceMetres = figure(distanceMetres)
+        workout.energyKilocalories = figure(energyKilocalories)
+        workout.averageHeartRate = figure(averageHeartRate)
+        workout.maximumHeartRate = figure(maximumHeartRate)
+        workout.source = source
+        return workout
+    }
+
+    /// The longest workout kept (the table's check): 30 days.
+    static let longestSeconds: Double = 30 * 86_400
 
     private static func number(_ text: String?) -> Double? {
         guard let value = text.flatMap(Double.init), value.isFinite, value >= 0 else { return nil }

@@ -1,0 +1,48 @@
+import Data4HelpCore
+import DatabaseLink
+import Foundation
+
+/// One workout with what was measured during it: the individual's location fixes in its window
+/// (its route) and heart-rate samples, read from their history rather than copied, so a late
+/// upload for the same minutes shows.
+package struct WorkoutDetail: Sendable {
+    package let workout: WorkoutRecord
+    package let route: [StoredLocationFix]
+    package let heartRate: [StoredSample]
+    /// Whether the route or the heart rate was longer than `WorkoutService.maximumPoints` and cut there.
+    package let truncated: Bool
+}
+
+/// An individual's workouts (imported from Apple Health, FIT, TCX and GPX files): listed newest
+/// first, one with its route and heart rate.
+package struct WorkoutService: Sendable {
+    /// Points of a route or a heart-rate curve given at once: 5.5 hours at one a second.
+    package static let maximumPoints = 20_000
+
+    let store: WorkoutStore
+    let ownData: OwnDataReader
+
+    package init(database: Database) {
+        store = WorkoutStore(database: database)
+        ownData = OwnDataReader(database: database)
+    }
+
+    /// `limit` workouts, latest start first, after the one with row id `beforeId`.
+    package func list(of individual: IndividualID, limit: Int, beforeId: Int64?) async throws -> [WorkoutRecord] {
+        try await store.list(individualId: individual.rowId, limit: limit, beforeId: beforeId)
+    }
+
+    /// The workout with its route and heart rate; nil if the caller has no such workout.
+    package func detail(_ publicId: UUID, of individual: IndividualID) async throws -> WorkoutDetail? {
+        guard let workout = try await store.find(publicId, individualId: individual.rowId) else { return nil }
+        // The window includes the last second: a fix at the end time belongs to the workout.
+        let end = workout.end.addingTimeInterval(0.001)
+        let route = try await ownData.locations(
+            of: individual, from: workout.start, to: end, order: .ascending, limit: Self.maximumPoints, after: nil
+        )
+        let heartRate = try await ownData.samples(
+            of: individual, types: [.heartRate], from: workout.start, to: end, order: .ascending, limit: Self.maximumPoints, after: nil
+        )
+        return WorkoutDetail(workout: workout, route: route.items, heartRate: heartRate.items, truncated: route.next != nil || heartRate.next != nil)
+    }
+}
