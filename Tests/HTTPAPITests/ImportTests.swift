@@ -124,9 +124,13 @@ struct ImportTests {
             let posted = try await Self.post(api, person, bytes: Self.zip, contentType: "application/zip")
             #expect(posted.status == .accepted && posted.string("format") == "apple-health-zip")
             let job = try await Self.finished(api, person, try #require(posted.string("id")))
-            #expect(job["state"] as? String == "done" && job["records"] as? Int == 21, "\(job)")
-            #expect(Self.types(job)["heartRate"] == ["accepted": 1, "duplicates": 0])
+            // export.xml's 21 records, then the workout route's two points.
+            #expect(job["state"] as? String == "done" && job["records"] as? Int == 23 && Self.countsAddUp(job), "\(job)")
+            #expect(Self.types(job)["heartRate"] == ["accepted": 1, "duplicates": 0] && Self.types(job)["location"] == ["accepted": 2, "duplicates": 0])
             #expect(job["bytesProcessed"] as? Int == Self.export.utf8.count)   // the inflated export.xml
+            let workouts = try await api.send(.get, "/api/users/workouts", token: person).items
+            let run = try await api.send(.get, "/api/users/workouts/\(try #require(workouts.first?["id"] as? String))", token: person)
+            #expect(((run.json["route"] as? [String: Any])?["coordinates"] as? [[Double]])?.first == [9.19, 45.4642, 120])
 
             let cut = try await Self.post(api, person, bytes: Self.zip.prefix(Self.zip.count - 100), contentType: "application/zip")
             let cutJob = try await Self.finished(api, person, try #require(cut.string("id")))

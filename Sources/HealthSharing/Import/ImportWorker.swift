@@ -75,19 +75,29 @@ package struct ImportWorker: Service {
 
     /// Reads `claim`'s file from its checkpoint to the end.
     func read(_ claim: ClaimedImport) async throws {
-        let checkpoint = try claim.checkpoint.map { try JSONDecoder().decode(XMLReader.Position.self, from: Data($0.utf8)) }
+        let checkpoint = try claim.checkpoint.map { try JSONDecoder().decode(ImportCheckpoint.self, from: Data($0.utf8)) }
         let offset = checkpoint?.offset ?? 0
         switch claim.format {
         case .appleHealthXML:
-            try await readExport(claim, name: "export.xml", from: checkpoint, pieces: StoredChunks(store: store, claim: claim, offset: offset))
+            var batch = ImportBatch(claim: claim)
+            let processed = try await readExport(
+                &batch, name: "export.xml", from: checkpoint?.position, pieces: StoredChunks(store: store, claim: claim, offset: offset)
+            )
+            try await store.finish(claim, progress: batch.progress(processed: processed))
         case .appleHealthZIP:
             // A ZIP is read from its end (the directory): spooled to a temporary file first.
             let file = try await spool(claim)
             defer { try? FileManager.default.removeItem(at: file) }
+            var batch = ImportBatch(claim: claim)
             do {
                 let export = try ZipEntryStream.export(at: file)
-                let pieces = SkippedPieces(pieces: export.pieces(pieceBytes: settings.pieceBytes), skip: offset)
-                try await readExport(claim, name: export.name, from: checkpoint, pieces: pieces)
+                var processed = offset
+                if checkpoint?.routesRead == nil {
+                    let pieces = SkippedPieces(pieces: export.pieces(pieceBytes: settings.pieceBytes), skip: offset)
+                    processed = try await readExport(&batch, name: export.name, from: checkpoint?.position, pieces: pieces, routesFollow: true)
+                }
+                try await readRoutes(&batch, of: export, from: checkpoint?.routesRead ?? 0, processed: processed)
+                try await store.finish(claim, progress: batch.progress(processed: processed))
             } catch let unreadable as ZipEntryStream.Unreadable {
                 throw ImportFailure(unreadable.reason)
             }
@@ -100,10 +110,32 @@ package struct ImportWorker: Service {
         }
     }
 
+    /// Reads the workout routes of an `export.zip` (`workout-routes/*.gpx`, one per outdoor
+    /// workout) from the `first`-th on, in path order: every point a location fix. Each file's
+    /// points commit with the count of files read, so a worker taking over starts at the next.
+    private func readRoutes(_ batch: inout ImportBatch, of export: ZipEntryStream.Export, from first: Int, processed: Int64) async throws {
+        let routes = export.routes
+        guard first < routes.count else { return }
+        // The export is read: its position no longer matters, only the routes read.
+        var checkpoint = ImportCheckpoint(XMLReader.Position(offset: processed, line: 0, open: []))
+        for index in first..<routes.count {
+            let route = routes[index]
+            do {
+                let document = try GPXReader.read(try export.bytes(of: route, limit: ActivityImport.maximumBytes))
+                for item in ActivityImport.items(document) { batch.add(item) }
+            } catch let error as ActivityFileError {
+                batch.add(.unreadable(type: "workout route \(route.name)", reason: "a workout route \(error.reason)"))
+            }
+            checkpoint.routesRead = index + 1
+            if batch.isFull(settings) || index == routes.count - 1 {
+                try await commit(&batch, checkpoint: checkpoint, processed: processed)
+            }
+        }
+    }
+
     /// Reads an activity file (GPX, TCX, FIT) whole, stores it in one transaction and marks it read
     /// there (a checkpoint at its end), so a worker taking over after a crash only finishes the import.
     private func readActivity(_ claim: ClaimedImport, format: ActivityFileFormat) async throws {
-        let end = XMLReader.Position(offset: claim.bytesReceived, line: 0, open: [])
         var batch = ImportBatch(claim: claim)
         if claim.checkpoint == nil {
             guard claim.bytesReceived <= ActivityImport.maximumBytes else {
@@ -122,7 +154,7 @@ package struct ImportWorker: Service {
                     "the \(format.rawValue) file has no track points (\(document.routes.joined().count) route points, \(document.waypoints) waypoints)")
             }
             for item in ActivityImport.items(document) { batch.add(item) }
-            try await commit(&batch, checkpoint: end, processed: claim.bytesReceived)
+            try await commit(&batch, checkpoint: .complete(bytes: claim.bytesReceived), processed: claim.bytesReceived)
         }
         try await store.finish(claim, progress: batch.progress(processed: claim.bytesReceived))
     }
@@ -137,12 +169,13 @@ package struct ImportWorker: Service {
         return url
     }
 
-    /// Reads an Apple Health export from `checkpoint` (or its start): `pieces` are its bytes
-    /// from there on.
+    /// Reads an Apple Health export from `checkpoint` (or its start) to its end, committing as
+    /// it goes: `pieces` are its bytes from there on. Answers the bytes of it read. With
+    /// `routesFollow`, the last commit says the ZIP's workout routes are next.
     private func readExport(
-        _ claim: ClaimedImport, name: String, from checkpoint: XMLReader.Position?, pieces: some AsyncSequence<[UInt8], any Error>
-    ) async throws {
-        var batch = ImportBatch(claim: claim)
+        _ batch: inout ImportBatch, name: String, from checkpoint: XMLReader.Position?, pieces: some AsyncSequence<[UInt8], any Error>,
+        routesFollow: Bool = false
+    ) async throws -> Int64 {
         var reader = try checkpoint.map { try AppleHealthExportReader(resumingAt: $0) } ?? AppleHealthExportReader()
         var offset = checkpoint?.offset ?? 0
         do {
@@ -154,30 +187,32 @@ package struct ImportWorker: Service {
                     offset += Int64(end - start)
                     start = end
                     if batch.isFull(settings), let checkpoint = reader.checkpoint {
-                        try await commit(&batch, checkpoint: checkpoint, processed: checkpoint.offset)
+                        try await commit(&batch, checkpoint: ImportCheckpoint(checkpoint), processed: checkpoint.offset)
                     }
                 }
             }
             try reader.finish { batch.add($0) }
         } catch let error as XMLReadError {
-            try await commit(&batch, checkpoint: reader.checkpoint, processed: offset)
+            try await commit(&batch, checkpoint: reader.checkpoint.map(ImportCheckpoint.init), processed: offset)
             throw ImportFailure(error.reason.contains("ends inside") || error.reason.contains("is not closed")
                 ? "\(name) is cut off at line \(error.line.formatted(.number))"
                 : "\(name) cannot be read at line \(error.line.formatted(.number)): \(error.reason)")
         } catch let error as UntrustedXMLError {
-            try await commit(&batch, checkpoint: reader.checkpoint, processed: offset)
+            try await commit(&batch, checkpoint: reader.checkpoint.map(ImportCheckpoint.init), processed: offset)
             throw ImportFailure("\(name) \(error.reason)")
         } catch let error as ZipEntryStream.Unreadable {
             // What was read before the damage is stored and counted, as for a cut-off file.
-            try await commit(&batch, checkpoint: reader.checkpoint, processed: offset)
+            try await commit(&batch, checkpoint: reader.checkpoint.map(ImportCheckpoint.init), processed: offset)
             throw ImportFailure(error.reason)
         }
-        try await commit(&batch, checkpoint: reader.checkpoint, processed: offset)
-        try await store.finish(claim, progress: batch.progress(processed: offset))
+        var end = reader.checkpoint.map(ImportCheckpoint.init)
+        if routesFollow { end?.routesRead = 0 }
+        try await commit(&batch, checkpoint: end, processed: offset)
+        return offset
     }
 
     /// Stores the batch's items with its figures and `checkpoint`, in one transaction.
-    private func commit(_ batch: inout ImportBatch, checkpoint: XMLReader.Position?, processed: Int64) async throws {
+    private func commit(_ batch: inout ImportBatch, checkpoint: ImportCheckpoint?, processed: Int64) async throws {
         let items = batch.samples, workouts = batch.workouts
         var figures = batch.figures
         let claim = batch.claim, lease = settings.lease

@@ -23,15 +23,37 @@ enum ZipEntryStream {
             .max { $0.uncompressedSize < $1.uncompressedSize }
     }
 
-    /// The export inside an archive: its file name, and its bytes as a stream.
+    /// The export inside an archive: its file name, and its bytes as a stream; the workout
+    /// routes beside it.
     struct Export {
         fileprivate let archive: Archive
         fileprivate let entry: Entry
+        /// `workout-routes/*.gpx` (one per outdoor workout), in path order.
+        let routes: [Route]
 
         /// `export.xml`.
         var name: String { entry.path.split(separator: "/").last.map(String.init) ?? entry.path }
 
         func pieces(pieceBytes: Int) -> Pieces { ZipEntryStream.pieces(of: entry, in: archive, pieceBytes: pieceBytes) }
+
+        /// A route file's bytes, inflated whole (a route is small: about 100 bytes a point).
+        func bytes(of route: Route, limit: Int64) throws(Unreadable) -> [UInt8] {
+            guard route.entry.uncompressedSize <= UInt64(limit) else { throw Unreadable(reason: "\(route.entry.path) in the ZIP archive is too large") }
+            var bytes: [UInt8] = []
+            do {
+                _ = try archive.extract(route.entry, skipCRC32: false) { bytes += $0 }
+            } catch {
+                throw Unreadable(reason: "\(route.entry.path) in the ZIP archive cannot be inflated (the archive is damaged or cut off)")
+            }
+            return bytes
+        }
+    }
+
+    /// A workout route file in the archive.
+    struct Route {
+        fileprivate let entry: Entry
+        /// `route_2026-11-18_6.31pm.gpx`.
+        var name: String { entry.path.split(separator: "/").last.map(String.init) ?? entry.path }
     }
 
     /// Opens the archive at `url` and finds the export in it.
@@ -45,7 +67,9 @@ enum ZipEntryStream {
         guard let entry = exportEntry(in: archive) else {
             throw Unreadable(reason: "the ZIP archive holds no export.xml (is it the Health app's export.zip?)")
         }
-        return Export(archive: archive, entry: entry)
+        let routes = archive.filter { $0.type == .file && $0.path.contains("workout-routes/") && $0.path.lowercased().hasSuffix(".gpx") }
+            .sorted { $0.path < $1.path }.map(Route.init)
+        return Export(archive: archive, entry: entry, routes: routes)
     }
 
     /// The entry's bytes, inflated, in pieces of about `pieceBytes`.
