@@ -149,4 +149,50 @@ enum WireFormatTime {
     static func string(_ date: Date) -> String {
         date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true, timeZone: .gmt))
     }
+
+}
+
+extension IndividualPortalTests {
+    /// `/me/imports` takes a file from the page's script only with the session's token in
+    /// `X-CSRF-Token`; the import's status and the workouts' pages are the signed-in person's only.
+    @Test func importsFromThePageNeedTheTokenAndWorkoutsStayTheirOwners() async throws {
+        let tcx = String(decoding: try ImportTests.deviceFixture("gpsbabel-activity.tcx"), as: UTF8.self)
+        try await TestServer.run { api in
+            let (_, account) = try await api.individualSession()
+            var me = try await Self.signIn(api, account)
+            let page = try await me.send(.get, "/me/imports")
+            #expect(page.status == .ok && PortalBrowser.html(page).contains("No imports yet."))
+            let token = String(try #require(PortalBrowser.html(page).firstMatch(of: /data-csrf="([^"]+)"/)).1)
+            let type: HTTPFields = [.contentType: "application/vnd.garmin.tcx+xml"]
+            // Without the header the body is read as a form, which a file is not: refused before any import exists.
+            #expect(try await me.send(.post, "/me/imports", raw: tcx, headers: type).status == .unsupportedMediaType, "no token")
+            var wrong = type
+            wrong[HTTPField.Name("X-CSRF-Token")!] = String(token.reversed())
+            #expect(try await me.send(.post, "/me/imports", raw: tcx, headers: wrong).status == .forbidden, "another token")
+            #expect(PortalBrowser.html(try await me.send(.get, "/me/imports")).contains("No imports yet."))
+            var right = type
+            right[HTTPField.Name("X-CSRF-Token")!] = token
+            let posted = try await me.send(.post, "/me/imports", raw: tcx, headers: right)
+            #expect(posted.status == .accepted && posted.string("format") == "tcx")
+            let id = try #require(posted.string("id"))
+            var state = ""
+            for _ in 0..<200 where !["done", "failed"].contains(state) {
+                state = try await me.send(.get, "/me/imports/\(id)/status").string("state") ?? ""
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            #expect(state == "done")
+            let listed = try await me.send(.get, "/me/imports")
+            #expect(PortalBrowser.html(listed).contains("data-id=\"\(id)\"") && PortalBrowser.html(listed).contains("location 540 / 0"))
+            let workouts = PortalBrowser.html(try await me.send(.get, "/me/workouts"))
+            let link = String(try #require(workouts.firstMatch(of: /href="(\/me\/workouts\/[0-9a-f-]+)"/)).1)
+            let workout = try await me.send(.get, link)
+            #expect(workout.status == .ok && PortalBrowser.html(workout).contains("<svg class=\"chart route\""))
+
+            let (_, otherAccount) = try await api.individualSession()
+            var other = try await Self.signIn(api, otherAccount)
+            #expect(try await other.send(.get, link).status == .notFound)
+            #expect(try await other.send(.get, "/me/imports/\(id)/status").status == .notFound)
+            #expect(!PortalBrowser.html(try await other.send(.get, "/me/workouts")).contains(link))
+        }
+    }
 }

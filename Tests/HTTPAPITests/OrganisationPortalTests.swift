@@ -14,11 +14,14 @@ struct PortalBrowser {
         self.api = api
     }
 
-    /// Sends `form` (URL-encoded) or a GET, with this browser's cookies; keeps the ones set.
-    mutating func send(_ method: HTTPRequest.Method, _ path: String, form: [(String, String)]? = nil) async throws -> APIClient.Reply {
-        var headers: HTTPFields = [:]
+    /// Sends `form` (URL-encoded), `raw` with `headers` (as a page's script does) or a GET, with
+    /// this browser's cookies; keeps the ones set.
+    mutating func send(
+        _ method: HTTPRequest.Method, _ path: String, form: [(String, String)]? = nil, raw body: String? = nil, headers extra: HTTPFields = [:]
+    ) async throws -> APIClient.Reply {
+        var headers = extra
         if !cookies.isEmpty { headers[.cookie] = cookies.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") }
-        var raw: String?
+        var raw = body
         if let form {
             headers[.contentType] = "application/x-www-form-urlencoded"
             raw = form.map { "\($0.0)=\($0.1.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? "")" }.joined(separator: "&")

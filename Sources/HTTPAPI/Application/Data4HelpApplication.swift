@@ -268,7 +268,7 @@ func buildRouter(
             allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks, rateLimiter: components.rateLimiter
         ),
         requests: components.accessRequests, accessLog: components.accessLog, ownData: components.ownData,
-        sosSettings: components.sosSettings, sosIncidents: components.sosIncidents
+        sosSettings: components.sosSettings, sosIncidents: components.sosIncidents, imports: components.imports, workouts: components.workouts
     ).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 

@@ -8,7 +8,8 @@ import SOSManager
 
 /// `/me`: an individual's pages for when they are not on their phone — requests to decide
 /// (accept, narrowing what is shared, or deny; block an organisation), grants to revoke, the
-/// access log, a chart of their own heart rate and steps, AutomatedSOS settings and incidents.
+/// access log, a chart of their own heart rate and steps, AutomatedSOS settings and incidents,
+/// imports of files from their devices, and their workouts.
 struct IndividualPortal {
     let site: PortalSite
     let requests: AccessRequestService
@@ -16,6 +17,8 @@ struct IndividualPortal {
     let ownData: OwnDataReader
     let sosSettings: SOSSettingsService
     let sosIncidents: SOSIncidentService
+    let imports: ImportService
+    let workouts: WorkoutService
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         let me = site.routes(on: router).signedIn
@@ -63,6 +66,8 @@ struct IndividualPortal {
         }
         MeHealthPage(site: site, ownData: ownData).addRoutes(to: me)
         MeSOSPages(site: site, settings: sosSettings, incidents: sosIncidents).addRoutes(to: me)
+        MeImportPages(site: site, imports: imports).addRoutes(to: me)
+        MeWorkoutPages(site: site, workouts: workouts).addRoutes(to: me)
     }
 
     private func requestsPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {

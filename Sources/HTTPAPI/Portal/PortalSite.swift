@@ -88,7 +88,7 @@ struct PortalSite {
     var headerValues: [String: Any] {
         let links: [(String, String)] = surface == .thirdParty
             ? [("", "Overview"), ("/keys", "API keys"), ("/requests", "Access requests"), ("/aggregates", "Aggregates"), ("/webhook", "Webhook")]
-            : [("", "Requests"), ("/access-log", "Access log"), ("/health", "My data"), ("/sos", "AutomatedSOS")]
+            : [("", "Requests"), ("/access-log", "Access log"), ("/health", "My data"), ("/workouts", "Workouts"), ("/imports", "Import"), ("/sos", "AutomatedSOS")]
         return [
             "base": base,
             "brand": surface == .thirdParty ? "Data4Help for organisations" : "Data4Help — my data",

@@ -1,6 +1,7 @@
 import AccessManager
 import Crypto
 import Foundation
+import HTTPTypes
 import Hummingbird
 import Logging
 
@@ -71,7 +72,8 @@ enum WebSession {
 
 /// Signs a portal page's request in from its session cookie. Without a live session, a page
 /// redirects to the portal's sign-in (303, remembering where it was going) rather than
-/// answering 401: a browser is asking. A form post must carry the session's CSRF token.
+/// answering 401: a browser is asking. A form post must carry the session's CSRF token (in the
+/// form, or in `X-CSRF-Token` when a page's script posts a file).
 struct WebSessionMiddleware: RouterMiddleware {
     typealias Context = AppRequestContext
 
@@ -93,9 +95,20 @@ struct WebSessionMiddleware: RouterMiddleware {
         context.logger[metadataKey: "account.id"] = "\(principal.account.loggableId)"
         var request = request
         if request.method != .get, request.method != .head {
-            let form = try await PortalForm(&request, limit: maxBodyBytes)
-            guard let sent = form[WebSession.csrfField], WebSession.same(sent, context.csrfToken!) else { throw PortalForm.csrfRefused }
+            if let sent = request.headers[.csrfToken] {
+                // A page's script sending a body that is not a form (a file to import): the token
+                // comes in a header, which another site's page cannot set without CORS, which we never allow.
+                guard WebSession.same(sent, context.csrfToken!) else { throw PortalForm.csrfRefused }
+            } else {
+                let form = try await PortalForm(&request, limit: maxBodyBytes)
+                guard let sent = form[WebSession.csrfField], WebSession.same(sent, context.csrfToken!) else { throw PortalForm.csrfRefused }
+            }
         }
         return try await principal.account.scoped { [request, context] in try await next(request, context) }
     }
+}
+
+extension HTTPField.Name {
+    /// The session's CSRF token, sent by a page's script with a body that is not a form.
+    static var csrfToken: Self { Self("X-CSRF-Token")! }
 }

@@ -20,7 +20,7 @@ struct ImportController {
     var chunkBytes = 1 << 20
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
-        group.post("imports") { request, context in try await create(request, context: context) }
+        group.post("imports") { request, context in try await create(request, for: context.individual) }
         group.get("imports") { _, context in
             ImportListBody(imports: try await imports.list(for: context.individual).map(ImportBody.init))
         }
@@ -38,12 +38,14 @@ struct ImportController {
     /// Whether a request is an upload, which takes as long as its body takes to arrive (the
     /// request timeout is for answering, once a request is in).
     static func isUpload(_ request: Request) -> Bool {
-        (request.method == .post || request.method == .patch) && request.uri.path.hasPrefix("/api/users/imports")
+        (request.method == .post || request.method == .patch)
+            && (request.uri.path.hasPrefix("/api/users/imports") || request.uri.path == MeImportPages.uploadPath)
     }
 
     // MARK: - Handlers
 
-    private func create(_ request: Request, context: IndividualRequestContext) async throws -> EditedResponse<ImportBody> {
+    /// `POST`: a new import with the body as its file (also what `/me/imports` posts).
+    func create(_ request: Request, for individual: IndividualID) async throws -> EditedResponse<ImportBody> {
         let contentType = request.headers[.contentType] ?? ""
         guard let format = ImportFormat(contentType: contentType) else {
             throw Problem(
@@ -53,9 +55,9 @@ struct ImportController {
             )
         }
         let complete = try Self.uploadComplete(request.headers)
-        let created = try await imports.create(for: context.individual, format: format)
-        try await receive(request.body, into: created.publicId, from: 0, context: context)
-        let status = complete ? try await imports.complete(created.publicId, for: context.individual) : try await imports.find(created.publicId, for: context.individual)
+        let created = try await imports.create(for: individual, format: format)
+        try await receive(request.body, into: created.publicId, from: 0, for: individual)
+        let status = complete ? try await imports.complete(created.publicId, for: individual) : try await imports.find(created.publicId, for: individual)
         guard let status else { throw Problem.notFound("import") }
         return Self.response(status, code: complete ? .accepted : .created, location: true)
     }
@@ -77,7 +79,7 @@ struct ImportController {
             throw Problem.invalidField("Upload-Offset", "must be a non-negative integer")
         }
         let complete = try Self.uploadComplete(request.headers)
-        try await receive(request.body, into: id, from: offset, context: context)
+        try await receive(request.body, into: id, from: offset, for: context.individual)
         let status = complete ? try await imports.complete(id, for: context.individual) : try await imports.find(id, for: context.individual)
         guard let status else { throw Problem.notFound("import") }
         return Self.response(status, code: .ok)
@@ -85,7 +87,7 @@ struct ImportController {
 
     /// Stores the body a chunk at a time from `offset`. What arrived before a broken connection
     /// is kept (the client resumes from `Upload-Offset`).
-    private func receive(_ body: RequestBody, into id: UUID, from offset: Int64, context: IndividualRequestContext) async throws {
+    private func receive(_ body: RequestBody, into id: UUID, from offset: Int64, for individual: IndividualID) async throws {
         var end = offset
         var pending: [UInt8] = []
         pending.reserveCapacity(chunkBytes)
@@ -96,24 +98,24 @@ struct ImportController {
                     let take = min(buffer.readableBytes, chunkBytes - pending.count)
                     pending.append(contentsOf: buffer.readBytes(length: take) ?? [])
                     if pending.count == chunkBytes {
-                        end = try await imports.append(id, for: context.individual, at: end, bytes: pending)
+                        end = try await imports.append(id, for: individual, at: end, bytes: pending)
                         pending.removeAll(keepingCapacity: true)
                     }
                 }
             }
             if !pending.isEmpty || end == offset {
-                end = try await imports.append(id, for: context.individual, at: end, bytes: pending)
+                end = try await imports.append(id, for: individual, at: end, bytes: pending)
             }
         } catch let refusal as ImportUploadRefusal {
-            throw try await problem(refusal, id: id, context: context)
+            throw try await problem(refusal, id: id, for: individual)
         } catch {
             // The connection broke (or the server is stopping): keep what arrived, then give up.
-            if !pending.isEmpty { _ = try? await imports.append(id, for: context.individual, at: end, bytes: pending) }
+            if !pending.isEmpty { _ = try? await imports.append(id, for: individual, at: end, bytes: pending) }
             throw error
         }
     }
 
-    private func problem(_ refusal: ImportUploadRefusal, id: UUID, context: IndividualRequestContext) async throws -> Problem {
+    private func problem(_ refusal: ImportUploadRefusal, id: UUID, for individual: IndividualID) async throws -> Problem {
         switch refusal {
         case .notFound:
             return .notFound("import")
@@ -128,7 +130,7 @@ struct ImportController {
                 detail: "The part must start at byte \(expected), where the bytes received end.", headers: [.uploadOffset: String(expected)]
             )
         case .tooLarge(let limit):
-            try await imports.refuse(id, for: context.individual, reason: "the file is larger than the \(Self.size(limit)) an import may be")
+            try await imports.refuse(id, for: individual, reason: "the file is larger than the \(Self.size(limit)) an import may be")
             return Problem(
                 .contentTooLarge, slug: "import-too-large", title: "File too large",
                 detail: "An import may be at most \(Self.size(limit)) (\(limit) bytes)."
