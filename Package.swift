@@ -45,7 +45,7 @@ let package = Package(
         // An XML reader for documents from outside (no entities, no libxml2), whole or fed in pieces.
         .target(name: "UntrustedXML"),
         // Files devices and tools write, read for run courses and imports alike: GPX, TCX and FIT.
-        .target(name: "DeviceFiles", dependencies: ["UntrustedXML"], swiftSettings: swiftSettings),
+        .target(name: "DeviceFiles", dependencies: ["Data4HelpCore", "UntrustedXML"], swiftSettings: swiftSettings),
         .executableTarget(name: "DecoderFuzzer", dependencies: ["HTTPAPI"]),
         // The words every tier shares and nothing else: closed sets of states (a request's status, an
         // incident's), so that a status is decoded once, at DatabaseLink's edge, and compared as a type.

@@ -1,3 +1,5 @@
+import Data4HelpCore
+
 /// Gives FIT messages their meaning for activities and courses (the FIT SDK's profile, the few
 /// messages we use): `file_id` (is it an activity or a course, who made the device), `record`
 /// (a point: position, altitude, heart rate, distance), `session` (the device's totals) and
@@ -115,29 +117,10 @@ package enum FITActivityReader {
 enum UTCTime {
     /// `unixSeconds` as `2026-11-20T07:02:11Z`; the caller keeps it within years 0–9999.
     static func rfc3339(unixSeconds: Int64) -> String {
-        let days = unixSeconds.quotientFloorDivision(by: 86_400)
-        let second = unixSeconds - days * 86_400
-        // Howard Hinnant's civil_from_days.
-        let shifted = days + 719_468
-        let era = shifted.quotientFloorDivision(by: 146_097)
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        func two(_ value: Int64) -> String { value < 10 ? "0\(value)" : "\(value)" }
-        let yearText = String(year)
+        let (date, second) = CivilDate.split(unixSeconds: Int(truncatingIfNeeded: unixSeconds))
+        func two(_ value: Int) -> String { value < 10 ? "0\(value)" : "\(value)" }
+        let yearText = String(date.year)
         return String(repeating: "0", count: max(0, 4 - yearText.count)) + yearText
-            + "-\(two(month))-\(two(day))T\(two(second / 3600)):\(two(second % 3600 / 60)):\(two(second % 60))Z"
-    }
-}
-
-extension Int64 {
-    /// Division rounding towards minus infinity (days before 1970 stay whole days).
-    fileprivate func quotientFloorDivision(by divisor: Int64) -> Int64 {
-        let quotient = self / divisor
-        return (self % divisor != 0 && (self < 0) != (divisor < 0)) ? quotient - 1 : quotient
+            + "-\(two(date.month))-\(two(date.day))T\(two(second / 3600)):\(two(second % 3600 / 60)):\(two(second % 60))Z"
     }
 }

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 
 /// Parses RFC 3339 timestamps (`2026-11-21T08:30:00.250+01:00`) to millisecond precision.
@@ -50,7 +51,7 @@ package enum RFC3339Timestamp {
             return nil
         }
         guard utf8.next() == nil else { return nil }
-        let days = daysFromCivil(year: year, month: month, day: day)
+        let days = CivilDate(year: year, month: month, day: day).daysSince1970
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + min(second, 59) - offsetSeconds
         return Date(timeIntervalSince1970: Double(seconds) + Double(milliseconds) / 1000)
     }
@@ -61,15 +62,5 @@ package enum RFC3339Timestamp {
         case 4, 6, 9, 11: 30
         default: 31
         }
-    }
-
-    /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
-    private static func daysFromCivil(year: Int, month: Int, day: Int) -> Int {
-        let y = month <= 2 ? year - 1 : year
-        let era = (y >= 0 ? y : y - 399) / 400
-        let yearOfEra = y - era * 400
-        let dayOfYear = (153 * (month + (month > 2 ? -3 : 9)) + 2) / 5 + day - 1
-        let dayOfEra = yearOfEra * 365 + yearOfEra / 4 - yearOfEra / 100 + dayOfYear
-        return era * 146_097 + dayOfEra - 719_468
     }
 }

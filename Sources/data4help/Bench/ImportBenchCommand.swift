@@ -258,22 +258,9 @@ private struct ExportWriter {
     /// `2023-05-01 08:30:00 +0000`.
     private static func date(_ date: Date) -> String {
         let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
-        let days = seconds >= 0 ? seconds / 86_400 : (seconds - 86_399) / 86_400
-        let secondOfDay = seconds - days * 86_400
-        let (year, month, day) = civil(days)
-        return String(format: "%04lld-%02lld-%02lld %02lld:%02lld:%02lld +0000", year, month, day, secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60)
-    }
-
-    /// Year, month and day of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-    private static func civil(_ days: Int64) -> (Int64, Int64, Int64) {
-        let z = days + 719_468
-        let era = (z >= 0 ? z : z - 146_096) / 146_097
-        let dayOfEra = z - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthIndex = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
-        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
-        return (yearOfEra + era * 400 + (month <= 2 ? 1 : 0), month, day)
+        let (civil, secondOfDay) = CivilDate.split(unixSeconds: Int(truncatingIfNeeded: seconds))
+        return String(
+            format: "%04ld-%02ld-%02ld %02ld:%02ld:%02ld +0000", civil.year, civil.month, civil.day, secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60
+        )
     }
 }
