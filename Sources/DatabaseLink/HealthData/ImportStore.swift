@@ -78,7 +78,9 @@ package struct ImportStore: Sendable {
     ) async throws -> Int64 {
         try await database.withTransaction { connection in
             let rows = try await connection.query("""
-                SELECT id, state, bytes_received, (SELECT count(*)::int4 FROM import_chunks c WHERE c.import_id = i.id)
+                SELECT id, state, bytes_received,
+                       -- the next chunk's number: one probe of the primary key's end, not a count of every chunk
+                       coalesce((SELECT max(c.seq) + 1 FROM import_chunks c WHERE c.import_id = i.id), 0)::int4
                 FROM imports i WHERE public_id = \(publicId) AND individual_id = \(individualId) FOR UPDATE
                 """, logger: database.logger)
             guard let row = try await rows.collect().first else { throw ImportUploadRefusal.notFound }
