@@ -1,5 +1,4 @@
 import Data4HelpCore
-import DatabaseLink
 import Foundation
 import HealthSharing
 import Hummingbird
@@ -12,7 +11,7 @@ struct MeWorkoutPages {
 
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
         group.get("workouts") { _, context in
-            let list = try await workouts.list(of: try context.signedInIndividual(), limit: 200, beforeId: nil)
+            let list = try await workouts.list(of: try context.signedInIndividual(), limit: 200, before: nil)
             return try await site.page("me-workouts", title: "My workouts", context, values: [
                 "workouts": list.map(Self.shown), "hasWorkouts": !list.isEmpty,
             ])
@@ -36,11 +35,11 @@ struct MeWorkoutPages {
     }
 
     /// A workout's figures as pages show them.
-    static func shown(_ workout: WorkoutRecord) -> [String: Any] {
+    static func shown(_ workout: Workout) -> [String: Any] {
         let seconds = max(0, Int(exactly: workout.end.timeIntervalSince(workout.start).rounded(.down)) ?? 0)
         let duration = String(format: "%d:%02d:%02d", seconds / 3600, seconds % 3600 / 60, seconds % 60)
         return [
-            "id": workout.publicId.wireString, "start": PortalPages.shown(workout.start), "duration": duration,
+            "id": workout.id.wireString, "start": PortalPages.shown(workout.start), "duration": duration,
             "activityName": activityName(workout.activity),
             "distance": workout.distanceMetres.map { ($0 / 1000).formatted(.number.precision(.fractionLength(2))) + " km" } ?? "—",
             "energy": workout.energyKilocalories.map { $0.formatted(.number.precision(.fractionLength(0))) + " kcal" } ?? "—",

@@ -140,8 +140,8 @@ struct ExportSource {
             try await lines.write("location", page: page, counted: \.locations, to: &writer, record: LocationFixBody.init)
         }
         try await lines.writePages(
-            "workout", to: &writer, fetch: { try await workouts.list(of: individual, limit: $1, beforeId: $0) },
-            cursor: \.id, record: { WorkoutBody($0, detail: nil) }
+            "workout", to: &writer, fetch: { try await workouts.list(of: individual, limit: $1, before: $0) },
+            cursor: \.sequence, record: { WorkoutBody($0, detail: nil) }
         )
         try await lines.writePages(
             "request", to: &writer, fetch: { try await requests.requests(for: individual, status: nil, beforeId: $0, limit: $1) },

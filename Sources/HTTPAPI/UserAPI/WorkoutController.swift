@@ -1,5 +1,4 @@
 import Data4HelpCore
-import DatabaseLink
 import Foundation
 import HealthSharing
 import Hummingbird
@@ -16,8 +15,8 @@ struct WorkoutController {
 
     @Sendable func list(_ request: Request, context: IndividualRequestContext) async throws -> Page<WorkoutBody> {
         let pagination = try KeysetPagination(request)
-        let rows = try await workouts.list(of: context.individual, limit: pagination.limit + 1, beforeId: pagination.beforeId)
-        return pagination.page(rows, id: \.id, item: { WorkoutBody($0, detail: nil) })
+        let rows = try await workouts.list(of: context.individual, limit: pagination.limit + 1, before: pagination.beforeId)
+        return pagination.page(rows, id: \.sequence, item: { WorkoutBody($0, detail: nil) })
     }
 
     @Sendable func detail(_ request: Request, context: IndividualRequestContext) async throws -> WorkoutBody {
@@ -31,10 +30,10 @@ struct WorkoutController {
 /// A workout on the wire (`Workout` in the OpenAPI document); with its route and heart rate
 /// when one is asked for by id.
 struct WorkoutBody: ResponseEncodable, Sendable {
-    let workout: WorkoutRecord
+    let workout: Workout
     let detail: WorkoutDetail?
 
-    init(_ workout: WorkoutRecord, detail: WorkoutDetail?) {
+    init(_ workout: Workout, detail: WorkoutDetail?) {
         self.workout = workout
         self.detail = detail
     }
@@ -58,7 +57,7 @@ struct WorkoutBody: ResponseEncodable, Sendable {
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(workout.publicId.wireString, forKey: .id)
+        try container.encode(workout.id.wireString, forKey: .id)
         try container.encode(workout.activity, forKey: .activity)
         try container.encode(WireFormat.timestamp(workout.start), forKey: .start)
         try container.encode(WireFormat.timestamp(workout.end), forKey: .end)
@@ -68,7 +67,7 @@ struct WorkoutBody: ResponseEncodable, Sendable {
         try container.encode(workout.averageHeartRate, forKey: .averageHeartRate)
         try container.encode(workout.maximumHeartRate, forKey: .maximumHeartRate)
         try container.encode(workout.source, forKey: .source)
-        try container.encode(workout.importPublicId?.wireString, forKey: .importId)
+        try container.encode(workout.importId?.wireString, forKey: .importId)
         guard let detail else { return }
         // A route needs two points to be a LineString; fewer fixes give no route.
         let route = detail.route.count >= 2
