@@ -8,7 +8,7 @@ import Testing
 /// and heart-rate curve drawn.
 @Suite("Imports and workouts in a real browser (headless Chromium)")
 struct MeImportBrowserTests {
-    @Test(.timeLimit(.minutes(5))) func aFileChosenOnThePageIsImportedAndItsWorkoutDrawn() async throws {
+    @Test(.timeLimit(.minutes(10))) func aFileChosenOnThePageIsImportedAndItsWorkoutDrawn() async throws {
         let fit = TestPostgres.repositoryRoot.appendingPathComponent(".build/device-fixtures/fit-tool-activity.fit")
         _ = try ImportTests.deviceFixture("fit-tool-activity.fit")
         try await TestServer.run { api in
@@ -33,7 +33,10 @@ struct MeImportBrowserTests {
                 #expect(try await session.evaluate("document.querySelector('#import-form').requestSubmit(), true", as: Bool.self))
 
                 // The upload's bar fills, then the import is read: its state and figures show.
-                let state = try await PortalBrowserTests.text(session, at: "/me/imports", of: "#import-state") { $0.hasPrefix("Done") || $0.hasPrefix("Failed") }
+                // Reading the file is background work: wait as long as the import tests do for it.
+                let state = try await PortalBrowserTests.text(session, at: "/me/imports", of: "#import-state", timeout: .seconds(90)) {
+                    $0.hasPrefix("Done") || $0.hasPrefix("Failed")
+                }
                 #expect(state == "Done: 1,141 records read.", "\(state)")   // 540 fixes, 600 heart rates, 1 workout
                 #expect(try await session.evaluate("document.querySelector('#upload-progress').value", as: Int.self) == 100)
                 #expect(try await session.evaluate("document.querySelector('#processing-progress').value", as: Int.self) == 100)

@@ -49,9 +49,11 @@ struct PortalBrowserTests {
     /// Waits until a page whose path starts with `path` shows `selector` with text `matching`,
     /// and answers the text.
     @discardableResult
-    static func text(_ session: DevToolsSession, at path: String, of selector: String, matching: @escaping (String) -> Bool = { _ in true }) async throws -> String {
+    static func text(
+        _ session: DevToolsSession, at path: String, of selector: String, timeout: Duration = .seconds(20), matching: @escaping (String) -> Bool = { _ in true }
+    ) async throws -> String {
         let expression = "(location.pathname + location.search).startsWith(\(js(path))) && document.readyState === 'complete' && document.querySelector(\(js(selector))) ? document.querySelector(\(js(selector))).textContent.trim() : null"
-        return try await session.wait(for: expression) { ($0 as? String).map(matching) ?? false } as? String ?? ""
+        return try await session.wait(for: expression, timeout: timeout) { ($0 as? String).map(matching) ?? false } as? String ?? ""
     }
 
     /// Opens each page at a phone's width and checks it: one `h1`, a label (or `aria-label`) for

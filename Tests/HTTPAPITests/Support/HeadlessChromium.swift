@@ -149,9 +149,15 @@ final class DevToolsSession: @unchecked Sendable {
         }
     }
 
+    /// How long a navigation may wait for its document: as long as the test server may take to
+    /// answer (`TestServer`'s 120 s request timeout) — a form post that verifies a password with
+    /// Argon2id took over 30 s with the whole suite, a clean-clone `make test` and two release
+    /// builds on two cores. The wait ends as soon as the document has loaded.
+    static let documentTimeout: Duration = .seconds(120)
+
     /// Navigates the tab to `target` (absolute, or relative to the current document) and waits
     /// until the new document has loaded and has its JavaScript context.
-    func navigate(to target: String, timeout: Duration = .seconds(30)) async throws {
+    func navigate(to target: String, timeout: Duration = DevToolsSession.documentTimeout) async throws {
         guard let absolute = URL(string: target, relativeTo: URL(string: url))?.absoluteString else {
             throw HeadlessChromium.BrowserError("not a URL: \(target)")
         }
@@ -163,7 +169,7 @@ final class DevToolsSession: @unchecked Sendable {
 
     /// Runs `action`, which makes the page navigate (a form's submission, a link's click), and
     /// waits until a document other than the current one has loaded.
-    func navigating(_ description: String, timeout: Duration = .seconds(30), _ action: () async throws -> Void) async throws {
+    func navigating(_ description: String, timeout: Duration = DevToolsSession.documentTimeout, _ action: () async throws -> Void) async throws {
         let before = loaderId
         try await action()
         try await waitForEvents(timeout: timeout, "a new document after \(description)") { $0.loaderId != before && $0.isLoaded }
