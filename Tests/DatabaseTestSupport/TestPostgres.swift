@@ -40,6 +40,12 @@ package actor TestPostgres {
                 try await database.whileRunning {
                     try await Migrator(database: database, migrations: MigrationSet(directory: Self.migrationsDirectory)).migrate()
                 }
+                // The migrator's pool has closed its sockets, but its server processes leave in
+                // their own time; CREATE DATABASE … TEMPLATE refuses a template anyone is connected
+                // to after waiting 5 s ("being accessed by other users"). With a clean-clone
+                // `make test` on the machine, the first wave of tests all failed that way: wait
+                // until the server says nobody is connected.
+                try await Self.waitUntilUnused("template_migrated", on: cluster)
             }
         }
         try await template!.value
@@ -66,9 +72,39 @@ package actor TestPostgres {
             try await connection.close()
         } catch {
             try? await connection.close()
-            throw error
+            // The SQLSTATE and message, which PSQLError's description hides (nothing secret here).
+            throw CreateDatabaseFailed(description: "CREATE DATABASE \(name) TEMPLATE \(template): \(String(reflecting: error))")
         }
         return url.with(database: name)
+    }
+
+    /// Returns once no session is connected to `database` (`pg_stat_activity`), or throws after a minute.
+    private static func waitUntilUnused(_ database: String, on cluster: EmbeddedPostgres) async throws {
+        let url = cluster.maintenanceURL
+        let connection = try await PostgresConnection.connect(
+            configuration: .init(host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable),
+            id: 0, logger: Self.logger
+        )
+        defer { Task { try? await connection.close() } }
+        let deadline = ContinuousClock.now + .seconds(60)
+        while true {
+            let rows = try await connection.query("SELECT count(*)::int8 FROM pg_stat_activity WHERE datname = \(database)", logger: Self.logger)
+            var sessions: Int64 = 0
+            for try await count in rows.decode(Int64.self) { sessions = count }
+            if sessions == 0 { return }
+            guard ContinuousClock.now < deadline else { throw TemplateInUse(database: database, sessions: sessions) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+    }
+
+    struct CreateDatabaseFailed: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    struct TemplateInUse: Error, CustomStringConvertible {
+        let database: String
+        let sessions: Int64
+        var description: String { "\(sessions) sessions still connected to \(database) a minute after its migration" }
     }
 
     private func startedCluster() async throws -> EmbeddedPostgres {
