@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import PostgresNIO
 
@@ -19,22 +20,6 @@ package struct NewWorkout: Sendable, Equatable {
         self.start = start
         self.end = end
     }
-}
-
-/// A stored workout as its owner reads it.
-package struct WorkoutRecord: Sendable, Equatable {
-    package let id: Int64
-    package let publicId: UUID
-    package let activity: String
-    package let start: Date
-    package let end: Date
-    package let distanceMetres: Double?
-    package let energyKilocalories: Double?
-    package let averageHeartRate: Double?
-    package let maximumHeartRate: Double?
-    package let source: String?
-    /// The import that brought it, if one did.
-    package let importPublicId: UUID?
 }
 
 /// Workouts (`workouts`): stored in an import's transaction, read by their owner.
@@ -72,19 +57,19 @@ package struct WorkoutStore: Sendable {
         w.average_heart_rate, w.maximum_heart_rate, w.source, i.public_id
         """
 
-    private static func record(_ row: PostgresRow) throws -> WorkoutRecord {
+    private static func record(_ row: PostgresRow) throws -> Workout {
         let (id, publicId, activity, start, end, distance, energy, average, maximum, source, importId) = try row.decode(
             (Int64, UUID, String, Date, Date, Double?, Double?, Double?, Double?, String?, UUID?).self
         )
-        return WorkoutRecord(
-            id: id, publicId: publicId, activity: activity, start: start, end: end, distanceMetres: distance, energyKilocalories: energy,
-            averageHeartRate: average, maximumHeartRate: maximum, source: source, importPublicId: importId
+        return Workout(
+            sequence: id, id: publicId, activity: activity, start: start, end: end, distanceMetres: distance, energyKilocalories: energy,
+            averageHeartRate: average, maximumHeartRate: maximum, source: source, importId: importId
         )
     }
 
     /// The individual's workouts, latest start first, `limit` of them after the workout with
     /// row id `beforeId` in that order.
-    package func list(individualId: Int64, limit: Int, beforeId: Int64?) async throws -> [WorkoutRecord] {
+    package func list(individualId: Int64, limit: Int, beforeId: Int64?) async throws -> [Workout] {
         let rows = try await database.query("""
             SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id
             WHERE w.individual_id = \(individualId)
@@ -95,7 +80,7 @@ package struct WorkoutStore: Sendable {
         return try rows.map(Self.record)
     }
 
-    package func find(_ publicId: UUID, individualId: Int64) async throws -> WorkoutRecord? {
+    package func find(_ publicId: UUID, individualId: Int64) async throws -> Workout? {
         let rows = try await database.query("""
             SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id
             WHERE w.public_id = \(publicId) AND w.individual_id = \(individualId)

@@ -2,38 +2,6 @@ import Data4HelpCore
 import DatabaseLink
 import Foundation
 
-/// A workout as its owner reads it: the device's totals for one activity.
-package struct Workout: Sendable, Equatable {
-    /// Its place in the listing order, for cursors (never shown).
-    package let sequence: Int64
-    package let id: UUID
-    package let activity: String
-    package let start: Date
-    package let end: Date
-    package let distanceMetres: Double?
-    package let energyKilocalories: Double?
-    package let averageHeartRate: Double?
-    package let maximumHeartRate: Double?
-    /// The device or app that recorded it.
-    package let source: String?
-    /// The import that brought it, if one did.
-    package let importId: UUID?
-
-    init(_ record: WorkoutRecord) {
-        sequence = record.id
-        id = record.publicId
-        activity = record.activity
-        start = record.start
-        end = record.end
-        distanceMetres = record.distanceMetres
-        energyKilocalories = record.energyKilocalories
-        averageHeartRate = record.averageHeartRate
-        maximumHeartRate = record.maximumHeartRate
-        source = record.source
-        importId = record.importPublicId
-    }
-}
-
 /// One workout with what was measured during it: the individual's location fixes in its window
 /// (its route) and heart-rate samples, read from their history rather than copied, so a late
 /// upload for the same minutes shows.
@@ -61,12 +29,12 @@ package struct WorkoutService: Sendable {
 
     /// `limit` workouts, latest start first, after the one whose `sequence` is `before`.
     package func list(of individual: IndividualID, limit: Int, before: Int64?) async throws -> [Workout] {
-        try await store.list(individualId: individual.rowId, limit: limit, beforeId: before).map(Workout.init)
+        try await store.list(individualId: individual.rowId, limit: limit, beforeId: before)
     }
 
     /// The workout with its route and heart rate; nil if the caller has no such workout.
     package func detail(_ publicId: UUID, of individual: IndividualID) async throws -> WorkoutDetail? {
-        guard let workout = try await store.find(publicId, individualId: individual.rowId).map(Workout.init) else { return nil }
+        guard let workout = try await store.find(publicId, individualId: individual.rowId) else { return nil }
         // The window includes the last second: a fix at the end time belongs to the workout.
         let end = workout.end.addingTimeInterval(0.001)
         let route = try await ownData.locations(
