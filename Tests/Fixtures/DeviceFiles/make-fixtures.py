@@ -33,18 +33,24 @@ def iso(millis):
     return datetime.datetime.fromtimestamp(millis / 1000, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def new_file(file_type, manufacturer, product):
+    """A builder with the file_id message every FIT file starts with."""
+    builder = FitFileBuilder(auto_define=True, min_string_size=50)
+    message = FileIdMessage()
+    message.type = file_type
+    message.manufacturer = manufacturer
+    message.product = product
+    message.time_created = MILLIS
+    message.serial_number = 0x12345678
+    builder.add(message)
+    return builder
+
+
 def activity(out):
     """A 10-minute run at 1 Hz around Parco Sempione: positions, altitude, heart rate, distance;
     60 s on a treadmill-like stretch without position; a developer field on every record; a
     session with the totals."""
-    builder = FitFileBuilder(auto_define=True, min_string_size=50)
-    message = FileIdMessage()
-    message.type = FileType.ACTIVITY
-    message.manufacturer = Manufacturer.GARMIN.value
-    message.product = 3113
-    message.time_created = MILLIS
-    message.serial_number = 0x12345678
-    builder.add(message)
+    builder = new_file(FileType.ACTIVITY, Manufacturer.GARMIN.value, product=3113)
 
     developer = DeveloperDataIdMessage()
     developer.application_id = b"data4help-test!!"
@@ -114,14 +120,7 @@ def activity(out):
 def course(out):
     """A course file: records along a path, course points at its ends, a lap (as the FIT SDK
     requires of course files)."""
-    builder = FitFileBuilder(auto_define=True, min_string_size=50)
-    message = FileIdMessage()
-    message.type = FileType.COURSE
-    message.manufacturer = Manufacturer.DEVELOPMENT.value
-    message.product = 0
-    message.time_created = MILLIS
-    message.serial_number = 0x12345678
-    builder.add(message)
+    builder = new_file(FileType.COURSE, Manufacturer.DEVELOPMENT.value, product=0)
     message = CourseMessage()
     message.course_name = "Sempione loop"
     message.sport = Sport.RUNNING
