@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import DatabaseLink
 

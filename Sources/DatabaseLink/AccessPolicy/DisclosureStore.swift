@@ -1,17 +1,6 @@
+import Data4HelpCore
 import Foundation
 import PostgresNIO
-
-/// One disclosure as the individual's access log shows it.
-package struct DisclosureRecord: Sendable, Equatable {
-    package var id: Int64
-    package var at: Date
-    package var organisationPublicId: UUID
-    package var organisationName: String
-    package var requestPublicId: UUID
-    package var channel: String
-    package var types: [String]
-    package var itemCount: Int
-}
 
 /// `disclosures`: the append-only access log.
 package struct DisclosureStore: Sendable {

@@ -1,15 +1,7 @@
+import Data4HelpCore
 import Foundation
 import Logging
 import PostgresNIO
-
-/// A third-party organisation's account as stored (without the password hash).
-package struct ThirdPartyRecord: Sendable, Equatable {
-    package var id: Int64
-    package var publicId: UUID
-    package var name: String
-    package var email: String
-    package var createdAt: Date
-}
 
 /// The `third_parties` table: one row per tenant.
 package struct ThirdPartyStore: Sendable {

@@ -1,16 +1,6 @@
+import Data4HelpCore
 import Foundation
 import PostgresNIO
-
-/// An API key as listed to its tenant (never the secret).
-package struct APIKeyRecord: Sendable, Equatable {
-    package var id: Int64
-    package var publicId: UUID
-    package var name: String
-    package var prefix: String
-    package var createdAt: Date
-    package var lastUsedAt: Date?
-    package var revokedAt: Date?
-}
 
 /// A live API key found by its hash.
 package struct ResolvedAPIKey: Sendable, Equatable {

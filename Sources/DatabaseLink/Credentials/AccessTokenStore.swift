@@ -1,14 +1,6 @@
+import Data4HelpCore
 import Foundation
 import PostgresNIO
-
-/// A login token as listed to its owner (never the token itself).
-package struct AccessTokenRecord: Sendable, Equatable {
-    package var id: Int64
-    package var publicId: UUID
-    package var createdAt: Date
-    package var expiresAt: Date
-    package var lastUsedAt: Date?
-}
 
 /// A live token found by its hash.
 package struct ResolvedAccessToken: Sendable, Equatable {

@@ -1,8 +1,7 @@
-/// Which account a credential belongs to: the internal id of an individual or of a third party.
-package enum AccountReference: Sendable, Hashable {
-    case individual(Int64)
-    case thirdParty(Int64)
+import Data4HelpCore
 
+/// How the storage layer reads an `AccountReference`.
+extension AccountReference {
     /// The `access_tokens` column that holds this kind of owner (a constant, safe to splice into SQL).
     var ownerColumn: String {
         switch self {

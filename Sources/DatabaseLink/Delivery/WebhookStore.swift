@@ -3,47 +3,6 @@ import Foundation
 import Logging
 import PostgresNIO
 
-/// An account's webhook endpoint, without its secret.
-package struct WebhookEndpointRecord: Sendable, Equatable {
-    package var url: String
-    package var createdAt: Date
-    package var updatedAt: Date
-}
-
-/// A delivery an instance has claimed: everything needed to send one attempt.
-package struct ClaimedDelivery: Sendable {
-    package var id: Int64
-    package var publicId: UUID
-    /// This attempt's number among all attempts of the delivery (1-based).
-    package var attempt: Int
-    /// This attempt's number since the delivery was created or last redelivered (1-based).
-    package var roundAttempt: Int
-    package var eventType: String
-    package var createdAt: Date
-    /// The party event to read the body from, or the body itself.
-    package var eventId: Int64?
-    package var payload: String?
-    package var url: String
-    package var secret: String
-}
-
-/// How an attempt ended, as the delivery log shows it.
-package struct DeliveryAttemptRecord: Sendable, Equatable {
-    package var attempt: Int
-    package var at: Date
-    package var durationMs: Int
-    package var statusCode: Int?
-    package var error: String?
-
-    package init(attempt: Int, at: Date, durationMs: Int, statusCode: Int?, error: String?) {
-        self.attempt = attempt
-        self.at = at
-        self.durationMs = durationMs
-        self.statusCode = statusCode
-        self.error = error
-    }
-}
-
 /// What becomes of a delivery after an attempt.
 package enum DeliveryOutcome: Sendable {
     case delivered
@@ -51,19 +10,6 @@ package enum DeliveryOutcome: Sendable {
     case failed
     /// Nothing to send any more (a data event whose grant ended); no attempt is recorded.
     case cancelled
-}
-
-/// One delivery in an endpoint's log.
-package struct DeliveryRecord: Sendable, Equatable {
-    package var id: Int64
-    package var publicId: UUID
-    package var eventType: String
-    package var requestPublicId: UUID?
-    package var state: String
-    package var createdAt: Date
-    package var nextAttemptAt: Date?
-    package var finishedAt: Date?
-    package var attempts: [DeliveryAttemptRecord]
 }
 
 /// `webhook_endpoints`, `webhook_deliveries` and `webhook_attempts`: where accounts want their

@@ -2,24 +2,6 @@ import Data4HelpCore
 import Foundation
 import PostgresNIO
 
-/// A party's subscription to an approved aggregate query.
-package struct AggregateSubscriptionRecord: Sendable {
-    package var id: Int64
-    package var publicId: UUID
-    package var thirdPartyId: Int64
-    package var queryId: Int64
-    package var queryPublicId: UUID
-    /// The approved query's normalised spec.
-    package var spec: String
-    package var lastQueryPublicId: UUID?
-    package var createdAt: Date
-    package var nextRunAt: Date
-    package var runs: Int
-    package var period: String
-    package var status: AggregateSubscriptionStatus
-    package var stoppedReason: String?
-}
-
 /// `aggregate_subscriptions`: recomputed aggregates, claimed by any instance when due.
 package struct AggregateSubscriptionStore: Sendable {
     let database: Database

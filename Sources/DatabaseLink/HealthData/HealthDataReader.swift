@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import PostgresNIO
 
@@ -22,19 +23,6 @@ package struct LocationRow: Sendable, Equatable {
     package var longitude: Double
     package var accuracy: Float?
     package var altitude: Float?
-}
-
-/// A position in the (start, type, key) order of an individual's samples: pages continue after it.
-package struct SamplePosition: Sendable, Equatable {
-    package var startMs: Int64
-    package var type: Int16
-    package var key: Int64
-
-    package init(startMs: Int64, type: Int16, key: Int64) {
-        self.startMs = startMs
-        self.type = type
-        self.key = key
-    }
 }
 
 /// Reads of the Data Manager's tables; every query is scoped to one individual.

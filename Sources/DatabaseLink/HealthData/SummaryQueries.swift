@@ -1,10 +1,6 @@
+import Data4HelpCore
 import Foundation
 import PostgresNIO
-
-/// The width of a summary bucket, in the individual's time zone.
-package enum SummaryBucket: String, Sendable, CaseIterable {
-    case hour, day, week
-}
 
 /// One bucket of a summary: statistics over the samples whose start falls in it.
 package struct SummaryRow: Sendable, Equatable {

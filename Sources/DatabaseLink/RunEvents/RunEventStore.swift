@@ -64,13 +64,6 @@ package struct RunEventDraft: Sendable {
     }
 }
 
-/// A participant as spectators see them.
-package struct RunnerRecord: Sendable, Equatable {
-    package var runnerId: UUID
-    package var displayName: String
-    package var enrolledAt: Date
-}
-
 /// An event locked for a change (`FOR UPDATE`), with the database's clock at the lock: what the
 /// component's rule decides on. Enrolments lock the same row, so `participantCount` cannot change
 /// meanwhile.

@@ -2,35 +2,8 @@ import Data4HelpCore
 import Foundation
 import PostgresNIO
 
-/// A runner's live state, kept on their enrolment row.
-package struct RunnerStateRecord: Sendable, Equatable {
-    package var runnerId: UUID
-    package var displayName: String
-    package var lastFixAt: Date?
-    package var latitude: Double?
-    package var longitude: Double?
-    package var distanceMeters: Double
-    package var firstFixAt: Date?
-    package var offCourse: Bool
-    package var finishedAt: Date?
-    package var droppedFixes: Int
-
-    package init(
-        runnerId: UUID, displayName: String, lastFixAt: Date?, latitude: Double?, longitude: Double?, distanceMeters: Double,
-        firstFixAt: Date?, offCourse: Bool, finishedAt: Date?, droppedFixes: Int
-    ) {
-        self.runnerId = runnerId
-        self.displayName = displayName
-        self.lastFixAt = lastFixAt
-        self.latitude = latitude
-        self.longitude = longitude
-        self.distanceMeters = distanceMeters
-        self.firstFixAt = firstFixAt
-        self.offCourse = offCourse
-        self.finishedAt = finishedAt
-        self.droppedFixes = droppedFixes
-    }
-
+/// How a `RunnerStateRecord` is read from its enrolment row.
+extension RunnerStateRecord {
     static let columns = """
         p.runner_id, p.display_name, p.last_fix_at, p.latitude, p.longitude, p.distance_meters, p.first_fix_at, p.off_course,
         p.finished_at, p.dropped_fixes
@@ -39,28 +12,11 @@ package struct RunnerStateRecord: Sendable, Equatable {
     init(row: PostgresRow, from first: Int = 0) throws {
         let cells = row.makeRandomAccess()
         func cell<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T { try cells[first + index].decode(T.self) }
-        runnerId = try cell(0); displayName = try cell(1); lastFixAt = try cell(2); latitude = try cell(3); longitude = try cell(4)
-        distanceMeters = try cell(5); firstFixAt = try cell(6); offCourse = try cell(7); finishedAt = try cell(8)
-        droppedFixes = Int(try cell(9, as: Int32.self))
-    }
-}
-
-/// A position to store, as projected onto the course.
-package struct RunPositionRecord: Sendable, Equatable {
-    package var timeMs: Int64
-    package var latitude: Double
-    package var longitude: Double
-    package var accuracy: Float?
-    package var distanceMeters: Double
-    package var offsetMeters: Float
-
-    package init(timeMs: Int64, latitude: Double, longitude: Double, accuracy: Float?, distanceMeters: Double, offsetMeters: Float) {
-        self.timeMs = timeMs
-        self.latitude = latitude
-        self.longitude = longitude
-        self.accuracy = accuracy
-        self.distanceMeters = distanceMeters
-        self.offsetMeters = offsetMeters
+        self.init(
+            runnerId: try cell(0), displayName: try cell(1), lastFixAt: try cell(2), latitude: try cell(3), longitude: try cell(4),
+            distanceMeters: try cell(5), firstFixAt: try cell(6), offCourse: try cell(7), finishedAt: try cell(8),
+            droppedFixes: Int(try cell(9, as: Int32.self))
+        )
     }
 }
 

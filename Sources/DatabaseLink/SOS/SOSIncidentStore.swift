@@ -62,11 +62,6 @@ package enum DispatchOutcome: Sendable {
     case retry(at: Date, error: String)
 }
 
-/// What the dispatch centre reports back.
-package enum DispatchCentreReport: String, Sendable {
-    case acknowledged, resolved
-}
-
 /// `sos_incidents`: the life cycle after detection (dispatch outbox, cancellation, the dispatch
 /// centre's reports) and the individual's list.
 package struct SOSIncidentStore: Sendable {

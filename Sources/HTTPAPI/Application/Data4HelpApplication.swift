@@ -287,7 +287,7 @@ func buildRouter(
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
     ImportController(imports: components.imports).addRoutes(to: authenticatedUsers)
     WorkoutController(workouts: components.workouts).addRoutes(to: authenticatedUsers)
-    UserExportController(accounts: components.individuals, sos: components.sosSettings, readers: components.exportDatabase)
+    UserExportController(accounts: components.individuals, sos: components.sosSettings, sources: { ExportSource(database: await components.exportDatabase()) })
         .addRoutes(to: authenticatedUsers)
     UserRequestController(requests: components.accessRequests, accessLog: components.accessLog, body: body).addRoutes(to: authenticatedUsers)
     WebhookController<IndividualRequestContext>(endpoints: components.webhooks, body: body, prefix: "notifications").addRoutes(to: authenticatedUsers)

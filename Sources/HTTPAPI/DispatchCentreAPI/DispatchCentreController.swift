@@ -1,4 +1,4 @@
-import DatabaseLink
+import Data4HelpCore
 import Foundation
 import HealthSharing
 import Hummingbird

@@ -1,6 +1,5 @@
 import AccessManager
 import Data4HelpCore
-import DatabaseLink
 import Foundation
 import HealthSharing
 import Hummingbird
@@ -20,13 +19,14 @@ import NIOCore
 /// stored positions (`runPosition`), then `end` with the counts, so a client can tell a complete
 /// export from one cut short by a broken connection.
 ///
-/// The history is read from the database `readers` picks for each export: with a read replica,
+/// The history is read from the database `sources` picks for each export: with a read replica,
 /// the replica once it has replayed the primary's latest writes (so an export just after an
 /// upload holds it), else the primary.
 struct UserExportController {
     let accounts: IndividualAccounts
     let sos: SOSSettingsService
-    let readers: @Sendable () async -> Database
+    /// The readers of one export (the application picks the database they read from).
+    let sources: @Sendable () async -> ExportSource
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("export", use: export)
@@ -36,7 +36,7 @@ struct UserExportController {
         let individual = context.individual
         let profile = try await accounts.profile(of: individual)
         let sosSettings = try await sos.settings(of: individual)
-        let source = ExportSource(database: await readers())
+        let source = await sources()
         let logger = context.logger
         let body = ResponseBody { writer in
             var lines = ExportLines()
@@ -120,16 +120,6 @@ struct ExportSource {
     let runs: RunEventService
     let runPositions: LivePositions
     let workouts: WorkoutService
-
-    init(database: Database) {
-        ownData = OwnDataReader(database: database)
-        requests = AccessRequestService(database: database)
-        accessLog = AccessLog(database: database)
-        incidents = SOSIncidentService(database: database)
-        runs = RunEventService(database: database)
-        runPositions = LivePositions(database: database)
-        workouts = WorkoutService(database: database)
-    }
 
     /// Everything of the individual's history, in the order the export documents.
     func writeHistory(of individual: IndividualID, as lines: inout ExportLines, to writer: inout any ResponseBodyWriter) async throws {

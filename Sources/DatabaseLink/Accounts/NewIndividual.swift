@@ -1,21 +1,5 @@
 import Foundation
 
-/// An individual's account as stored (without the password hash).
-package struct IndividualRecord: Sendable, Equatable {
-    package var id: Int64
-    package var publicId: UUID
-    package var email: String
-    package var fiscalCode: String
-    package var fullName: String
-    /// `YYYY-MM-DD`.
-    package var birthDate: String
-    package var sex: String
-    package var homeArea: String
-    package var timeZone: String
-    package var createdAt: Date
-    package var updatedAt: Date
-}
-
 /// The values of a new individual account, already validated and normalised.
 package struct NewIndividual: Sendable {
     package var email: String

@@ -1,4 +1,3 @@
-import Data4HelpCore
 import Foundation
 
 /// The scope of a request or of a grant: which data types, which part of the history, until when.
@@ -21,6 +20,12 @@ package struct AccessRequestChange: Sendable, Equatable {
     package var at: Date
     package var status: AccessStatus
     package var actor: String
+
+    package init(at: Date, status: AccessStatus, actor: String) {
+        self.at = at
+        self.status = status
+        self.actor = actor
+    }
 }
 
 /// An access request and the policy it became, as stored. `status` is the effective one: a
@@ -43,32 +48,27 @@ package struct AccessRequestRecord: Sendable, Equatable {
     package var decidedAt: Date?
     /// Loaded for a single request; nil in listings.
     package var history: [AccessRequestChange]?
-}
 
-/// A new request, validated.
-package struct NewAccessRequest: Sendable {
-    package var thirdPartyId: Int64
-    package var fiscalCode: String
-    package var purpose: String
-    package var subscribe: Bool
-    package var scope: AccessScopeRecord
-    package var expiresAt: Date
-
-    package init(thirdPartyId: Int64, fiscalCode: String, purpose: String, subscribe: Bool, scope: AccessScopeRecord, expiresAt: Date) {
+    package init(
+        id: Int64, publicId: UUID, thirdPartyId: Int64, organisationPublicId: UUID, organisationName: String, fiscalCode: String,
+        purpose: String, subscribe: Bool, status: AccessStatus, asked: AccessScopeRecord, granted: AccessScopeRecord?,
+        individualId: Int64?, createdAt: Date, expiresAt: Date, decidedAt: Date?, history: [AccessRequestChange]? = nil
+    ) {
+        self.id = id
+        self.publicId = publicId
         self.thirdPartyId = thirdPartyId
+        self.organisationPublicId = organisationPublicId
+        self.organisationName = organisationName
         self.fiscalCode = fiscalCode
         self.purpose = purpose
         self.subscribe = subscribe
-        self.scope = scope
+        self.status = status
+        self.asked = asked
+        self.granted = granted
+        self.individualId = individualId
+        self.createdAt = createdAt
         self.expiresAt = expiresAt
+        self.decidedAt = decidedAt
+        self.history = history
     }
-}
-
-/// Why a change to a request could not be made.
-package enum AccessRequestStoreOutcome: Sendable, Equatable {
-    case changed(AccessRequestRecord)
-    /// No such request for this caller.
-    case notFound
-    /// The request is not in a state that allows the change; its current status.
-    case wrongState(AccessStatus)
 }

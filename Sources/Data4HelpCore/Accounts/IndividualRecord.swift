@@ -1,0 +1,33 @@
+import Foundation
+
+/// An individual's account as stored (without the password hash).
+package struct IndividualRecord: Sendable, Equatable {
+    package var id: Int64
+    package var publicId: UUID
+    package var email: String
+    package var fiscalCode: String
+    package var fullName: String
+    /// `YYYY-MM-DD`.
+    package var birthDate: String
+    package var sex: String
+    package var homeArea: String
+    package var timeZone: String
+    package var createdAt: Date
+    package var updatedAt: Date
+
+    package init(
+        id: Int64, publicId: UUID, email: String, fiscalCode: String, fullName: String, birthDate: String, sex: String, homeArea: String, timeZone: String, createdAt: Date, updatedAt: Date
+    ) {
+        self.id = id
+        self.publicId = publicId
+        self.email = email
+        self.fiscalCode = fiscalCode
+        self.fullName = fullName
+        self.birthDate = birthDate
+        self.sex = sex
+        self.homeArea = homeArea
+        self.timeZone = timeZone
+        self.createdAt = createdAt
+        self.updatedAt = updatedAt
+    }
+}
