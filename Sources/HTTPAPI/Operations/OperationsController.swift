@@ -16,58 +16,67 @@ struct OperationsController {
     var beforeScrape: @Sendable () -> Void = {}
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
-        // The process is up and serving HTTP; says nothing about its dependencies.
-        router.get("healthz") { _, _ in
-            HealthStatus(status: "ok")
-        }
-        // Ready for traffic: PostgreSQL answers and every migration is applied.
-        router.get("readyz") { _, context -> HealthStatus in
-            let pending: Int
-            do {
-                pending = try await withTimeout(.seconds(2)) { try await migrator.pendingCount() }
-            } catch {
-                context.logger.warning("readiness check: database not reachable")
-                throw Problem(
-                    .serviceUnavailable, slug: "not-ready", title: "Not ready",
-                    detail: "The database is not reachable.", headers: [.retryAfter: "2"]
-                )
-            }
-            guard pending == 0 else {
-                throw Problem(
-                    .serviceUnavailable, slug: "not-ready", title: "Not ready",
-                    detail: "\(pending) database migration(s) are not applied yet.", headers: [.retryAfter: "2"]
-                )
-            }
-            return HealthStatus(status: "ready")
-        }
-        // Metrics tell who uses what and how much: not for the public.
-        router.get("metrics") { [metricsToken, beforeScrape] request, context in
-            if let metricsToken {
-                guard case .bearer(let sent) = AuthorizationHeader(request.headers), WebSession.same(sent, metricsToken) else {
-                    throw Problem(
-                        .unauthorized, slug: "metrics-token", title: "Metrics token required",
-                        detail: "Send 'Authorization: Bearer <METRICS_TOKEN>'.", headers: [.wwwAuthenticate: #"Bearer realm="metrics""#]
-                    )
-                }
-            } else if !Self.isLoopback(context.clientAddress) {
-                throw Problem(
-                    .forbidden, slug: "metrics-loopback-only", title: "Metrics are served to loopback only",
-                    detail: "Without METRICS_TOKEN, /metrics answers only clients on the same host."
-                )
-            }
-            return Response(
-                status: .ok,
-                headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
-                body: .init(byteBuffer: { beforeScrape(); return ByteBuffer(bytes: metrics.emitToBuffer()) }())
+        router.get("healthz", use: liveness)
+        router.get("readyz", use: readiness)
+        router.get("metrics", use: scrape)
+        router.get("openapi.yaml", use: contract)
+    }
+
+    /// `GET /healthz`: the process is up and serving HTTP; says nothing about its dependencies.
+    @Sendable func liveness(_ request: Request, context: AppRequestContext) async throws -> HealthStatus {
+        HealthStatus(status: "ok")
+    }
+
+    /// `GET /readyz`: ready for traffic — PostgreSQL answers and every migration is applied.
+    @Sendable func readiness(_ request: Request, context: AppRequestContext) async throws -> HealthStatus {
+        let pending: Int
+        do {
+            pending = try await withTimeout(.seconds(2)) { try await migrator.pendingCount() }
+        } catch {
+            context.logger.warning("readiness check: database not reachable")
+            throw Problem(
+                .serviceUnavailable, slug: "not-ready", title: "Not ready",
+                detail: "The database is not reachable.", headers: [.retryAfter: "2"]
             )
         }
-        router.get("openapi.yaml") { _, _ in
-            Response(
-                status: .ok,
-                headers: [.contentType: "application/yaml; charset=utf-8"],
-                body: .init(byteBuffer: openAPIDocument)
+        guard pending == 0 else {
+            throw Problem(
+                .serviceUnavailable, slug: "not-ready", title: "Not ready",
+                detail: "\(pending) database migration(s) are not applied yet.", headers: [.retryAfter: "2"]
             )
         }
+        return HealthStatus(status: "ready")
+    }
+
+    /// `GET /metrics`: Prometheus text, to the metrics token or to loopback clients only (who uses what and how much is not for the public).
+    @Sendable func scrape(_ request: Request, context: AppRequestContext) async throws -> Response {
+        if let metricsToken {
+            guard case .bearer(let sent) = AuthorizationHeader(request.headers), WebSession.same(sent, metricsToken) else {
+                throw Problem(
+                    .unauthorized, slug: "metrics-token", title: "Metrics token required",
+                    detail: "Send 'Authorization: Bearer <METRICS_TOKEN>'.", headers: [.wwwAuthenticate: #"Bearer realm="metrics""#]
+                )
+            }
+        } else if !Self.isLoopback(context.clientAddress) {
+            throw Problem(
+                .forbidden, slug: "metrics-loopback-only", title: "Metrics are served to loopback only",
+                detail: "Without METRICS_TOKEN, /metrics answers only clients on the same host."
+            )
+        }
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+            body: .init(byteBuffer: { beforeScrape(); return ByteBuffer(bytes: metrics.emitToBuffer()) }())
+        )
+    }
+
+    /// `GET /openapi.yaml`: the API contract this server implements.
+    @Sendable func contract(_ request: Request, context: AppRequestContext) async throws -> Response {
+        Response(
+            status: .ok,
+            headers: [.contentType: "application/yaml; charset=utf-8"],
+            body: .init(byteBuffer: openAPIDocument)
+        )
     }
 
     static func isLoopback(_ address: String?) -> Bool {

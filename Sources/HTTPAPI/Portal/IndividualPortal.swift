@@ -101,21 +101,24 @@ struct MeHealthPage {
     let ownData: OwnDataReader
 
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
-        group.get("health") { request, context in
-            let week = request.uri.queryParameters["period"] == "week"
-            let bucket: SummaryBucket = week ? .day : .hour
-            let to = Date(), from = to.addingTimeInterval(week ? -7 * 86_400 : -86_400)
-            let individual = try context.signedInIndividual()
-            var charts: [[String: Any]] = []
-            for (type, statistic, title) in [(SampleType.heartRate, "mean", "Heart rate (mean)"), (.stepCount, "sum", "Steps (total)")] {
-                let body = SummaryBody(try await ownData.summary(of: individual, type: type, bucket: bucket, from: from, to: to))
-                let bars = body.items.map { item in
-                    AggregateChart.Bar(label: Self.label(item.start, week: week), value: statistic == "sum" ? (item.sum ?? item.mean * Double(item.count)) : item.mean)
-                }
-                charts.append(["title": title, "svg": AggregateChart.svg(bars, title: "\(title), \(week ? "last 7 days" : "last 24 hours")", unit: body.unit), "empty": bars.isEmpty])
+        group.get("health", use: healthPage)
+    }
+
+    /// `GET /me/health`: the individual's data, charted.
+    @Sendable func healthPage(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let week = request.uri.queryParameters["period"] == "week"
+        let bucket: SummaryBucket = week ? .day : .hour
+        let to = Date(), from = to.addingTimeInterval(week ? -7 * 86_400 : -86_400)
+        let individual = try context.signedInIndividual()
+        var charts: [[String: Any]] = []
+        for (type, statistic, title) in [(SampleType.heartRate, "mean", "Heart rate (mean)"), (.stepCount, "sum", "Steps (total)")] {
+            let body = SummaryBody(try await ownData.summary(of: individual, type: type, bucket: bucket, from: from, to: to))
+            let bars = body.items.map { item in
+                AggregateChart.Bar(label: Self.label(item.start, week: week), value: statistic == "sum" ? (item.sum ?? item.mean * Double(item.count)) : item.mean)
             }
-            return try await site.page("me-health", title: "My data", context, values: ["charts": charts, "week": week])
+            charts.append(["title": title, "svg": AggregateChart.svg(bars, title: "\(title), \(week ? "last 7 days" : "last 24 hours")", unit: body.unit), "empty": bars.isEmpty])
         }
+        return try await site.page("me-health", title: "My data", context, values: ["charts": charts, "week": week])
     }
 
     /// `HH:00` for an hour, `MM-DD` for a day (the bucket starts are in the individual's time zone).

@@ -10,28 +10,34 @@ struct MeWorkoutPages {
     let workouts: WorkoutService
 
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
-        group.get("workouts") { _, context in
-            let list = try await workouts.list(of: try context.signedInIndividual(), limit: 200, before: nil)
-            return try await site.page("me-workouts", title: "My workouts", context, values: [
-                "workouts": list.map(Self.shown), "hasWorkouts": !list.isEmpty,
-            ])
-        }
-        group.get("workouts/{workoutId}") { _, context in
-            guard let id = context.parameters.get("workoutId", as: UUID.self),
-                  let detail = try await workouts.detail(id, of: try context.signedInIndividual())
-            else { throw Problem.notFound("workout") }
-            var values = Self.shown(detail.workout)
-            let route = WorkoutFigures.routeSVG(detail.route.map { ($0.latitude, $0.longitude) })
-            let heartRate = WorkoutFigures.heartRateSVG(detail.heartRate.map { ($0.start.timeIntervalSince(detail.workout.start), $0.value) })
-            values["route"] = route
-            values["hasRoute"] = !route.isEmpty
-            values["heartRate"] = heartRate
-            values["hasHeartRate"] = !heartRate.isEmpty
-            values["routePoints"] = detail.route.count.formatted()
-            values["heartRatePoints"] = detail.heartRate.count.formatted()
-            values["truncated"] = detail.truncated
-            return try await site.page("me-workout", title: "\(values["activityName"] ?? "Workout"), \(values["start"] ?? "")", context, values: values)
-        }
+        group.get("workouts", use: workoutsPage)
+        group.get("workouts/{workoutId}", use: workoutPage)
+    }
+
+    /// `GET /me/workouts`: the individual's workouts, newest first.
+    @Sendable func workoutsPage(_ request: Request, context: AppRequestContext) async throws -> Response {
+        let list = try await workouts.list(of: try context.signedInIndividual(), limit: 200, before: nil)
+        return try await site.page("me-workouts", title: "My workouts", context, values: [
+            "workouts": list.map(Self.shown), "hasWorkouts": !list.isEmpty,
+        ])
+    }
+
+    /// `GET /me/workouts/{workoutId}`: one workout with its route drawn and its heart-rate curve.
+    @Sendable func workoutPage(_ request: Request, context: AppRequestContext) async throws -> Response {
+        guard let id = context.parameters.get("workoutId", as: UUID.self),
+              let detail = try await workouts.detail(id, of: try context.signedInIndividual())
+        else { throw Problem.notFound("workout") }
+        var values = Self.shown(detail.workout)
+        let route = WorkoutFigures.routeSVG(detail.route.map { ($0.latitude, $0.longitude) })
+        let heartRate = WorkoutFigures.heartRateSVG(detail.heartRate.map { ($0.start.timeIntervalSince(detail.workout.start), $0.value) })
+        values["route"] = route
+        values["hasRoute"] = !route.isEmpty
+        values["heartRate"] = heartRate
+        values["hasHeartRate"] = !heartRate.isEmpty
+        values["routePoints"] = detail.route.count.formatted()
+        values["heartRatePoints"] = detail.heartRate.count.formatted()
+        values["truncated"] = detail.truncated
+        return try await site.page("me-workout", title: "\(values["activityName"] ?? "Workout"), \(values["start"] ?? "")", context, values: values)
     }
 
     /// A workout's figures as pages show them.

@@ -14,23 +14,29 @@ struct PortalAggregatePages {
         group.get("aggregates") { _, context in
             try await formPage(context)
         }
-        group.post("aggregates") { request, context in
-            var typed: [String: Any] = [:]
-            return try await portal.submit(request, context, showing: { context, values, status in
-                try await formPage(context, values: values.merging(typed) { $1 }, status: status)
-            }) { form in
-                typed = Self.typed(form)
-                let party = try context.signedInParty()
-                let before = try await aggregates.status(for: party)
-                let spec = try Self.spec(form).spec(defaultEpsilon: aggregates.budget.defaultEpsilon, maximum: aggregates.budget.perQuery)
-                let result = try await aggregates.run(spec, for: party)
-                return try await resultPage(context, result, before: before, status: result.repeated ? .ok : .created)
-            }
+        group.post("aggregates", use: askAggregate)
+        group.get("aggregates/{aggregateId}", use: aggregatePage)
+    }
+
+    /// `POST /portal/aggregates`: asks the form's question, or shows the form again with what was wrong.
+    @Sendable func askAggregate(_ request: Request, context: AppRequestContext) async throws -> Response {
+        var typed: [String: Any] = [:]
+        return try await portal.submit(request, context, showing: { context, values, status in
+            try await formPage(context, values: values.merging(typed) { $1 }, status: status)
+        }) { form in
+            typed = Self.typed(form)
+            let party = try context.signedInParty()
+            let before = try await aggregates.status(for: party)
+            let spec = try Self.spec(form).spec(defaultEpsilon: aggregates.budget.defaultEpsilon, maximum: aggregates.budget.perQuery)
+            let result = try await aggregates.run(spec, for: party)
+            return try await resultPage(context, result, before: before, status: result.repeated ? .ok : .created)
         }
-        group.get("aggregates/{aggregateId}") { _, context in
-            guard let id = context.parameters.get("aggregateId", as: UUID.self) else { throw AggregateError.notFound }
-            return try await resultPage(context, try await aggregates.result(of: id, for: try context.signedInParty()), before: nil, status: .ok)
-        }
+    }
+
+    /// `GET /portal/aggregates/{aggregateId}`: one question and its answer.
+    @Sendable func aggregatePage(_ request: Request, context: AppRequestContext) async throws -> Response {
+        guard let id = context.parameters.get("aggregateId", as: UUID.self) else { throw AggregateError.notFound }
+        return try await resultPage(context, try await aggregates.result(of: id, for: try context.signedInParty()), before: nil, status: .ok)
     }
 
     private func formPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {

@@ -68,38 +68,44 @@ struct PublicRunLiveController {
     let live: LivePositions
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
-        router.get("api/runs/{runId}/leaderboard") { _, context -> Page<RunnerStateBody> in
-            Page(items: try await live.leaderboard(of: try RunEventController.runId(context)).map(RunnerStateBody.init), nextCursor: nil)
+        router.get("api/runs/{runId}/leaderboard", use: leaderboard)
+        router.get("api/runs/{runId}/positions", use: positions)
+    }
+
+    /// `GET /api/runs/{runId}/leaderboard`: every runner's latest state, ranked.
+    @Sendable func leaderboard(_ request: Request, context: AppRequestContext) async throws -> Page<RunnerStateBody> {
+        Page(items: try await live.leaderboard(of: try RunEventController.runId(context)).map(RunnerStateBody.init), nextCursor: nil)
+    }
+
+    /// `GET /api/runs/{runId}/positions`: the stored positions for replay, by time, one runner or all.
+    @Sendable func positions(_ request: Request, context: AppRequestContext) async throws -> Page<ReplayPositionBody> {
+        let query = request.uri.queryParameters
+        var fields = FieldValidator()
+        let runner = fields.optional("runner", query["runner"].map(String.init)) { (raw: String) throws(InvalidValue) -> UUID in
+            guard let id = UUID(uuidString: raw) else { throw InvalidValue("must be a runnerId") }
+            return id
         }
-        router.get("api/runs/{runId}/positions") { request, context -> Page<ReplayPositionBody> in
-            let query = request.uri.queryParameters
-            var fields = FieldValidator()
-            let runner = fields.optional("runner", query["runner"].map(String.init)) { (raw: String) throws(InvalidValue) -> UUID in
-                guard let id = UUID(uuidString: raw) else { throw InvalidValue("must be a runnerId") }
-                return id
-            }
-            let time = { (raw: String) throws(InvalidValue) -> Date in
-                guard let date = RFC3339Timestamp.parse(raw) else { throw InvalidValue("must be an RFC 3339 time") }
-                return date
-            }
-            let from = fields.optional("from", query["from"].map(String.init), time)
-            let to = fields.optional("to", query["to"].map(String.init), time)
-            let limit = fields.optional("limit", query["limit"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int in
-                guard let value = Int(raw), (1...1000).contains(value) else { throw InvalidValue("must be an integer from 1 to 1000") }
-                return value
-            } ?? 500
-            let after = fields.optional("cursor", query["cursor"].map(String.init)) { (raw: String) throws(InvalidValue) -> (timeMs: Int64, runnerId: UUID) in
-                guard let parts = CursorCodec.decode(raw, tag: "rp", fieldCount: 2), let timeMs = Int64(parts[0]), let runnerId = UUID(uuidString: parts[1]) else {
-                    throw InvalidValue("is not a cursor this server issued")
-                }
-                return (timeMs, runnerId)
-            }
-            try fields.finish()
-            let rows = try await live.replay(of: try RunEventController.runId(context), runner: runner, from: from, to: to, after: after, limit: limit + 1)
-            let visible = rows.prefix(limit)
-            let next = rows.count > limit ? visible.last.map { CursorCodec.encode("rp", [String($0.position.timeMs), $0.runnerId.uuidString]) } : nil
-            return Page(items: visible.map(ReplayPositionBody.init), nextCursor: next)
+        let time = { (raw: String) throws(InvalidValue) -> Date in
+            guard let date = RFC3339Timestamp.parse(raw) else { throw InvalidValue("must be an RFC 3339 time") }
+            return date
         }
+        let from = fields.optional("from", query["from"].map(String.init), time)
+        let to = fields.optional("to", query["to"].map(String.init), time)
+        let limit = fields.optional("limit", query["limit"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int in
+            guard let value = Int(raw), (1...1000).contains(value) else { throw InvalidValue("must be an integer from 1 to 1000") }
+            return value
+        } ?? 500
+        let after = fields.optional("cursor", query["cursor"].map(String.init)) { (raw: String) throws(InvalidValue) -> (timeMs: Int64, runnerId: UUID) in
+            guard let parts = CursorCodec.decode(raw, tag: "rp", fieldCount: 2), let timeMs = Int64(parts[0]), let runnerId = UUID(uuidString: parts[1]) else {
+                throw InvalidValue("is not a cursor this server issued")
+            }
+            return (timeMs, runnerId)
+        }
+        try fields.finish()
+        let rows = try await live.replay(of: try RunEventController.runId(context), runner: runner, from: from, to: to, after: after, limit: limit + 1)
+        let visible = rows.prefix(limit)
+        let next = rows.count > limit ? visible.last.map { CursorCodec.encode("rp", [String($0.position.timeMs), $0.runnerId.uuidString]) } : nil
+        return Page(items: visible.map(ReplayPositionBody.init), nextCursor: next)
     }
 }
 

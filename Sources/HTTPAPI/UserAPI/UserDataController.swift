@@ -13,39 +13,38 @@ struct UserDataController {
     let body: JSONBody
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
-        group.post("data") { request, context -> IngestResultBody in
-            guard let bytes = try await body.bytes(of: request) else { throw Problem.malformedBody("The request needs a JSON body.") }
-            guard let items = try IngestUploadBody.items(in: bytes) else { throw Problem.invalidField("items", "is required") }
-            guard !items.isEmpty else { throw Problem.invalidField("items", "must hold at least one item") }
-            guard items.count <= DataManager.maximumBatchSize else {
-                throw Problem(
-                    .contentTooLarge, slug: "batch-too-large", title: "Batch too large",
-                    detail: "An upload holds at most \(DataManager.maximumBatchSize) items; send the rest in another request."
-                )
-            }
-            let result = try await dataManager.ingest(items, for: context.individual)
-            return IngestResultBody(result)
+        group.post("data", use: upload)
+        group.get("data", use: samples)
+        group.get("data/summary", use: summary)
+        group.get("data/locations", use: locations)
+    }
+
+    /// `POST /api/users/data`: stores a batch of samples and fixes, committed before the answer.
+    @Sendable func upload(_ request: Request, context: IndividualRequestContext) async throws -> IngestResultBody {
+        guard let bytes = try await body.bytes(of: request) else { throw Problem.malformedBody("The request needs a JSON body.") }
+        guard let items = try IngestUploadBody.items(in: bytes) else { throw Problem.invalidField("items", "is required") }
+        guard !items.isEmpty else { throw Problem.invalidField("items", "must hold at least one item") }
+        guard items.count <= DataManager.maximumBatchSize else {
+            throw Problem(
+                .contentTooLarge, slug: "batch-too-large", title: "Batch too large",
+                detail: "An upload holds at most \(DataManager.maximumBatchSize) items; send the rest in another request."
+            )
         }
-        group.get("data") { request, context -> Page<SampleBody> in
-            let query = try SampleListingQuery(request)
-            return try await query.page(ownData.samples(
-                of: context.individual, types: query.types, from: query.range.from, to: query.range.to,
-                order: query.range.order, limit: query.range.limit, after: query.after
-            ))
-        }
-        group.get("data/summary") { request, context in
-            try await summary(request, context: context)
-        }
-        group.get("data/locations") { request, context -> Page<LocationFixBody> in
-            let query = try LocationListingQuery(request)
-            return try await query.page(ownData.locations(
-                of: context.individual, from: query.range.from, to: query.range.to, order: query.range.order, limit: query.range.limit, after: query.after
-            ))
-        }
+        let result = try await dataManager.ingest(items, for: context.individual)
+        return IngestResultBody(result)
+    }
+
+    /// `GET /api/users/data`: the individual's samples.
+    @Sendable func samples(_ request: Request, context: IndividualRequestContext) async throws -> Page<SampleBody> {
+        let query = try SampleListingQuery(request)
+        return try await query.page(ownData.samples(
+            of: context.individual, types: query.types, from: query.range.from, to: query.range.to,
+            order: query.range.order, limit: query.range.limit, after: query.after
+        ))
     }
 
     /// `GET data/summary?type=&from=&to=&bucket=hour|day|week`.
-    private func summary(_ request: Request, context: IndividualRequestContext) async throws -> SummaryBody {
+    @Sendable func summary(_ request: Request, context: IndividualRequestContext) async throws -> SummaryBody {
         var fields = FieldValidator()
         let query = request.uri.queryParameters
         let type = fields.required("type", query["type"].map(String.init)) { (raw: String) throws(InvalidValue) -> SampleType in
@@ -72,6 +71,14 @@ struct UserDataController {
         try fields.finish()
         let summary = try await ownData.summary(of: context.individual, type: type!, bucket: bucket, from: from, to: to)
         return SummaryBody(summary)
+    }
+
+    /// `GET /api/users/data/locations`: the individual's location fixes.
+    @Sendable func locations(_ request: Request, context: IndividualRequestContext) async throws -> Page<LocationFixBody> {
+        let query = try LocationListingQuery(request)
+        return try await query.page(ownData.locations(
+            of: context.individual, from: query.range.from, to: query.range.to, order: query.range.order, limit: query.range.limit, after: query.after
+        ))
     }
 
     /// `type=heartRate,stepCount` or `type=heartRate&type=stepCount`; none means every type.

@@ -24,38 +24,41 @@ struct EventStreamController {
     var maximumDuration: Duration = .seconds(600)
 
     func addRoutes(to group: some RouterMethods<ThirdPartyRequestContext>) {
-        group.get("stream") { request, context -> Response in
-            // A stream never ends on its own: only clients that ask for one get it (EventSource
-            // always sends this), so a client expecting an ordinary response does not hang.
-            guard request.headers[values: .accept].contains(where: { $0.lowercased().contains("text/event-stream") }) else {
-                throw Problem(.notAcceptable, slug: "not-acceptable", title: "Not acceptable",
-                              detail: "This is a server-sent event stream; send 'Accept: text/event-stream'.")
-            }
-            var fields = FieldValidator()
-            let lastEventId = fields.optional("Last-Event-ID", request.headers[.lastEventID]) { (raw: String) throws(InvalidValue) -> Int64 in
-                guard let id = Int64(raw.trimmingCharacters(in: .whitespaces)), id >= 0 else {
-                    throw InvalidValue("must be the id of an event this stream sent")
-                }
-                return id
-            } ?? 0
-            try fields.finish()
-            let party = context.party
-            return Response(
-                status: .ok,
-                headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .xAccelBuffering: "no"],
-                body: ResponseBody { [open] writer in
-                    open.enter()
-                    defer { open.leave() }
-                    // On graceful shutdown, wake the loop so it sees the shutdown and ends the stream.
-                    try await withGracefulShutdownHandler {
-                        try await stream(to: &writer, party: party.rowId, after: lastEventId, connectionClosed: context.connectionClosed)
-                    } onGracefulShutdown: {
-                        signal.notify()
-                    }
-                    try await writer.finish(nil)
-                }
-            )
+        group.get("stream", use: openStream)
+    }
+
+    /// GET /stream: checks the request, then streams until the client leaves.
+    @Sendable func openStream(_ request: Request, context: ThirdPartyRequestContext) async throws -> Response {
+        // A stream never ends on its own: only clients that ask for one get it (EventSource
+        // always sends this), so a client expecting an ordinary response does not hang.
+        guard request.headers[values: .accept].contains(where: { $0.lowercased().contains("text/event-stream") }) else {
+            throw Problem(.notAcceptable, slug: "not-acceptable", title: "Not acceptable",
+                          detail: "This is a server-sent event stream; send 'Accept: text/event-stream'.")
         }
+        var fields = FieldValidator()
+        let lastEventId = fields.optional("Last-Event-ID", request.headers[.lastEventID]) { (raw: String) throws(InvalidValue) -> Int64 in
+            guard let id = Int64(raw.trimmingCharacters(in: .whitespaces)), id >= 0 else {
+                throw InvalidValue("must be the id of an event this stream sent")
+            }
+            return id
+        } ?? 0
+        try fields.finish()
+        let party = context.party
+        return Response(
+            status: .ok,
+            headers: [.contentType: "text/event-stream", .cacheControl: "no-store", .xAccelBuffering: "no"],
+            body: ResponseBody { [open] writer in
+                open.enter()
+                defer { open.leave() }
+                // On graceful shutdown, wake the loop so it sees the shutdown and ends the stream.
+                try await withGracefulShutdownHandler {
+                    try await stream(to: &writer, party: party.rowId, after: lastEventId, connectionClosed: context.connectionClosed)
+                } onGracefulShutdown: {
+                    signal.notify()
+                }
+                try await writer.finish(nil)
+            }
+        )
     }
 
     /// Writes the party's events as they come until the client leaves (noticed when its
