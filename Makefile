@@ -12,7 +12,7 @@ VENV := .build/venv
 PYTHON_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: help run test bench drills build deps device-fixtures python-tools deploy-check contract-test unit-test clean-data fuzz fuzz-build hardening-check
+.PHONY: help run test bench drills build deps device-fixtures python-tools deploy-check contract-test unit-test clean-data fuzz fuzz-build hardening-check format format-check
 
 help:
 	@echo "make run    build and serve Data4Help on http://localhost:8080 (embedded PostgreSQL under .data/)"
@@ -84,6 +84,14 @@ unit-test: deps device-fixtures
 hardening-check:
 	$(PYTHON) Tests/Hardening/check-conversions.py
 
+## swift-format (the toolchain's, `.swift-format`: Hummingbird's line length of 150): `make format`
+## rewrites, `format-check` (part of `make test`) fails on any file that is not formatted.
+FORMATTED = Sources Tests Package.swift
+format:
+	swift format format --in-place --recursive --parallel $(FORMATTED)
+format-check:
+	swift format lint --strict --recursive --parallel $(FORMATTED)
+
 ## libFuzzer over every decoder of outside bytes (DecoderFuzzing): a build of its own with
 ## -sanitize=fuzzer, then each target for FUZZ_SECONDS; a crash fails and keeps its input in
 ## Tests/Fuzz/regressions/, which the test suite replays.
@@ -94,7 +102,7 @@ fuzz: fuzz-build
 	Tests/Fuzz/run-fuzzers.sh .build/fuzz/debug/data4help-fuzz $(FUZZ_SECONDS)
 
 ## The contract test and the fuzzers first, so that the test suite's own summary closes the output.
-test: deploy-check hardening-check contract-test fuzz unit-test
+test: deploy-check hardening-check format-check contract-test fuzz unit-test
 
 ## Benchmarks print figures; they assert nothing. Release build, throwaway database.
 ## Every benchmark, one after another, then one table of their figures, which is also written

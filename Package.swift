@@ -121,7 +121,9 @@ let package = Package(
         // RunEvent Manager (Track4Run): courses (GeoJSON, GPX), projection of runners onto them.
         .target(
             name: "RunEvents",
-            dependencies: ["AccessManager", "Data4HelpCore", "DatabaseLink", "DeviceFiles", "UntrustedXML", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "AccessManager", "Data4HelpCore", "DatabaseLink", "DeviceFiles", "UntrustedXML", .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         // The HTTP layer: the two API surfaces, errors as problem+json, operability endpoints, wiring.
@@ -219,7 +221,9 @@ let package = Package(
         ),
         .testTarget(
             name: "RunEventsTests",
-            dependencies: ["RunEvents", "DatabaseLink", "DeviceFiles", "UntrustedXML", "SeededRandom", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "RunEvents", "DatabaseLink", "DeviceFiles", "UntrustedXML", "SeededRandom", .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "DeviceFilesTests", dependencies: ["DeviceFiles"], swiftSettings: swiftSettings),

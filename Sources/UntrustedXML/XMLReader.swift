@@ -169,7 +169,9 @@ package struct XMLReader {
     /// anything is read; a UTF-8 byte order mark is skipped.
     private mutating func checkEncoding() throws {
         let head = buffer.prefix(4)
-        if head.count >= 2, head[head.startIndex] == 0 || head[head.startIndex + 1] == 0 || head.starts(with: [0xFF, 0xFE]) || head.starts(with: [0xFE, 0xFF]) {
+        if head.count >= 2,
+            head[head.startIndex] == 0 || head[head.startIndex + 1] == 0 || head.starts(with: [0xFF, 0xFE]) || head.starts(with: [0xFE, 0xFF])
+        {
             throw UntrustedXMLError.unsupportedEncoding
         }
         if buffer.starts(with: [0xEF, 0xBB, 0xBF]) { index = 3 }

@@ -54,7 +54,8 @@ struct SMTPTransportTests {
         let transport = SMTPTransport(host: "127.0.0.1", port: relay.port, heloName: "data4help.test")
         let ascii = "First line.\n.A line that starts with a dot\n..and two dots\n\nhttps://data4help.example/me/confirm?token=d4hc_abc-_123"
         let unicode = "Grüße aus Milano — città\n.dot line\n日本語"
-        try await transport.send(RenderedMail(sender: "no-reply@data4help.test", recipient: "ada@example.org", subject: "Confirm your Data4Help account", body: ascii))
+        try await transport.send(
+            RenderedMail(sender: "no-reply@data4help.test", recipient: "ada@example.org", subject: "Confirm your Data4Help account", body: ascii))
         try await transport.send(RenderedMail(sender: "no-reply@data4help.test", recipient: "bea@example.org", subject: "Second", body: unicode))
         let received = try relay.received()
         #expect(received.count == 2)

@@ -49,7 +49,8 @@ struct ValueParsingTests {
 
     /// NIST SP 800-63B: no whitespace-only, invisible or breached passwords (the attacker's list).
     @Test(arguments: [
-        String(repeating: " ", count: 10), String(repeating: "\u{200B}", count: 10), "abc\u{200B}\u{200B}\u{200B}\u{200B}\u{200B}\u{200B}\u{202E}\u{FEFF}",
+        String(repeating: " ", count: 10), String(repeating: "\u{200B}", count: 10),
+        "abc\u{200B}\u{200B}\u{200B}\u{200B}\u{200B}\u{200B}\u{202E}\u{FEFF}",
         "1234567890", "password12", "Password12", "QWERTYUIOP", "aaaaaaaaaaaa", "a          ",
     ])
     func weakPasswordsAreRefused(_ raw: String) {
@@ -60,7 +61,7 @@ struct ValueParsingTests {
         #expect(throws: InvalidValue.self) { try PersonName(parsing: "Ada \u{202E}issoR") }
         #expect(throws: InvalidValue.self) { try PersonName(parsing: "Ada\u{200B}Rossi") }
         #expect(throws: InvalidValue.self) { try OrganisationName(parsing: "Acme\u{2066}Labs") }
-        #expect(try PersonName(parsing: "می\u{200C}خواهم").value == "می\u{200C}خواهم")   // the non-joiner Persian needs stays
+        #expect(try PersonName(parsing: "می\u{200C}خواهم").value == "می\u{200C}خواهم")  // the non-joiner Persian needs stays
     }
 
     @Test func birthDatesAreRealPastDays() throws {

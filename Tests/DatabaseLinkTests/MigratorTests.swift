@@ -22,7 +22,8 @@ struct MigratorTests {
             let report = try await Migrator(database: database, migrations: migrations).migrate()
             #expect(report.applied == migrations.files.map(\.fileName))
             #expect(report.alreadyApplied == 0)
-            let tables = try await database.query("SELECT count(*) FROM pg_tables WHERE tablename IN ('individuals', 'third_parties', 'access_tokens', 'api_keys')")
+            let tables = try await database.query(
+                "SELECT count(*) FROM pg_tables WHERE tablename IN ('individuals', 'third_parties', 'access_tokens', 'api_keys')")
             #expect(try tables[0].decode(Int.self) == 4)
             #expect(try await Migrator(database: database, migrations: migrations).pendingCount() == 0)
         }
@@ -57,9 +58,12 @@ struct MigratorTests {
 
     @Test func appliedMigrationWithoutFileIsRefused() async throws {
         try await withDatabase { database in
-            try await Migrator(database: database, migrations: MigrationSet(files: [
-                Self.file("0001_first.sql", "CREATE TABLE first (id int);"),
-            ])).migrate()
+            try await Migrator(
+                database: database,
+                migrations: MigrationSet(files: [
+                    Self.file("0001_first.sql", "CREATE TABLE first (id int);")
+                ])
+            ).migrate()
             await #expect(throws: MigrationError.missingFile(version: 1, fileName: "0001_first.sql")) {
                 try await Migrator(database: database, migrations: MigrationSet(files: [])).migrate()
             }
@@ -75,7 +79,8 @@ struct MigratorTests {
             await #expect(throws: MigrationError.self) {
                 try await Migrator(database: database, migrations: migrations).migrate()
             }
-            let state = try await database.query("""
+            let state = try await database.query(
+                """
                 SELECT to_regclass('good') IS NOT NULL, to_regclass('half') IS NULL,
                        (SELECT array_agg(version ORDER BY version) FROM schema_migrations)
                 """)
@@ -88,7 +93,7 @@ struct MigratorTests {
     @Test func concurrentMigratorsApplyEachFileOnce() async throws {
         try await withDatabase { database in
             let migrations = try MigrationSet(files: [
-                Self.file("0001_counter.sql", "CREATE TABLE runs (n int); INSERT INTO runs VALUES (1); SELECT pg_sleep(0.2);"),
+                Self.file("0001_counter.sql", "CREATE TABLE runs (n int); INSERT INTO runs VALUES (1); SELECT pg_sleep(0.2);")
             ])
             let reports = try await withThrowingTaskGroup(of: Migrator.Report.self) { group in
                 for _ in 0..<3 { group.addTask { try await Migrator(database: database, migrations: migrations).migrate() } }

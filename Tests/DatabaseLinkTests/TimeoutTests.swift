@@ -32,7 +32,11 @@ struct TimeoutTests {
     }
 
     @Test func theCallersCancellationEndsTheWait() async throws {
-        let task = Task { try await withTimeout(.seconds(30)) { try await Task.sleep(for: .seconds(30)); return 0 } }
+        let task = Task {
+            try await withTimeout(.seconds(30)) {
+                try await Task.sleep(for: .seconds(30)); return 0
+            }
+        }
         try await Task.sleep(for: .milliseconds(50))
         task.cancel()
         await #expect(throws: CancellationError.self) { try await task.value }

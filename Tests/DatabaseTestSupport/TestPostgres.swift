@@ -63,7 +63,8 @@ package actor TestPostgres {
         let name = "test_\(databaseCount)"
         let url = cluster.maintenanceURL
         let connection = try await PostgresConnection.connect(
-            configuration: .init(host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable),
+            configuration: .init(
+                host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable),
             id: databaseCount, logger: Self.logger
         )
         do {
@@ -82,7 +83,8 @@ package actor TestPostgres {
     private static func waitUntilUnused(_ database: String, on cluster: EmbeddedPostgres) async throws {
         let url = cluster.maintenanceURL
         let connection = try await PostgresConnection.connect(
-            configuration: .init(host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable),
+            configuration: .init(
+                host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable),
             id: 0, logger: Self.logger
         )
         defer { Task { try? await connection.close() } }

@@ -56,7 +56,14 @@ import Testing
             """
         let document = try TCXReader.read(Array(tcx.utf8))
         #expect(document.creator == "Edge 530" && document.waypoints == 1)
-        #expect(document.tracks == [[{ var point = TrackPoint(); point.time = "2026-11-01T08:00:00Z"; point.heartRate = 99; return point }()]])
+        #expect(
+            document.tracks == [
+                [
+                    {
+                        var point = TrackPoint(); point.time = "2026-11-01T08:00:00Z"; point.heartRate = 99; return point
+                    }()
+                ]
+            ])
         #expect(document.routes.map { $0.compactMap(\.position).map { [$0.latitude, $0.longitude] } } == [[[45, 9]]])
         let summary = try #require(document.summaries.first)
         #expect(summary.sport == "cycling" && summary.start == "2026-11-01T08:00:00Z" && summary.elapsedSeconds == 800)
@@ -70,7 +77,10 @@ import Testing
         for (text, reason) in [
             ("<gpx/>", "has no <TrainingCenterDatabase> root element"),
             ("<TrainingCenterDatabase><Activities>", "is not well-formed XML"),
-            (#"<!DOCTYPE t [<!ENTITY a "aaaa">]><TrainingCenterDatabase>&a;</TrainingCenterDatabase>"#, "declares XML entities (<!ENTITY …>), which are not accepted"),
+            (
+                #"<!DOCTYPE t [<!ENTITY a "aaaa">]><TrainingCenterDatabase>&a;</TrainingCenterDatabase>"#,
+                "declares XML entities (<!ENTITY …>), which are not accepted"
+            ),
         ] {
             #expect(throws: ActivityFileError.self) { try TCXReader.read(Array(text.utf8)) }
             do { _ = try TCXReader.read(Array(text.utf8)) } catch { #expect(error.reason.hasPrefix(reason), "\(error.reason)") }

@@ -83,7 +83,7 @@ struct APIKeyAndTenancyTests {
                 let reply = try await api.send(method, path, token: key, json: body)
                 #expect(reply.status == .forbidden && reply.string("type")?.hasSuffix("login-session-required") == true, "\(method) \(path)")
             }
-            #expect(try await api.send(.get, "/api/thirdparties/keys", token: token).items.count == 1)   // no successor was made
+            #expect(try await api.send(.get, "/api/thirdparties/keys", token: token).items.count == 1)  // no successor was made
             // The data API still takes the key.
             #expect(try await api.send(.get, "/api/thirdparties/me", token: key).status == .ok)
             #expect(try await api.send(.get, "/api/thirdparties/requests", token: key).status == .ok)

@@ -60,9 +60,12 @@ struct AccessRequestTests {
         try await TestServer.run { api in
             let (person, account) = try await api.individualSession()
             let (party, _) = try await api.thirdPartySession()
-            let id = try await Self.ask(api, party, fiscalCode: account["fiscalCode"]!, [
-                "dataFrom": "2026-01-01T00:00:00Z", "dataTo": "2026-06-01T00:00:00Z", "accessUntil": "2030-01-01T00:00:00Z",
-            ]).string("id")!
+            let id = try await Self.ask(
+                api, party, fiscalCode: account["fiscalCode"]!,
+                [
+                    "dataFrom": "2026-01-01T00:00:00Z", "dataTo": "2026-06-01T00:00:00Z", "accessUntil": "2030-01-01T00:00:00Z",
+                ]
+            ).string("id")!
             let widenings: [(JSONObject, String)] = [
                 (["types": ["heartRate", "stepCount"]], "types"),
                 (["dataFrom": "2025-12-31T00:00:00Z"], "dataFrom"),
@@ -75,9 +78,11 @@ struct AccessRequestTests {
                 let reply = try await api.send(.put, "/api/users/requests/\(id)", token: person, json: body)
                 #expect(reply.problemFields == [field])
             }
-            let narrowed = try await api.send(.put, "/api/users/requests/\(id)", token: person, json: [
-                "decision": "accept", "types": ["location"], "dataFrom": "2026-02-01T00:00:00Z", "accessUntil": "2029-01-01T00:00:00Z",
-            ])
+            let narrowed = try await api.send(
+                .put, "/api/users/requests/\(id)", token: person,
+                json: [
+                    "decision": "accept", "types": ["location"], "dataFrom": "2026-02-01T00:00:00Z", "accessUntil": "2029-01-01T00:00:00Z",
+                ])
             let grant = narrowed.json["grant"] as? [String: Any]
             #expect(grant?["types"] as? [String] == ["location"])
             #expect(grant?["dataFrom"] as? String == "2026-02-01T00:00:00Z")
@@ -92,9 +97,11 @@ struct AccessRequestTests {
             let (party, _) = try await api.thirdPartySession()
             let first = try await Self.ask(api, party, fiscalCode: account["fiscalCode"]!)
             #expect(try await Self.ask(api, party, fiscalCode: account["fiscalCode"]!).status == .conflict)
-            let organisation = try #require((try await api.send(.get, "/api/users/requests", token: person).items.first?["organisation"] as? [String: Any])?["id"] as? String)
+            let organisation = try #require(
+                (try await api.send(.get, "/api/users/requests", token: person).items.first?["organisation"] as? [String: Any])?["id"] as? String)
 
-            #expect(try await api.send(.post, "/api/users/blocked-parties", token: person, json: ["organisationId": organisation]).status == .noContent)
+            #expect(
+                try await api.send(.post, "/api/users/blocked-parties", token: person, json: ["organisationId": organisation]).status == .noContent)
             #expect(try await api.send(.get, "/api/thirdparties/requests/\(first.string("id")!)", token: party).string("status") == "denied")
             // A blocked party's next request looks exactly like one to a fiscal code nobody holds
             // (a block must not be told from silence), and the person never sees it.
@@ -116,7 +123,10 @@ struct AccessRequestTests {
             #expect(try await api.send(.delete, "/api/users/blocked-parties/\(organisation)", token: person).status == .noContent)
             #expect(try await Self.ask(api, party, fiscalCode: account["fiscalCode"]!).status == .conflict)
             #expect(try await api.send(.get, "/api/users/requests", token: person).items.count == 1)
-            #expect(try await api.send(.post, "/api/users/blocked-parties", token: person, json: ["organisationId": UUID().uuidString]).problemFields == ["organisationId"])
+            #expect(
+                try await api.send(.post, "/api/users/blocked-parties", token: person, json: ["organisationId": UUID().uuidString]).problemFields == [
+                    "organisationId"
+                ])
         }
     }
 
@@ -153,11 +163,14 @@ struct AccessRequestTests {
     @Test func badRequestsNameTheField() async throws {
         try await TestServer.run { api in
             let (party, _) = try await api.thirdPartySession()
-            let reply = try await api.send(.post, "/api/thirdparties/requests", token: party, json: [
-                "fiscalCode": "RSSMRA85T10A562T", "types": ["mood"], "purpose": " ", "dataFrom": "yesterday",
-            ])
+            let reply = try await api.send(
+                .post, "/api/thirdparties/requests", token: party,
+                json: [
+                    "fiscalCode": "RSSMRA85T10A562T", "types": ["mood"], "purpose": " ", "dataFrom": "yesterday",
+                ])
             #expect(Set(reply.problemFields) == ["fiscalCode", "types", "purpose", "dataFrom"])
-            let window = try await Self.ask(api, party, fiscalCode: "X1234567", ["dataFrom": "2026-02-01T00:00:00Z", "dataTo": "2026-01-01T00:00:00Z"])
+            let window = try await Self.ask(
+                api, party, fiscalCode: "X1234567", ["dataFrom": "2026-02-01T00:00:00Z", "dataTo": "2026-01-01T00:00:00Z"])
             #expect(window.problemFields == ["dataTo"])
             let empty = try await Self.ask(api, party, fiscalCode: "X1234567", ["types": [String]()])
             #expect(empty.problemFields == ["types"])

@@ -2,9 +2,9 @@ import DatabaseLink
 import DatabaseTestSupport
 import Foundation
 import HTTPAPI
+import HTTPTypes
 import HealthSharing
 import PostgresNIO
-import HTTPTypes
 import Testing
 
 @Suite("POST /api/thirdparties/aggregates: the query grammar, answers, repeats, budget")
@@ -19,8 +19,8 @@ struct AggregateAPITests {
             let cases: [(JSONObject, [String])] = [
                 (Self.with(["polygon": [[9.1, 45.4], [9.2, 45.5]]]), ["polygon"]),
                 (Self.with(["statistic": "max"]), ["statistic"]),
-                (Self.with(["from": "2025-01-01", "to": "2026-01-01"]), ["to"]),                 // 366 days
-                (Self.with(["groupBy": "day", "from": "2026-01-01", "to": "2026-02-20"]), ["groupBy"]),   // 51 groups
+                (Self.with(["from": "2025-01-01", "to": "2026-01-01"]), ["to"]),  // 366 days
+                (Self.with(["groupBy": "day", "from": "2026-01-01", "to": "2026-02-20"]), ["groupBy"]),  // 51 groups
                 (Self.with(["epsilon": 1.5]), ["epsilon"]),
                 (Self.with(["epsilon": 0.125]), ["epsilon"]),
                 (Self.with(["type": "sleep"]), ["type"]),
@@ -55,7 +55,11 @@ struct AggregateAPITests {
             #expect(first.status == .created)
             #expect(first.string("status") == "answered" && first.json["repeated"] as? Bool == false)
             let groups = (first.json["groups"] as? [[String: Any]]) ?? []
-            #expect(!groups.isEmpty && groups.allSatisfy { ($0["key"] as? [String: String])?["sex"] != nil && $0["value"] is Double && ($0["interval"] as? [Double])?.count == 2 })
+            #expect(
+                !groups.isEmpty
+                    && groups.allSatisfy {
+                        ($0["key"] as? [String: String])?["sex"] != nil && $0["value"] is Double && ($0["interval"] as? [Double])?.count == 2
+                    })
             let id = try #require(first.string("id"))
 
             let again = try await api.send(.post, "/api/thirdparties/aggregates", token: party, json: spec)
@@ -90,12 +94,15 @@ struct AggregateSubscriptionTests {
         let receivers = [try WebhookReceiver(), try WebhookReceiver()]
         let listening = receivers.map { $0.start() }
         defer { listening.forEach { $0.cancel() } }
-        try await TestServer.run(database: database, configure: { configuration in
-            configuration.aggregateMinimumGroup = 5
-            configuration.aggregateSubscriptionSweep = .seconds(1)
-            configuration.privacyBudget.perDay = Epsilon(hundredths: 150)
-            WebhookTests.localDelivery(&configuration)
-        }) { api in
+        try await TestServer.run(
+            database: database,
+            configure: { configuration in
+                configuration.aggregateMinimumGroup = 5
+                configuration.aggregateSubscriptionSweep = .seconds(1)
+                configuration.privacyBudget.perDay = Epsilon(hundredths: 150)
+                WebhookTests.localDelivery(&configuration)
+            }
+        ) { api in
             let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
             try await direct.whileRunning { try await PopulationSeeder(database: direct).seed(individuals: 300, days: 40, tag: "sub") }
             let to = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: .withFullDate)
@@ -104,12 +111,15 @@ struct AggregateSubscriptionTests {
             for (index, epsilon) in [0.5, 1.0].enumerated() {
                 let (party, _) = try await api.thirdPartySession()
                 _ = try await WebhookTests.register(api, party, receivers[index].url)
-                let answer = try await api.send(.post, "/api/thirdparties/aggregates", token: party, json: [
-                    "type": "heartRate", "statistic": "mean", "from": from, "to": to, "epsilon": epsilon,
-                ])
+                let answer = try await api.send(
+                    .post, "/api/thirdparties/aggregates", token: party,
+                    json: [
+                        "type": "heartRate", "statistic": "mean", "from": from, "to": to, "epsilon": epsilon,
+                    ])
                 #expect(answer.status == .created && answer.string("status") == "answered")
                 let aggregate = try #require(answer.string("id"))
-                let subscription = try await api.send(.post, "/api/thirdparties/aggregates/\(aggregate)/subscription", token: party, json: ["period": "daily"])
+                let subscription = try await api.send(
+                    .post, "/api/thirdparties/aggregates/\(aggregate)/subscription", token: party, json: ["period": "daily"])
                 #expect(subscription.status == .created && subscription.string("status") == "active" && subscription.string("nextRunAt") != nil)
                 subscribed.append((party, aggregate))
             }
@@ -123,7 +133,9 @@ struct AggregateSubscriptionTests {
             let aggregate = try #require((updated.json["data"] as? [String: Any])?["aggregate"] as? [String: Any])
             #expect(aggregate["status"] as? String == "answered" && aggregate["id"] as? String != subscribed[0].aggregate)
             let first = try await api.send(.get, "/api/thirdparties/aggregates/\(subscribed[0].aggregate)/subscription", token: subscribed[0].party)
-            #expect(first.json["runs"] as? Int == 1 && first.string("lastAggregateId") == aggregate["id"] as? String && first.string("status") == "active")
+            #expect(
+                first.json["runs"] as? Int == 1 && first.string("lastAggregateId") == aggregate["id"] as? String && first.string("status") == "active"
+            )
 
             // The second's does not (1.0 + 1.0 > 1.5): the subscription stops and says so.
             try await receivers[1].wait { $0.contains { $0.type == "aggregate.stopped" } }
@@ -131,8 +143,12 @@ struct AggregateSubscriptionTests {
             #expect(second.string("status") == "stopped" && second.string("stoppedReason") == "privacy budget exhausted")
 
             // Only the owner sees or ends a subscription.
-            #expect(try await api.send(.get, "/api/thirdparties/aggregates/\(subscribed[0].aggregate)/subscription", token: subscribed[1].party).status == .notFound)
-            #expect(try await api.send(.delete, "/api/thirdparties/aggregates/\(subscribed[0].aggregate)/subscription", token: subscribed[0].party).status == .noContent)
+            #expect(
+                try await api.send(.get, "/api/thirdparties/aggregates/\(subscribed[0].aggregate)/subscription", token: subscribed[1].party).status
+                    == .notFound)
+            #expect(
+                try await api.send(.delete, "/api/thirdparties/aggregates/\(subscribed[0].aggregate)/subscription", token: subscribed[0].party).status
+                    == .noContent)
             let ended = try await api.send(.get, "/api/thirdparties/aggregates/\(subscribed[0].aggregate)/subscription", token: subscribed[0].party)
             #expect(ended.string("status") == "stopped")
         }

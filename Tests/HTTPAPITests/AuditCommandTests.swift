@@ -35,9 +35,11 @@ struct AuditCommandTests {
         try await TestServer.run(database: database, configure: { $0.aggregateMinimumGroup = 5 }) { api in
             let (party, _) = try await api.thirdPartySession()
             for epsilon in [0.1, 0.2, 0.3] {
-                let reply = try await api.send(.post, "/api/thirdparties/aggregates", token: party, json: [
-                    "type": "heartRate", "statistic": "count", "from": "2026-01-01", "to": "2026-01-31", "epsilon": epsilon,
-                ])
+                let reply = try await api.send(
+                    .post, "/api/thirdparties/aggregates", token: party,
+                    json: [
+                        "type": "heartRate", "statistic": "count", "from": "2026-01-01", "to": "2026-01-31", "epsilon": epsilon,
+                    ])
                 #expect(reply.status == .created, "\(String(decoding: reply.data, as: UTF8.self))")
             }
         }

@@ -76,10 +76,12 @@ struct BalancedPairTests {
             try (prelude + config).write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
             process = Process()
             process.executableURL = URL(fileURLWithPath: nginx)
-            process.arguments = ["-p", directory.path, "-e", directory.appendingPathComponent("error.log").path,
-                                 "-c", directory.appendingPathComponent("nginx.conf").path, "-g", "daemon off;"]
-            process.standardOutput = FileHandle.nullDevice   // see ServerProcess.launch: never the test's own output
-            process.standardError = FileHandle.nullDevice    // (it logs to error.log)
+            process.arguments = [
+                "-p", directory.path, "-e", directory.appendingPathComponent("error.log").path,
+                "-c", directory.appendingPathComponent("nginx.conf").path, "-g", "daemon off;",
+            ]
+            process.standardOutput = FileHandle.nullDevice  // see ServerProcess.launch: never the test's own output
+            process.standardError = FileHandle.nullDevice  // (it logs to error.log)
             try process.run()
         }
 
@@ -110,7 +112,9 @@ struct BalancedPairTests {
         let files = try FileManager.default.contentsOfDirectory(atPath: TestPostgres.migrationsDirectory.path).filter { $0.hasSuffix(".sql") }
         let client = PostgresClient(configuration: database.clientConfiguration(maximumConnections: 1), backgroundLogger: TestPostgres.logger)
         let applied = try await withThrowingTaskGroup(of: Int?.self) { group in
-            group.addTask { await client.run(); return nil }
+            group.addTask {
+                await client.run(); return nil
+            }
             defer { group.cancelAll() }
             let rows = try await client.query("SELECT count(*)::int4, count(DISTINCT version)::int4 FROM schema_migrations")
             for try await (count, distinct) in rows.decode((Int32, Int32).self) { return count == distinct ? Int(count) : -1 }
@@ -133,9 +137,13 @@ struct BalancedPairTests {
         let party = try await api.thirdPartySession().token
         var stream = try await EventStreamReader.open(HTTPClient.shared, port: balancer.port, token: party)
         #expect(stream.response.status == .ok)
-        let request = try #require(try await api.send(.post, "/api/thirdparties/requests", token: party, json: [
-            "fiscalCode": account["fiscalCode"]!, "types": ["heartRate"], "purpose": "Monitoring", "subscribe": true,
-        ]).string("id"))
+        let request = try #require(
+            try await api.send(
+                .post, "/api/thirdparties/requests", token: party,
+                json: [
+                    "fiscalCode": account["fiscalCode"]!, "types": ["heartRate"], "purpose": "Monitoring", "subscribe": true,
+                ]
+            ).string("id"))
         #expect(try await api.send(.put, "/api/users/requests/\(request)", token: person, json: ["decision": "accept"]).status == .ok)
         #expect(try await stream.next().type == "request.granted")
         #expect(try await api.send(.post, "/api/users/data", token: person, json: WebhookTests.upload(77, at: 3)).json["accepted"] as? Int == 1)
@@ -150,16 +158,21 @@ struct BalancedPairTests {
         defer { browser.stop() }
         let posted = Mutex(false)
         try await browser.withPage("http://127.0.0.1:\(balancer.port)/runs/\(id)") { session in
-            let rows = "JSON.stringify({status: document.getElementById('status').textContent, rows: [...document.querySelectorAll('#leaderboard tr')].map(r => [...r.cells].map(c => c.textContent))})"
+            let rows =
+                "JSON.stringify({status: document.getElementById('status').textContent, rows: [...document.querySelectorAll('#leaderboard tr')].map(r => [...r.cells].map(c => c.textContent))})"
             func shown(_ value: Any?) -> (status: String, rows: [[String]]) {
                 let parsed = ((value as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]) ?? [:]
                 return (parsed["status"] as? String ?? "", parsed["rows"] as? [[String]] ?? [])
             }
             _ = try await session.wait(for: rows) { shown($0).status == "Live" && shown($0).rows.first?[1] == "Anna" }
             try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
-            _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: person, json: ["positions": [
-                RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(20, at: startsAt.addingTimeInterval(3)),
-            ]])
+            _ = try await api.send(
+                .post, "/api/users/runs/\(id)/positions", token: person,
+                json: [
+                    "positions": [
+                        RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(20, at: startsAt.addingTimeInterval(3)),
+                    ]
+                ])
             _ = try await session.wait(for: rows) { shown($0).rows.first?[2] == "0.02" }
             posted.withLock { $0 = true }
         }

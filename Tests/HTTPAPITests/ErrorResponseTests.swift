@@ -25,7 +25,8 @@ struct ErrorResponseTests {
 
     @Test func nonJSONContentTypeIsRefused() async throws {
         try await TestServer.run { api in
-            let reply = try await api.send(.post, "/api/users/registration", raw: "email=a", headers: [.contentType: "application/x-www-form-urlencoded"])
+            let reply = try await api.send(
+                .post, "/api/users/registration", raw: "email=a", headers: [.contentType: "application/x-www-form-urlencoded"])
             #expect(reply.status == .unsupportedMediaType)
         }
     }

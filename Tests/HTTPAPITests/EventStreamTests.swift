@@ -101,7 +101,10 @@ struct EventStreamTests {
             let sse: HTTPFields = [.accept: "text/event-stream"]
             #expect(try await api.send(.get, "/api/thirdparties/stream", token: person, headers: sse).status == .forbidden)
             #expect(try await api.send(.get, "/api/thirdparties/stream", token: party).status == .notAcceptable)
-            #expect(try await api.send(.get, "/api/thirdparties/stream", token: party, headers: [.accept: "text/event-stream", HTTPField.Name("Last-Event-ID")!: "x"]).problemFields == ["Last-Event-ID"])
+            #expect(
+                try await api.send(
+                    .get, "/api/thirdparties/stream", token: party, headers: [.accept: "text/event-stream", HTTPField.Name("Last-Event-ID")!: "x"]
+                ).problemFields == ["Last-Event-ID"])
         }
     }
 
@@ -112,12 +115,17 @@ struct EventStreamTests {
             defer { try? http.shutdown().wait() }
             let (person, account) = try await api.individualSession()
             let (party, _) = try await api.thirdPartySession()
-            let request = try #require(try await api.send(.post, "/api/thirdparties/requests", token: party, json: [
-                "fiscalCode": account["fiscalCode"]!, "types": ["heartRate"], "purpose": "Monitoring", "subscribe": true,
-            ]).string("id"))
+            let request = try #require(
+                try await api.send(
+                    .post, "/api/thirdparties/requests", token: party,
+                    json: [
+                        "fiscalCode": account["fiscalCode"]!, "types": ["heartRate"], "purpose": "Monitoring", "subscribe": true,
+                    ]
+                ).string("id"))
             // Long enough that the acceptance lands before it even with the whole suite running.
             let until = Date().addingTimeInterval(10).formatted(.iso8601)
-            let accepted = try await api.send(.put, "/api/users/requests/\(request)", token: person, json: ["decision": "accept", "accessUntil": until])
+            let accepted = try await api.send(
+                .put, "/api/users/requests/\(request)", token: person, json: ["decision": "accept", "accessUntil": until])
             try #require(accepted.status == .ok)
             var stream = try await EventStreamReader.open(http, port: port, token: party)
             #expect(try await stream.next().type == "request.granted")

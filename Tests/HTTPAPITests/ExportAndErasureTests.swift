@@ -37,8 +37,11 @@ struct ExportAndErasureTests {
     @Test func erasureNeedsThePasswordAndRemovesEverything() async throws {
         try await TestServer.run { api in
             let (token, account) = try await api.individualSession()
-            let other = try await api.send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password]).string("token")
-            _ = try await api.send(.post, "/api/users/data", token: token, json: ["items": OwnDataListingTests.heartRates(from: Date().addingTimeInterval(-3600), count: 10)])
+            let other = try await api.send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password]).string(
+                "token")
+            _ = try await api.send(
+                .post, "/api/users/data", token: token,
+                json: ["items": OwnDataListingTests.heartRates(from: Date().addingTimeInterval(-3600), count: 10)])
 
             #expect(try await api.send(.delete, "/api/users/me", token: token, json: [:]).problemFields == ["password"])
             #expect(try await api.send(.delete, "/api/users/me", token: token, json: ["password": "not my password"]).problemFields == ["password"])

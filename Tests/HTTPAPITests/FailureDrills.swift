@@ -42,7 +42,10 @@ struct FailureDrills {
             cluster = try await EmbeddedPostgres.start(.init(directory: root), logger: TestPostgres.logger)
             database = try await cluster.database(named: "data4help", logger: TestPostgres.logger)
             let settings = ["RATE_LIMIT_REQUESTS": "1000000", "TRUST_PROXY_HEADERS": "true"].merging(environment) { $1 }
-            instances = try [BalancedPairTests.Instance(database: database, environment: settings), BalancedPairTests.Instance(database: database, environment: settings)]
+            instances = try [
+                BalancedPairTests.Instance(database: database, environment: settings),
+                BalancedPairTests.Instance(database: database, environment: settings),
+            ]
             for instance in instances { try await BalancedPairTests.waitReady(instance.port) }
             balancer = try BalancedPairTests.Balancer(upstreams: instances.map(\.port), nginx: try #require(BalancedPairTests.nginx))
             try await BalancedPairTests.waitReady(balancer.port)
@@ -73,7 +76,9 @@ struct FailureDrills {
         /// and promptly after SIGTERM.
         func stopExpectingCleanExits(sourceLocation: SourceLocation = #_sourceLocation) async {
             for exit in await stop() {
-                #expect(exit.status == 0 && exit.seconds < 10, "SIGTERM ends serve cleanly (took \(exit.seconds) s, status \(exit.status))", sourceLocation: sourceLocation)
+                #expect(
+                    exit.status == 0 && exit.seconds < 10, "SIGTERM ends serve cleanly (took \(exit.seconds) s, status \(exit.status))",
+                    sourceLocation: sourceLocation)
             }
         }
 
@@ -94,7 +99,8 @@ struct FailureDrills {
 
         /// Samples stored for these individuals (by email).
         func storedSamples(of emails: [String]) async throws -> Int {
-            let rows = try await rows("""
+            let rows = try await rows(
+                """
                 SELECT coalesce(sum(cardinality(b.vals)), 0)::int8 FROM sample_blocks b JOIN individuals i ON i.id = b.individual_id
                 WHERE i.email = ANY(\(emails))
                 """)
@@ -139,12 +145,14 @@ struct FailureDrills {
             while !stopping.load(ordering: .relaxed), !Task.isCancelled {
                 let items: [[String: Any]] = (0..<batch).map { index in
                     let second = Double(sequence * batch + index)
-                    return ["type": "heartRate", "value": 60 + (index % 40), "unit": "bpm",
-                            "start": ISO8601DateFormatter().string(from: start.addingTimeInterval(second))]
+                    return [
+                        "type": "heartRate", "value": 60 + (index % 40), "unit": "bpm",
+                        "start": ISO8601DateFormatter().string(from: start.addingTimeInterval(second)),
+                    ]
                 }
                 sequence += 1
                 let body = try! JSONSerialization.data(withJSONObject: ["items": items])
-                while !Task.isCancelled {   // the same batch until it is acknowledged
+                while !Task.isCancelled {  // the same batch until it is acknowledged
                     var request = HTTPClientRequest(url: "\(base)/api/users/data")
                     request.method = .POST
                     request.headers.add(name: "Authorization", value: "Bearer \(token)")
@@ -154,8 +162,9 @@ struct FailureDrills {
                         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
                         let data = try await response.body.collect(upTo: 1 << 20)
                         if response.status == .ok,
-                           let reply = try JSONSerialization.jsonObject(with: Data(data.readableBytesView)) as? [String: Any],
-                           let accepted = reply["accepted"] as? Int, let duplicates = reply["duplicates"] as? Int {
+                            let reply = try JSONSerialization.jsonObject(with: Data(data.readableBytesView)) as? [String: Any],
+                            let accepted = reply["accepted"] as? Int, let duplicates = reply["duplicates"] as? Int
+                        {
                             tally.withLock {
                                 $0.acknowledgedSamples += accepted + duplicates
                                 $0.acknowledgedBatches += 1
@@ -207,18 +216,25 @@ struct FailureDrills {
         let stored = try await stack.storedSamples(of: emails)
         let afterKill = tally.acknowledgedAt.filter { $0 > killedAt }.count
         let longestGap = zip(tally.acknowledgedAt.sorted(), tally.acknowledgedAt.sorted().dropFirst()).map { $0.0.duration(to: $0.1) }.max() ?? .zero
-        Self.report("kill -9 of one of two instances during ingest through nginx", [
-            ("phones (batches of 50 samples)", "16"),
-            ("run", "\(started.duration(to: .now))"),
-            ("samples acknowledged before the kill", "\(before)"),
-            ("samples acknowledged in all", "\(tally.acknowledgedSamples) (\(tally.acknowledgedBatches) batches, \(afterKill) after the kill)"),
-            ("samples in the database", "\(stored)"),
-            ("failures seen by phones (then retried)", tally.failures.isEmpty ? "none" : tally.failures.map { "\($0.key) × \($0.value)" }.sorted().joined(separator: ", ")),
-            ("longest pause between acknowledgements", "\(longestGap)"),
-        ])
+        Self.report(
+            "kill -9 of one of two instances during ingest through nginx",
+            [
+                ("phones (batches of 50 samples)", "16"),
+                ("run", "\(started.duration(to: .now))"),
+                ("samples acknowledged before the kill", "\(before)"),
+                ("samples acknowledged in all", "\(tally.acknowledgedSamples) (\(tally.acknowledgedBatches) batches, \(afterKill) after the kill)"),
+                ("samples in the database", "\(stored)"),
+                (
+                    "failures seen by phones (then retried)",
+                    tally.failures.isEmpty ? "none" : tally.failures.map { "\($0.key) × \($0.value)" }.sorted().joined(separator: ", ")
+                ),
+                ("longest pause between acknowledgements", "\(longestGap)"),
+            ])
         #expect(stored == tally.acknowledgedSamples, "every acknowledged sample is stored, and nothing else")
         #expect(afterKill > 0, "the surviving instance went on acknowledging")
-        #expect(tally.failures.keys.allSatisfy { ["HTTP 502", "HTTP 503", "HTTP 504"].contains($0) || $0.hasPrefix("transport") }, "retriable failures only")
+        #expect(
+            tally.failures.keys.allSatisfy { ["HTTP 502", "HTTP 503", "HTTP 504"].contains($0) || $0.hasPrefix("transport") },
+            "retriable failures only")
         await stack.stopExpectingCleanExits()
     }
 
@@ -231,9 +247,10 @@ struct FailureDrills {
         let readiness = Mutex<[(ContinuousClock.Instant, Bool)]>([])
         let polling = Task {
             while !Task.isCancelled {
-                let ready = (try? await HTTPClient.shared.execute(
-                    HTTPClientRequest(url: "http://127.0.0.1:\(stack.instances[0].port)/readyz"), timeout: .seconds(3)
-                ))?.status == .ok
+                let ready =
+                    (try? await HTTPClient.shared.execute(
+                        HTTPClientRequest(url: "http://127.0.0.1:\(stack.instances[0].port)/readyz"), timeout: .seconds(3)
+                    ))?.status == .ok
                 readiness.withLock { if $0.last?.1 != ready { $0.append((.now, ready)) } }
                 try? await Task.sleep(for: .milliseconds(100))
             }
@@ -255,18 +272,28 @@ struct FailureDrills {
         let transitions = readiness.withLock { $0 }
         let afterRestart = tally.acknowledgedAt.filter { $0 > restartedAt }
         let firstAfter = afterRestart.min().map { restartedAt.duration(to: $0) }
-        Self.report("PostgreSQL stopped for 5 s and started again during ingest", [
-            ("phones (batches of 50 samples)", "8"),
-            ("/readyz of instance 1", transitions.map { "\($0.1 ? "green" : "red") at +\(stoppedAt.duration(to: $0.0))" }.joined(separator: ", ")),
-            ("first acknowledgement after the restart", firstAfter.map { "+\($0)" } ?? "none"),
-            ("samples acknowledged", "\(tally.acknowledgedSamples) (\(afterRestart.count) batches after the restart)"),
-            ("samples in the database", "\(stored)"),
-            ("failures seen by phones (then retried)", tally.failures.isEmpty ? "none" : tally.failures.map { "\($0.key) × \($0.value)" }.sorted().joined(separator: ", ")),
-        ])
+        Self.report(
+            "PostgreSQL stopped for 5 s and started again during ingest",
+            [
+                ("phones (batches of 50 samples)", "8"),
+                (
+                    "/readyz of instance 1",
+                    transitions.map { "\($0.1 ? "green" : "red") at +\(stoppedAt.duration(to: $0.0))" }.joined(separator: ", ")
+                ),
+                ("first acknowledgement after the restart", firstAfter.map { "+\($0)" } ?? "none"),
+                ("samples acknowledged", "\(tally.acknowledgedSamples) (\(afterRestart.count) batches after the restart)"),
+                ("samples in the database", "\(stored)"),
+                (
+                    "failures seen by phones (then retried)",
+                    tally.failures.isEmpty ? "none" : tally.failures.map { "\($0.key) × \($0.value)" }.sorted().joined(separator: ", ")
+                ),
+            ])
         #expect(stored == tally.acknowledgedSamples, "every acknowledged sample is stored")
         #expect(!afterRestart.isEmpty, "the instances reconnected by themselves")
         #expect(transitions.map(\.1).starts(with: [true, false, true]), "/readyz went red, then green")
-        #expect(tally.failures.keys.allSatisfy { ["HTTP 502", "HTTP 503", "HTTP 504"].contains($0) || $0.hasPrefix("transport") }, "retriable failures only")
+        #expect(
+            tally.failures.keys.allSatisfy { ["HTTP 502", "HTTP 503", "HTTP 504"].contains($0) || $0.hasPrefix("transport") },
+            "retriable failures only")
         await stack.stopExpectingCleanExits()
     }
 
@@ -279,7 +306,7 @@ struct FailureDrills {
         let scale = 0.01
         let stack = try await Stack(environment: ["WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_BACKOFF_SCALE": "\(scale)"])
         defer { stack.terminate() }
-        let receiver = try WebhookReceiver()   // down: connections refused until start()
+        let receiver = try WebhookReceiver()  // down: connections refused until start()
         let api = stack.api
         let (party, _) = try await api.thirdPartySession()
         let registered = try await api.send(.put, "/api/thirdparties/webhook", token: party, json: ["url": receiver.url])
@@ -296,7 +323,8 @@ struct FailureDrills {
         phones.stopping.store(true, ordering: .relaxed)
         await load.value
         try await Task.sleep(until: downAt + .seconds(120))
-        let whileDown = try await stack.rows("SELECT count(*)::int8, coalesce(sum(attempts), 0)::int8, count(*) FILTER (WHERE state = 'pending')::int8 FROM webhook_deliveries")
+        let whileDown = try await stack.rows(
+            "SELECT count(*)::int8, coalesce(sum(attempts), 0)::int8, count(*) FILTER (WHERE state = 'pending')::int8 FROM webhook_deliveries")
         let (created, attemptsWhileDown, pendingWhenUp) = try whileDown[0].decode((Int, Int, Int).self)
         FileHandle.standardError.write(Data("drill: receiver up, \(pendingWhenUp) of \(created) deliveries pending\n".utf8))
         let upAt = ContinuousClock.now
@@ -304,7 +332,7 @@ struct FailureDrills {
         defer { listening.cancel() }
         try await receiver.wait(timeout: .seconds(480)) { Set($0.map(\.deliveryId)).count >= created }
         let lastAt = ContinuousClock.now
-        try await Task.sleep(for: .seconds(2))   // let the last attempts be recorded
+        try await Task.sleep(for: .seconds(2))  // let the last attempts be recorded
         let outbox = try await stack.rows("SELECT public_id::text, request_id, id, state FROM webhook_deliveries ORDER BY id")
         let deliveries = try outbox.map { try $0.decode((String, Int64?, Int64, String).self) }
         let received = receiver.received
@@ -317,16 +345,24 @@ struct FailureDrills {
             if let last = lastPerGrant[grant], last > id { outOfOrder += 1 }
             lastPerGrant[grant] = id
         }
-        Self.report("webhook receiver down for 2 minutes during uploads (retry schedule × \(scale))", [
-            ("phones uploading for the first minute", "\(tokens.count), \(phones.tally.withLock { $0.acknowledgedBatches }) batches acknowledged"),
-            ("deliveries in the outbox", "\(created)"),
-            ("attempts refused while down", "\(attemptsWhileDown)"),
-            ("all received after the receiver came up", "+\(upAt.duration(to: lastAt))"),
-            ("distinct deliveries received", "\(ids.count)"),
-            ("repeats (same delivery id)", "\(received.count - ids.count)"),
-            ("states in the outbox", Dictionary(grouping: deliveries, by: \.3).map { "\($0.key) \($0.value.count)" }.sorted().joined(separator: ", ")),
-            ("received out of order within a grant", "\(outOfOrder)"),
-        ])
+        Self.report(
+            "webhook receiver down for 2 minutes during uploads (retry schedule × \(scale))",
+            [
+                (
+                    "phones uploading for the first minute",
+                    "\(tokens.count), \(phones.tally.withLock { $0.acknowledgedBatches }) batches acknowledged"
+                ),
+                ("deliveries in the outbox", "\(created)"),
+                ("attempts refused while down", "\(attemptsWhileDown)"),
+                ("all received after the receiver came up", "+\(upAt.duration(to: lastAt))"),
+                ("distinct deliveries received", "\(ids.count)"),
+                ("repeats (same delivery id)", "\(received.count - ids.count)"),
+                (
+                    "states in the outbox",
+                    Dictionary(grouping: deliveries, by: \.3).map { "\($0.key) \($0.value.count)" }.sorted().joined(separator: ", ")
+                ),
+                ("received out of order within a grant", "\(outOfOrder)"),
+            ])
         #expect(created > tokens.count, "the uploads produced deliveries")
         #expect(ids == Set(deliveries.map(\.0)), "every delivery in the outbox was received")
         #expect(deliveries.allSatisfy { $0.3 == "delivered" })
@@ -349,27 +385,35 @@ struct FailureDrills {
         ])
         defer { stack.terminate() }
         let (person, _) = try await stack.api.individualSession()
-        let enrolled = try await stack.api.send(.put, "/api/users/sos", token: person, json: [
-            "enabled": true, "consecutiveReadings": 3, "cancelWindowSeconds": 2,
-        ])
+        let enrolled = try await stack.api.send(
+            .put, "/api/users/sos", token: person,
+            json: [
+                "enabled": true, "consecutiveReadings": 3, "cancelWindowSeconds": 2,
+            ])
         #expect(enrolled.status == .ok)
         let first = RemoteAPI(base: "http://127.0.0.1:\(stack.instances[0].port)")
         let sent = ContinuousClock.now
-        let upload = try await first.send(.post, "/api/users/data", token: person, json: SOSIncidentTests.heartRates([30, 30, 30], from: Date().addingTimeInterval(-5)))
+        let upload = try await first.send(
+            .post, "/api/users/data", token: person, json: SOSIncidentTests.heartRates([30, 30, 30], from: Date().addingTimeInterval(-5)))
         let acknowledged = ContinuousClock.now
         await stack.instances[0].kill()
         let killed = ContinuousClock.now
         #expect(upload.status == .ok)
         try await centre.wait(timeout: .seconds(30)) { !$0.isEmpty }
         let dispatched = ContinuousClock.now
-        try await Task.sleep(for: .seconds(3))   // time for a second call, were there one
+        try await Task.sleep(for: .seconds(3))  // time for a second call, were there one
         let incidents = try await stack.api.send(.get, "/api/users/sos/incidents", token: person).items
-        Self.report("SOS incident detected by an instance killed inside its 2 s cancel window", [
-            ("upload sent → acknowledged", "\(sent.duration(to: acknowledged))"),
-            ("acknowledged → instance 1 killed", "\(acknowledged.duration(to: killed))"),
-            ("acknowledged → dispatched by instance 2", "\(acknowledged.duration(to: dispatched))"),
-            ("calls received by the dispatch centre", "\(centre.dispatches.map(\.calls).reduce(0, +)) for \(centre.dispatches.count) incident(s)"),
-        ])
+        Self.report(
+            "SOS incident detected by an instance killed inside its 2 s cancel window",
+            [
+                ("upload sent → acknowledged", "\(sent.duration(to: acknowledged))"),
+                ("acknowledged → instance 1 killed", "\(acknowledged.duration(to: killed))"),
+                ("acknowledged → dispatched by instance 2", "\(acknowledged.duration(to: dispatched))"),
+                (
+                    "calls received by the dispatch centre",
+                    "\(centre.dispatches.map(\.calls).reduce(0, +)) for \(centre.dispatches.count) incident(s)"
+                ),
+            ])
         #expect(centre.dispatches.count == 1 && centre.dispatches.first?.calls == 1, "dispatched once")
         #expect(incidents.count == 1 && incidents.first?["status"] as? String == "dispatched")
         #expect(acknowledged.duration(to: killed) < .seconds(2), "killed inside the cancel window")

@@ -39,6 +39,8 @@ struct FuzzCorpusTests {
             read += 1
         }
         #expect(read >= 10)
-        #expect(throws: PathError.self) { try CoursePath.points(from: [UInt8](try Data(contentsOf: Self.root.appendingPathComponent("corpus/gpx/entity-bomb.gpx"))), format: .gpx) }
+        #expect(throws: PathError.self) {
+            try CoursePath.points(from: [UInt8](try Data(contentsOf: Self.root.appendingPathComponent("corpus/gpx/entity-bomb.gpx"))), format: .gpx)
+        }
     }
 }

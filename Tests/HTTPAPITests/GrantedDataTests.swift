@@ -7,14 +7,18 @@ import Testing
 struct GrantedDataTests {
     /// A person with heart rate, steps and a location fix in early November, and a party whose
     /// request they granted (narrowed as given).
-    static func grant(_ api: APIClient, decision: JSONObject = ["decision": "accept"], ask: JSONObject = [:])
+    static func grant(
+        _ api: APIClient, decision: JSONObject = ["decision": "accept"], ask: JSONObject = [:]
+    )
         async throws -> (person: String, party: String, request: String)
     {
         try await grant(api, decision: { decision }, ask: ask)
     }
 
     /// The decision is made when the request is answered (for decisions that depend on the time).
-    static func grant(_ api: APIClient, decision: () -> JSONObject, ask: JSONObject = [:])
+    static func grant(
+        _ api: APIClient, decision: () -> JSONObject, ask: JSONObject = [:]
+    )
         async throws -> (person: String, party: String, request: String)
     {
         let (person, account) = try await api.individualSession()
@@ -43,7 +47,8 @@ struct GrantedDataTests {
             let data = try await api.send(.get, "/api/thirdparties/requests/\(request)/data?order=asc", token: party)
             #expect(data.status == .ok)
             #expect(data.items.compactMap { $0["value"] as? Double } == [62])  // not the 1st or 9th, not the steps
-            let wider = try await api.send(.get, "/api/thirdparties/requests/\(request)/data?from=2026-10-01T00:00:00Z&to=2026-12-01T00:00:00Z", token: party)
+            let wider = try await api.send(
+                .get, "/api/thirdparties/requests/\(request)/data?from=2026-10-01T00:00:00Z&to=2026-12-01T00:00:00Z", token: party)
             #expect(wider.items.count == 1)
             let steps = try await api.send(.get, "/api/thirdparties/requests/\(request)/data?type=stepCount", token: party)
             #expect(steps.problemFields == ["types"])
@@ -74,10 +79,12 @@ struct GrantedDataTests {
     @Test func grantsEndWhenTheirTimeIsUp() async throws {
         try await TestServer.run { api in
             var until = Date()
-            let (_, party, request) = try await Self.grant(api, decision: {
-                until = Date().addingTimeInterval(8).rounded()
-                return ["decision": "accept", "accessUntil": ISO8601DateFormatter().string(from: until)]
-            })
+            let (_, party, request) = try await Self.grant(
+                api,
+                decision: {
+                    until = Date().addingTimeInterval(8).rounded()
+                    return ["decision": "accept", "accessUntil": ISO8601DateFormatter().string(from: until)]
+                })
             // Read while the grant surely runs (on a loaded machine the five seconds can be gone).
             if Date() < until.addingTimeInterval(-1) {
                 let read = try await api.send(.get, "/api/thirdparties/requests/\(request)/data", token: party)

@@ -22,7 +22,8 @@ struct HostileRequestTests {
         try await BalancedPairTests.waitReady(instance.port)
         let api = RemoteAPI(base: "http://127.0.0.1:\(instance.port)")
         try await body(api)
-        #expect(instance.process.isRunning, "the server process ended (status \(instance.process.isRunning ? 0 : instance.process.terminationStatus))")
+        #expect(
+            instance.process.isRunning, "the server process ended (status \(instance.process.isRunning ? 0 : instance.process.terminationStatus))")
         #expect(try await api.send(.get, "/readyz").status == .ok)
     }
 
@@ -31,18 +32,24 @@ struct HostileRequestTests {
             let (party, _) = try await api.thirdPartySession()
             let headers: HTTPFields = [.authorization: "Bearer \(party)", .contentType: "application/json"]
             for epsilon in ["99999999999999999999", "1e300", "-1e300", "1e-300", "1.7976931348623157e308"] {
-                let reply = try await api.send(.post, "/api/thirdparties/aggregates", token: nil, json: nil, raw: """
-                    {"type":"heartRate","statistic":"mean","from":"2026-01-01","to":"2026-01-31","epsilon":\(epsilon)}
-                    """, headers: headers)
+                let reply = try await api.send(
+                    .post, "/api/thirdparties/aggregates", token: nil, json: nil,
+                    raw: """
+                        {"type":"heartRate","statistic":"mean","from":"2026-01-01","to":"2026-01-31","epsilon":\(epsilon)}
+                        """, headers: headers)
                 #expect(reply.status == .unprocessableContent && reply.problemFields == ["epsilon"], "epsilon \(epsilon): \(reply.status)")
             }
             // The individuals' AutomatedSOS form: integers that are not (1e300, nan, inf).
             let (_, account) = try await api.individualSession()
             var me = try await IndividualPortalTests.signIn(api, account)
-            for (field, value) in [("consecutiveReadings", "1e300"), ("consecutiveReadings", "nan"), ("cancelWindowSeconds", "inf"), ("cancelWindowSeconds", "-9e18")] {
+            for (field, value) in [
+                ("consecutiveReadings", "1e300"), ("consecutiveReadings", "nan"), ("cancelWindowSeconds", "inf"), ("cancelWindowSeconds", "-9e18"),
+            ] {
                 let csrf = try PortalBrowser.csrf(try await me.send(.get, "/me/sos"))
                 let reply = try await me.send(.post, "/me/sos", form: [("csrf", csrf), ("enabled", "true"), (field, value)])
-                #expect(reply.status == .unprocessableContent && PortalBrowser.html(reply).contains("id=\"\(field)-error\""), "\(field)=\(value): \(reply.status)")
+                #expect(
+                    reply.status == .unprocessableContent && PortalBrowser.html(reply).contains("id=\"\(field)-error\""),
+                    "\(field)=\(value): \(reply.status)")
             }
         }
     }
@@ -52,12 +59,19 @@ struct HostileRequestTests {
             let (person, _) = try await api.individualSession()
             // The cursors of the report: well-formed under the old unauthenticated scheme, with
             // Int64.max and Int64.min where a time belongs.
-            let forged = ["s1|desc|9223372036854775807|32767|9223372036854775807", "s1|asc|-9223372036854775808|0|0", "l1|desc|9223372036854775807|1", "k1|9223372036854775807"]
-                .map { Data($0.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "") } + ["", "%00", String(repeating: "A", count: 400)]
+            let forged =
+                [
+                    "s1|desc|9223372036854775807|32767|9223372036854775807", "s1|asc|-9223372036854775808|0|0", "l1|desc|9223372036854775807|1",
+                    "k1|9223372036854775807",
+                ]
+                .map { Data($0.utf8).base64EncodedString().replacingOccurrences(of: "=", with: "") } + [
+                    "", "%00", String(repeating: "A", count: 400),
+                ]
             for cursor in forged {
                 for path in ["/api/users/data", "/api/users/data/locations", "/api/users/requests"] {
                     let reply = try await api.send(.get, "\(path)?cursor=\(cursor)", token: person)
-                    #expect(reply.status == .unprocessableContent && reply.problemFields == ["cursor"], "\(path) \(cursor.prefix(40)): \(reply.status)")
+                    #expect(
+                        reply.status == .unprocessableContent && reply.problemFields == ["cursor"], "\(path) \(cursor.prefix(40)): \(reply.status)")
                 }
             }
             // A cursor the server issued still works, and one with a byte changed does not.
@@ -98,7 +112,9 @@ struct HostileRequestTests {
             #expect(reply.status == .unprocessableContent && reply.problemFields == ["body"])
             #expect(reply.string("detail")?.contains("entities") == true || String(decoding: reply.data, as: UTF8.self).contains("ENTITY"))
             let parameter = #"<?xml version="1.0"?><!DOCTYPE gpx [<!ENTITY % p "x">]><gpx version="1.1"/>"#
-            #expect(try await api.send(.post, "/api/users/runs?\(RunEventTests.gpxQuery)", token: nil, json: nil, raw: parameter, headers: headers).problemFields == ["body"])
+            #expect(
+                try await api.send(.post, "/api/users/runs?\(RunEventTests.gpxQuery)", token: nil, json: nil, raw: parameter, headers: headers)
+                    .problemFields == ["body"])
         }
     }
 
@@ -107,12 +123,13 @@ struct HostileRequestTests {
         try await TestServer.run { api in
             let (token, _) = try await api.individualSession()
             for value in ["1.5", "1e20", "99999999999999999999"] {
-                let reply = try await api.send(.put, "/api/users/sos", token: token, raw: #"{"enabled": true, "minHeartRate": 40.5, "consecutiveReadings": \#(value)}"#)
+                let reply = try await api.send(
+                    .put, "/api/users/sos", token: token, raw: #"{"enabled": true, "minHeartRate": 40.5, "consecutiveReadings": \#(value)}"#)
                 #expect(reply.status == .unprocessableContent && reply.problemFields == ["consecutiveReadings"], "\(value): \(reply.status)")
             }
             let items = #"{"items":[{"type":"heartRate","value":70,"start":"2026-11-20T08:30:00Z"}],"extra":{"list":[1,2.5]}}"#
             #expect(try await api.send(.post, "/api/users/data", token: token, raw: items).status == .ok)
-            #expect(try await api.send(.put, "/api/users/sos", token: token, raw: #"{"enabled": tru}"#).status == .badRequest)   // not JSON at all
+            #expect(try await api.send(.put, "/api/users/sos", token: token, raw: #"{"enabled": tru}"#).status == .badRequest)  // not JSON at all
         }
     }
 
@@ -122,14 +139,20 @@ struct HostileRequestTests {
         try await TestServer.run(configure: { $0.loginThrottle.perAccount = 3 }) { api in
             let (token, account) = try await api.individualSession()
             for _ in 1...3 {
-                let wrong = try await api.send(.patch, "/api/users/me", token: token, json: ["email": "thief@example.org", "currentPassword": "not the password"])
+                let wrong = try await api.send(
+                    .patch, "/api/users/me", token: token, json: ["email": "thief@example.org", "currentPassword": "not the password"])
                 #expect(wrong.problemFields == ["currentPassword"])
             }
-            let closed = try await api.send(.patch, "/api/users/me", token: token, json: ["password": "a brand new secret", "currentPassword": Fixtures.password])
-            #expect(closed.status == .tooManyRequests && closed.headers[.retryAfter] != nil, "\(closed.status) \(String(decoding: closed.data, as: UTF8.self))")
+            let closed = try await api.send(
+                .patch, "/api/users/me", token: token, json: ["password": "a brand new secret", "currentPassword": Fixtures.password])
+            #expect(
+                closed.status == .tooManyRequests && closed.headers[.retryAfter] != nil,
+                "\(closed.status) \(String(decoding: closed.data, as: UTF8.self))")
             #expect(try await api.send(.delete, "/api/users/me", token: token, json: ["password": Fixtures.password]).status == .tooManyRequests)
             // Sign-in is closed for the account too: the guesses were sign-in failures.
-            #expect(try await api.send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password]).status == .tooManyRequests)
+            #expect(
+                try await api.send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password]).status
+                    == .tooManyRequests)
             #expect(try await api.send(.get, "/api/users/me", token: token).string("email") == account["email"] as? String)
         }
     }

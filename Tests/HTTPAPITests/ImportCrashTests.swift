@@ -21,7 +21,7 @@ struct ImportCrashTests {
              <ExportDate value="2025-06-01 10:00:00 +0000"/>
 
             """
-        let start = Date(timeIntervalSince1970: 1_740_787_200)   // 2025-03-01T00:00:00Z
+        let start = Date(timeIntervalSince1970: 1_740_787_200)  // 2025-03-01T00:00:00Z
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_US_POSIX")
         formatter.timeZone = TimeZone(identifier: "Europe/Rome")
@@ -46,9 +46,11 @@ struct ImportCrashTests {
         // once it has committed a first batch.
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
         let reservation = try LoopbackPortReservation.forImmediateBind()
-        let server = try ServerProcess.launch(database: database, environment: [
-            "HOST": "127.0.0.1", "PORT": String(reservation.port), "IMPORT_LEASE_SECONDS": "5",
-        ])
+        let server = try ServerProcess.launch(
+            database: database,
+            environment: [
+                "HOST": "127.0.0.1", "PORT": String(reservation.port), "IMPORT_LEASE_SECONDS": "5",
+            ])
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
         let remote = RemoteAPI(base: "http://127.0.0.1:\(reservation.port)")
         try await BalancedPairTests.waitReady(reservation.port)
@@ -81,7 +83,8 @@ struct ImportCrashTests {
         }
         let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
         let stored = try await direct.whileRunning {
-            try await direct.query("""
+            try await direct.query(
+                """
                 SELECT coalesce(sum(cardinality(b.keys)), 0)::int8, count(DISTINCT k)::int8
                 FROM sample_blocks b JOIN individuals i ON i.id = b.individual_id, unnest(b.keys) k
                 WHERE i.email = \(account["email"] as? String ?? "")

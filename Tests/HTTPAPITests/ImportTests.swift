@@ -13,11 +13,14 @@ import Testing
 /// running application, its records stored through the upload rules, figures committed with them.
 @Suite("Imports: an Apple Health export read in the background")
 struct ImportTests {
-    static let export = (try? String(
-        contentsOf: TestPostgres.repositoryRoot.appendingPathComponent("Tests/Fixtures/AppleHealth/export.xml"), encoding: .utf8
-    )) ?? ""
+    static let export =
+        (try? String(
+            contentsOf: TestPostgres.repositoryRoot.appendingPathComponent("Tests/Fixtures/AppleHealth/export.xml"), encoding: .utf8
+        )) ?? ""
 
-    static func post(_ api: APIClient, _ token: String, _ body: String, contentType: String = "application/xml", headers: HTTPFields = [:]) async throws -> APIClient.Reply {
+    static func post(
+        _ api: APIClient, _ token: String, _ body: String, contentType: String = "application/xml", headers: HTTPFields = [:]
+    ) async throws -> APIClient.Reply {
         var headers = headers
         headers[.contentType] = contentType
         return try await api.send(.post, "/api/users/imports", token: token, raw: body, headers: headers)
@@ -62,7 +65,8 @@ struct ImportTests {
         try await TestServer.run { api in
             let (person, _) = try await api.individualSession()
             // AutomatedSOS would call for 72 bpm: imported history never opens an incident.
-            let sos = try await api.send(.put, "/api/users/sos", token: person, json: ["enabled": true, "minHeartRate": 80, "consecutiveReadings": 1])
+            let sos = try await api.send(
+                .put, "/api/users/sos", token: person, json: ["enabled": true, "minHeartRate": 80, "consecutiveReadings": 1])
             #expect(sos.status == .ok)
 
             let posted = try await Self.post(api, person, Self.export)
@@ -86,9 +90,10 @@ struct ImportTests {
             #expect(result["skipped"] as? [String: Int] == ["HKQuantityTypeIdentifierFlightsClimbed": 1])
             #expect(result["workouts"] as? Int == 2)
             let rejected = try #require(result["rejected"] as? [[String: Any]])
-            #expect(rejected.compactMap { $0["reason"] as? String }.sorted() == [
-                "startDate is missing or not a date such as 2023-05-01 08:30:00 +0200", "the unit mol/L is not read for bloodGlucose",
-            ])
+            #expect(
+                rejected.compactMap { $0["reason"] as? String }.sorted() == [
+                    "startDate is missing or not a date such as 2023-05-01 08:30:00 +0200", "the unit mol/L is not read for bloodGlucose",
+                ])
 
             // The samples are the individual's data like any upload, with their source.
             let glucose = try await api.send(.get, "/api/users/data?type=bloodGlucose", token: person)
@@ -108,8 +113,10 @@ struct ImportTests {
             #expect(workouts.compactMap { $0["activity"] as? String } == ["running", "cycling"])
             let run = try #require(workouts.first), ride = try #require(workouts.last)
             #expect(run["start"] as? String == "2026-11-18T17:00:00.000Z" && run["durationSeconds"] as? Double == 1890)
-            #expect(run["energyKilocalories"] as? Double == 383 && run["source"] as? String == "Anna’s Apple Watch" && run["importId"] as? String == id)
-            #expect(abs((ride["distanceMetres"] as? Double ?? 0) - 48_280.32) < 0.01 && abs((ride["energyKilocalories"] as? Double ?? 0) - 501.91) < 0.01)
+            #expect(
+                run["energyKilocalories"] as? Double == 383 && run["source"] as? String == "Anna’s Apple Watch" && run["importId"] as? String == id)
+            #expect(
+                abs((ride["distanceMetres"] as? Double ?? 0) - 48_280.32) < 0.01 && abs((ride["energyKilocalories"] as? Double ?? 0) - 501.91) < 0.01)
 
             let listed = try await api.send(.get, "/api/users/imports", token: person)
             #expect((listed.json["imports"] as? [[String: Any]])?.compactMap { $0["id"] as? String } == [againId, id])
@@ -126,8 +133,9 @@ struct ImportTests {
             let job = try await Self.finished(api, person, try #require(posted.string("id")))
             // export.xml's 21 records, then the workout route's two points.
             #expect(job["state"] as? String == "done" && job["records"] as? Int == 23 && Self.countsAddUp(job), "\(job)")
-            #expect(Self.types(job)["heartRate"] == ["accepted": 1, "duplicates": 0] && Self.types(job)["location"] == ["accepted": 2, "duplicates": 0])
-            #expect(job["bytesProcessed"] as? Int == Self.export.utf8.count)   // the inflated export.xml
+            #expect(
+                Self.types(job)["heartRate"] == ["accepted": 1, "duplicates": 0] && Self.types(job)["location"] == ["accepted": 2, "duplicates": 0])
+            #expect(job["bytesProcessed"] as? Int == Self.export.utf8.count)  // the inflated export.xml
             let workouts = try await api.send(.get, "/api/users/workouts", token: person).items
             let run = try await api.send(.get, "/api/users/workouts/\(try #require(workouts.first?["id"] as? String))", token: person)
             #expect(((run.json["route"] as? [String: Any])?["coordinates"] as? [[Double]])?.first == [9.19, 45.4642, 120])
@@ -146,7 +154,9 @@ struct ImportTests {
             let broken = try await Self.post(api, person, bytes: damaged, contentType: "application/zip")
             let brokenJob = try await Self.finished(api, person, try #require(broken.string("id")))
             #expect(brokenJob["state"] as? String == "failed" && Self.countsAddUp(brokenJob))
-            #expect((brokenJob["failure"] as? String)?.hasPrefix("apple_health_export/export.xml in the ZIP archive") == true, "\(brokenJob["failure"] ?? "")")
+            #expect(
+                (brokenJob["failure"] as? String)?.hasPrefix("apple_health_export/export.xml in the ZIP archive") == true,
+                "\(brokenJob["failure"] ?? "")")
         }
     }
 
@@ -156,10 +166,12 @@ struct ImportTests {
         let root = TestPostgres.repositoryRoot
         let garmin = try String(contentsOf: root.appendingPathComponent("Tests/Fixtures/GPX/garmin-connect-run.gpx"), encoding: .utf8)
         let gpxpy = try String(contentsOf: root.appendingPathComponent("Tests/Fuzz/corpus/gpx/gpxpy-track-with-empty-segment.gpx"), encoding: .utf8)
-        let waypoints = try String(contentsOf: root.appendingPathComponent("Tests/Fuzz/corpus/gpx/gpxpy-gpx_with_garmin_extension.gpx"), encoding: .utf8)
+        let waypoints = try String(
+            contentsOf: root.appendingPathComponent("Tests/Fuzz/corpus/gpx/gpxpy-gpx_with_garmin_extension.gpx"), encoding: .utf8)
         try await TestServer.run { api in
             let (person, _) = try await api.individualSession()
-            let run = try await Self.finished(api, person, try #require(try await Self.post(api, person, garmin, contentType: "application/gpx+xml").string("id")))
+            let run = try await Self.finished(
+                api, person, try #require(try await Self.post(api, person, garmin, contentType: "application/gpx+xml").string("id")))
             #expect(run["state"] as? String == "done" && run["format"] as? String == "gpx" && Self.countsAddUp(run), "\(run)")
             #expect(Self.types(run)["location"] == ["accepted": 3, "duplicates": 0])
             #expect(Self.types(run)["heartRate"] == ["accepted": 3, "duplicates": 0])
@@ -168,14 +180,20 @@ struct ImportTests {
             let fixes = try await api.send(.get, "/api/users/data/locations?order=asc", token: person).items
             #expect(fixes.count == 3 && abs((fixes.first?["altitude"] as? Double ?? 0) - 121.4) < 0.01)
 
-            let again = try await Self.finished(api, person, try #require(try await Self.post(api, person, garmin, contentType: "application/gpx+xml").string("id")))
+            let again = try await Self.finished(
+                api, person, try #require(try await Self.post(api, person, garmin, contentType: "application/gpx+xml").string("id")))
             #expect(Self.types(again)["location"] == ["accepted": 0, "duplicates": 3])
 
-            let track = try await Self.finished(api, person, try #require(try await Self.post(api, person, gpxpy, contentType: "application/gpx+xml").string("id")))
-            #expect(track["state"] as? String == "done" && (Self.types(track)["location"]?["accepted"] ?? 0) > 0 && Self.countsAddUp(track), "\(track)")
+            let track = try await Self.finished(
+                api, person, try #require(try await Self.post(api, person, gpxpy, contentType: "application/gpx+xml").string("id")))
+            #expect(
+                track["state"] as? String == "done" && (Self.types(track)["location"]?["accepted"] ?? 0) > 0 && Self.countsAddUp(track), "\(track)")
 
-            let places = try await Self.finished(api, person, try #require(try await Self.post(api, person, waypoints, contentType: "application/gpx+xml").string("id")))
-            #expect(places["state"] as? String == "failed" && places["failure"] as? String == "the GPX file has no track points (0 route points, 1 waypoints)")
+            let places = try await Self.finished(
+                api, person, try #require(try await Self.post(api, person, waypoints, contentType: "application/gpx+xml").string("id")))
+            #expect(
+                places["state"] as? String == "failed"
+                    && places["failure"] as? String == "the GPX file has no track points (0 route points, 1 waypoints)")
         }
     }
 
@@ -188,16 +206,22 @@ struct ImportTests {
         let course = try Self.deviceFixture("fit-tool-course.fit")
         try await TestServer.run { api in
             let (person, _) = try await api.individualSession()
-            let run = try await Self.finished(api, person, try #require(try await Self.post(api, person, bytes: fit, contentType: "application/vnd.ant.fit").string("id")))
+            let run = try await Self.finished(
+                api, person, try #require(try await Self.post(api, person, bytes: fit, contentType: "application/vnd.ant.fit").string("id")))
             #expect(run["state"] as? String == "done" && run["format"] as? String == "fit" && Self.countsAddUp(run), "\(run)")
-            #expect(Self.types(run)["location"] == ["accepted": 540, "duplicates": 0] && Self.types(run)["heartRate"] == ["accepted": 600, "duplicates": 0])
+            #expect(
+                Self.types(run)["location"] == ["accepted": 540, "duplicates": 0]
+                    && Self.types(run)["heartRate"] == ["accepted": 600, "duplicates": 0])
             #expect((run["result"] as? [String: Any])?["workouts"] as? Int == 1)
             let rates = try await api.send(.get, "/api/users/data?type=heartRate&order=asc&limit=2", token: person).items
             #expect(rates.first?["value"] as? Double == 120 && rates.first?["source"] as? String == "Garmin (product 3113)")
             #expect(rates.first?["start"] as? String == "2026-11-20T07:02:11.000Z")
 
-            let again = try await Self.finished(api, person, try #require(try await Self.post(api, person, bytes: fit, contentType: "application/vnd.ant.fit").string("id")))
-            #expect(Self.types(again)["location"] == ["accepted": 0, "duplicates": 540] && Self.types(again)["heartRate"] == ["accepted": 0, "duplicates": 600])
+            let again = try await Self.finished(
+                api, person, try #require(try await Self.post(api, person, bytes: fit, contentType: "application/vnd.ant.fit").string("id")))
+            #expect(
+                Self.types(again)["location"] == ["accepted": 0, "duplicates": 540]
+                    && Self.types(again)["heartRate"] == ["accepted": 0, "duplicates": 600])
             #expect(Self.types(again)["workout"] == ["accepted": 0, "duplicates": 1])
 
             // The session is a workout; its route and heart rate are the fixes and samples in its window.
@@ -207,21 +231,30 @@ struct ImportTests {
             #expect(listed.first?["maximumHeartRate"] as? Double == 160 && listed.first?["source"] as? String == "Garmin (product 3113)")
             let detail = try await api.send(.get, "/api/users/workouts/\(workoutId)", token: person)
             let route = try #require(detail.json["route"] as? [String: Any])
-            #expect(route["type"] as? String == "LineString" && (route["coordinates"] as? [[Double]])?.count == 540 && (route["times"] as? [String])?.count == 540)
+            #expect(
+                route["type"] as? String == "LineString" && (route["coordinates"] as? [[Double]])?.count == 540
+                    && (route["times"] as? [String])?.count == 540)
             #expect((detail.json["heartRate"] as? [[String: Any]])?.count == 600 && detail.json["truncated"] as? Bool == false)
 
-            let planned = try await Self.finished(api, person, try #require(try await Self.post(api, person, bytes: course, contentType: "application/vnd.ant.fit").string("id")))
-            #expect(planned["state"] as? String == "failed" && planned["failure"] as? String == "the FIT file has no track points (40 route points, 2 waypoints)")
+            let planned = try await Self.finished(
+                api, person, try #require(try await Self.post(api, person, bytes: course, contentType: "application/vnd.ant.fit").string("id")))
+            #expect(
+                planned["state"] as? String == "failed"
+                    && planned["failure"] as? String == "the FIT file has no track points (40 route points, 2 waypoints)")
 
             let (other, _) = try await api.individualSession()
             #expect(try await api.send(.get, "/api/users/workouts/\(workoutId)", token: other).status == .notFound, "another individual's workout")
-            let laps = try await Self.finished(api, other, try #require(try await Self.post(api, other, bytes: tcx, contentType: "application/vnd.garmin.tcx+xml").string("id")))
+            let laps = try await Self.finished(
+                api, other, try #require(try await Self.post(api, other, bytes: tcx, contentType: "application/vnd.garmin.tcx+xml").string("id")))
             #expect(laps["state"] as? String == "done" && laps["format"] as? String == "tcx" && Self.countsAddUp(laps), "\(laps)")
-            #expect(Self.types(laps)["location"] == ["accepted": 540, "duplicates": 0] && Self.types(laps)["heartRate"] == ["accepted": 540, "duplicates": 0])
+            #expect(
+                Self.types(laps)["location"] == ["accepted": 540, "duplicates": 0]
+                    && Self.types(laps)["heartRate"] == ["accepted": 540, "duplicates": 0])
 
             var cut = fit
             cut.removeLast(fit.count / 3)
-            let broken = try await Self.finished(api, other, try #require(try await Self.post(api, other, bytes: cut, contentType: "application/vnd.ant.fit").string("id")))
+            let broken = try await Self.finished(
+                api, other, try #require(try await Self.post(api, other, bytes: cut, contentType: "application/vnd.ant.fit").string("id")))
             #expect(broken["state"] as? String == "failed" && Self.countsAddUp(broken))
             #expect((broken["failure"] as? String)?.hasPrefix("the FIT file is cut off") == true, "\(broken["failure"] ?? "")")
         }

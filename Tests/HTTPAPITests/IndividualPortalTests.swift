@@ -9,9 +9,11 @@ struct IndividualPortalTests {
         var browser = PortalBrowser(api)
         let login = try await browser.send(.get, "/me/login")
         #expect(login.status == .ok && !PortalBrowser.html(login).contains("Register your organisation"))
-        let signedIn = try await browser.send(.post, "/me/login", form: [
-            ("csrf", try PortalBrowser.csrf(login)), ("email", account["email"] as? String ?? ""), ("password", Fixtures.password),
-        ])
+        let signedIn = try await browser.send(
+            .post, "/me/login",
+            form: [
+                ("csrf", try PortalBrowser.csrf(login)), ("email", account["email"] as? String ?? ""), ("password", Fixtures.password),
+            ])
         #expect(signedIn.status == .seeOther && signedIn.headers[.location] == "/me")
         let cookie = try #require(signedIn.headers[values: .setCookie].first { $0.hasPrefix("d4h_me=") })
         #expect(cookie.contains("HttpOnly") && cookie.contains("Path=/me"))
@@ -51,7 +53,8 @@ struct IndividualPortalTests {
             let (party, _) = try await api.thirdPartySession()
             let (otherParty, _) = try await api.thirdPartySession()
             func ask(_ token: String, _ types: [String]) async throws -> String {
-                let reply = try await api.send(.post, "/api/thirdparties/requests", token: token, json: ["fiscalCode": fiscalCode, "types": types, "purpose": "Study"])
+                let reply = try await api.send(
+                    .post, "/api/thirdparties/requests", token: token, json: ["fiscalCode": fiscalCode, "types": types, "purpose": "Study"])
                 return try #require(reply.string("id"))
             }
             let first = try await ask(party, ["heartRate", "stepCount"])
@@ -64,19 +67,25 @@ struct IndividualPortalTests {
             let csrf = try PortalBrowser.csrf(page)
 
             // A window that is not a date: the API's message on the page, nothing decided.
-            let bad = try await me.send(.post, "/me/requests/\(first)/decision", form: [("csrf", csrf), ("decision", "accept"), ("types", "heartRate"), ("dataFrom", "yesterday")])
+            let bad = try await me.send(
+                .post, "/me/requests/\(first)/decision",
+                form: [("csrf", csrf), ("decision", "accept"), ("types", "heartRate"), ("dataFrom", "yesterday")])
             #expect(bad.status == .unprocessableContent && PortalBrowser.html(bad).contains(#"role="alert""#))
             #expect(try await api.send(.get, "/api/thirdparties/requests/\(first)", token: party).string("status") == "pending")
 
             // Accept heart rate only (step count unticked), deny the other.
-            #expect(try await me.send(.post, "/me/requests/\(first)/decision", form: [("csrf", csrf), ("decision", "accept"), ("types", "heartRate")]).status == .seeOther)
+            #expect(
+                try await me.send(.post, "/me/requests/\(first)/decision", form: [("csrf", csrf), ("decision", "accept"), ("types", "heartRate")])
+                    .status == .seeOther)
             let accepted = try await api.send(.get, "/api/thirdparties/requests/\(first)", token: party)
             #expect(accepted.string("status") == "granted" && (accepted.json["grant"] as? [String: Any])?["types"] as? [String] == ["heartRate"])
             #expect(try await me.send(.post, "/me/requests/\(second)/decision", form: [("csrf", csrf), ("decision", "deny")]).status == .seeOther)
             #expect(try await api.send(.get, "/api/thirdparties/requests/\(second)", token: otherParty).string("status") == "denied")
 
             // The organisation reads: the access log shows it.
-            _ = try await api.send(.post, "/api/users/data", token: person, json: ["items": [["type": "heartRate", "value": 70, "unit": "bpm", "start": "2026-11-20T10:00:00Z"] as JSONObject]])
+            _ = try await api.send(
+                .post, "/api/users/data", token: person,
+                json: ["items": [["type": "heartRate", "value": 70, "unit": "bpm", "start": "2026-11-20T10:00:00Z"] as JSONObject]])
             #expect(try await api.send(.get, "/api/thirdparties/requests/\(first)/data", token: party).status == .ok)
             let log = PortalBrowser.html(try await me.send(.get, "/me/access-log"))
             #expect(log.contains("<td>heartRate </td>") && !log.contains("Nobody has received my data."))
@@ -101,7 +110,10 @@ struct IndividualPortalTests {
             var other = try await Self.signIn(api, stranger)
             let theirs = try await other.send(.get, "/me")
             #expect(!PortalBrowser.html(theirs).contains(first) && PortalBrowser.html(theirs).contains("No requests are waiting."))
-            #expect(try await other.send(.post, "/me/requests/\(third)/decision", form: [("csrf", try PortalBrowser.csrf(theirs)), ("decision", "accept")]).status == .notFound)
+            #expect(
+                try await other.send(
+                    .post, "/me/requests/\(third)/decision", form: [("csrf", try PortalBrowser.csrf(theirs)), ("decision", "accept")]
+                ).status == .notFound)
             // A form without the session's token is refused.
             #expect(try await me.send(.post, "/me/requests/\(third)/decision", form: [("decision", "deny")]).status == .forbidden)
             // An organisation's session does not open /me.
@@ -114,31 +126,42 @@ struct IndividualPortalTests {
             let (person, account) = try await api.individualSession()
             let now = Date()
             let items: [any Sendable] = (1...5).map { hour in
-                ["type": "heartRate", "value": 60 + hour, "unit": "bpm", "start": WireFormatTime.string(now.addingTimeInterval(Double(-hour) * 3_600))] as JSONObject
+                [
+                    "type": "heartRate", "value": 60 + hour, "unit": "bpm",
+                    "start": WireFormatTime.string(now.addingTimeInterval(Double(-hour) * 3_600)),
+                ] as JSONObject
             }
             #expect(try await api.send(.post, "/api/users/data", token: person, json: ["items": items]).json["accepted"] as? Int == 5)
             var me = try await Self.signIn(api, account)
             let health = PortalBrowser.html(try await me.send(.get, "/me/health"))
-            #expect(health.components(separatedBy: #"class="bar""#).count - 1 == 5 && health.contains("No data in this period."))   // steps: none
+            #expect(health.components(separatedBy: #"class="bar""#).count - 1 == 5 && health.contains("No data in this period."))  // steps: none
             #expect(try await me.send(.get, "/me/health?period=week").status == .ok)
 
             let sos = try await me.send(.get, "/me/sos")
             let csrf = try PortalBrowser.csrf(sos)
-            let bad = try await me.send(.post, "/me/sos", form: [
-                ("csrf", csrf), ("enabled", "true"), ("minHeartRate", "5"), ("contacts[0].name", "Anna"), ("contacts[0].phone", "not a phone"),
-            ])
+            let bad = try await me.send(
+                .post, "/me/sos",
+                form: [
+                    ("csrf", csrf), ("enabled", "true"), ("minHeartRate", "5"), ("contacts[0].name", "Anna"), ("contacts[0].phone", "not a phone"),
+                ])
             let badHTML = PortalBrowser.html(bad)
-            #expect(bad.status == .unprocessableContent && badHTML.contains(#"id="minHeartRate-error""#) && badHTML.contains(#"id="contact-0-error""#))
+            #expect(
+                bad.status == .unprocessableContent && badHTML.contains(#"id="minHeartRate-error""#) && badHTML.contains(#"id="contact-0-error""#))
             #expect(badHTML.contains(#"value="Anna""#))
             #expect(try await api.send(.get, "/api/users/sos", token: person).json["enabled"] as? Bool == false)
 
-            let saved = try await me.send(.post, "/me/sos", form: [
-                ("csrf", csrf), ("enabled", "true"), ("minHeartRate", "40"), ("maxHeartRate", "170"), ("consecutiveReadings", "3"), ("cancelWindowSeconds", "3"),
-                ("contacts[0].name", "Anna Rossi"), ("contacts[0].phone", "+393331234567"), ("medicalNotes", "Pacemaker"),
-            ])
+            let saved = try await me.send(
+                .post, "/me/sos",
+                form: [
+                    ("csrf", csrf), ("enabled", "true"), ("minHeartRate", "40"), ("maxHeartRate", "170"), ("consecutiveReadings", "3"),
+                    ("cancelWindowSeconds", "3"),
+                    ("contacts[0].name", "Anna Rossi"), ("contacts[0].phone", "+393331234567"), ("medicalNotes", "Pacemaker"),
+                ])
             #expect(saved.status == .seeOther, "\(PortalBrowser.problems(saved))")
             let stored = try await api.send(.get, "/api/users/sos", token: person).json
-            #expect(stored["enabled"] as? Bool == true && stored["minHeartRate"] as? Double == 40 && (stored["contacts"] as? [[String: Any]])?.first?["name"] as? String == "Anna Rossi")
+            #expect(
+                stored["enabled"] as? Bool == true && stored["minHeartRate"] as? Double == 40
+                    && (stored["contacts"] as? [[String: Any]])?.first?["name"] as? String == "Anna Rossi")
             #expect(PortalBrowser.html(try await me.send(.get, "/me/sos")).contains("Pacemaker"))
         }
     }

@@ -47,7 +47,7 @@ struct LimitsTests {
     @Test func portalPagesSpendFromTheSessionsBucket() async throws {
         try await TestServer.run(configure: {
             $0.rateLimitRequests = 4
-            $0.rateLimitWindow = .seconds(3_600)   // no refill within the test, however slow (see above)
+            $0.rateLimitWindow = .seconds(3_600)  // no refill within the test, however slow (see above)
         }) { api in
             let (_, account) = try await api.individualSession()
             var me = try await IndividualPortalTests.signIn(api, account)
@@ -58,7 +58,7 @@ struct LimitsTests {
             }
             let limited = try await me.send(.get, "/me")
             #expect(limited.status == .tooManyRequests)
-            #expect(limited.headers[.contentType]?.hasPrefix("text/html") == true)   // a page, like every portal error
+            #expect(limited.headers[.contentType]?.hasPrefix("text/html") == true)  // a page, like every portal error
             #expect((1...900).contains(Int(limited.headers[.retryAfter] ?? "") ?? 0))
             #expect(PortalBrowser.html(limited).contains("Too many requests"))
         }
@@ -66,18 +66,23 @@ struct LimitsTests {
 
     @Test func signInIsThrottledPerAccountAndPerAddressAcrossTheWindow() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
-        try await TestServer.run(database: database, configure: {
-            $0.loginThrottle.perAccount = 3
-            $0.loginThrottle.perAddress = 5
-            $0.loginThrottle.window = .seconds(600)
-            $0.trustProxyHeaders = true
-        }) { api in
+        try await TestServer.run(
+            database: database,
+            configure: {
+                $0.loginThrottle.perAccount = 3
+                $0.loginThrottle.perAddress = 5
+                $0.loginThrottle.window = .seconds(600)
+                $0.trustProxyHeaders = true
+            }
+        ) { api in
             let (_, victim) = try await api.individualSession()
             let email = try #require(victim["email"] as? String)
             func login(_ password: String, from address: String, email: String = email) async throws -> APIClient.Reply {
-                try await api.send(.post, "/api/users/login", json: ["email": email, "password": password], headers: [
-                    HTTPField.Name("X-Forwarded-For")!: "203.0.113.250, \(address)",
-                ])
+                try await api.send(
+                    .post, "/api/users/login", json: ["email": email, "password": password],
+                    headers: [
+                        HTTPField.Name("X-Forwarded-For")!: "203.0.113.250, \(address)"
+                    ])
             }
             // Three failures on one account, from three addresses: the account is closed, even to
             // the right password, before any password is checked.
@@ -151,7 +156,7 @@ struct LimitsTests {
     @Test func anIdleConnectionIsClosedByTheServerAndTheClientConnectsAgain() async throws {
         try await TestServer.run(configure: { $0.idleTimeout = .seconds(1) }) { api in
             #expect(try await api.send(.get, "/healthz").status == .ok)
-            try await Task.sleep(for: .seconds(3))   // past the idle timeout: the server closes the connection
+            try await Task.sleep(for: .seconds(3))  // past the idle timeout: the server closes the connection
             #expect(try await api.send(.get, "/healthz").status == .ok)
         }
     }

@@ -85,8 +85,9 @@ struct LoadRun {
     /// Resident memory (VmRSS, MiB) of a process.
     static func residentMiB(_ pid: Int32) -> Double? {
         guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
-              let kib = Double(line.split(separator: " ").dropFirst().first ?? "") else { return nil }
+            let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+            let kib = Double(line.split(separator: " ").dropFirst().first ?? "")
+        else { return nil }
         return kib / 1024
     }
 
@@ -148,14 +149,14 @@ struct LoadRun {
         let began = ContinuousClock.now
         FileHandle.standardError.write(Data("load: \(seconds) s of mixed traffic\n".utf8))
         await withTaskGroup(of: Void.self) { group in
-            group.addTask {   // resident memory of each instance, every 2 s
+            group.addTask {  // resident memory of each instance, every 2 s
                 while recorder.running {
                     let at = began.duration(to: .now)
                     memory.samples.withLock { $0.append((Double(at.components.seconds), pids.map { Self.residentMiB($0) ?? 0 })) }
                     try? await Task.sleep(for: .seconds(2))
                 }
             }
-            group.addTask {   // what each instance holds, from its own /metrics, every minute
+            group.addTask {  // what each instance holds, from its own /metrics, every minute
                 while recorder.running {
                     let at = Double(began.duration(to: .now).components.seconds)
                     var gauges: [[String: Double]] = []
@@ -167,7 +168,7 @@ struct LoadRun {
                 }
             }
             for (phone, token) in phones.enumerated() {
-                group.addTask {   // 20 heart-rate samples a batch, one batch after another
+                group.addTask {  // 20 heart-rate samples a batch, one batch after another
                     var batch = 0
                     let origin = Date().addingTimeInterval(-86_400)
                     while recorder.running {
@@ -187,7 +188,8 @@ struct LoadRun {
                 group.addTask {
                     while recorder.running {
                         await recorder.call("GET /api/users/data", api, .get, "/api/users/data?type=heartRate&order=desc&limit=100", token: token)
-                        await recorder.call("GET /api/users/data/summary", api, .get, "/api/users/data/summary?type=heartRate&bucket=hour", token: token)
+                        await recorder.call(
+                            "GET /api/users/data/summary", api, .get, "/api/users/data/summary?type=heartRate&bucket=hour", token: token)
                         try? await Task.sleep(for: .milliseconds(100))
                     }
                 }
@@ -195,20 +197,24 @@ struct LoadRun {
             for pull in pulls {
                 group.addTask {
                     while recorder.running {
-                        await recorder.call("GET /api/thirdparties/requests/{id}/data", api, .get, "/api/thirdparties/requests/\(pull.request)/data?limit=200&order=desc", token: pull.party)
+                        await recorder.call(
+                            "GET /api/thirdparties/requests/{id}/data", api, .get,
+                            "/api/thirdparties/requests/\(pull.request)/data?limit=200&order=desc", token: pull.party)
                         try? await Task.sleep(for: .milliseconds(100))
                     }
                 }
             }
             for token in askers {
-                group.addTask {   // a new question every 10th time (0.05 of the day's 2.0 each), else a repeat
+                group.addTask {  // a new question every 10th time (0.05 of the day's 2.0 each), else a repeat
                     let today = Date()
                     var asked = 0, round = 0
                     while recorder.running {
                         let fresh = round % 10 == 0 && asked < 30
                         let day = fresh ? asked : round % max(asked, 1)
-                        let to = ISO8601DateFormatter.string(from: today.addingTimeInterval(-Double(day) * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
-                        let from = ISO8601DateFormatter.string(from: today.addingTimeInterval(-Double(day + 20) * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
+                        let to = ISO8601DateFormatter.string(
+                            from: today.addingTimeInterval(-Double(day) * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
+                        let from = ISO8601DateFormatter.string(
+                            from: today.addingTimeInterval(-Double(day + 20) * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
                         await recorder.call(
                             fresh ? "POST /api/thirdparties/aggregates (new)" : "POST /api/thirdparties/aggregates (repeat)", api, .post,
                             "/api/thirdparties/aggregates", token: token,
@@ -221,7 +227,7 @@ struct LoadRun {
                 }
             }
             for (index, token) in runners.enumerated() {
-                group.addTask {   // 1 m/s out and back along the 150 m path, a fix a second
+                group.addTask {  // 1 m/s out and back along the 150 m path, a fix a second
                     let pace = 0.8 + Double(index) * 0.04
                     while recorder.running {
                         let now = Date()
@@ -273,7 +279,7 @@ struct LoadRun {
                 }
             }
             for index in 0..<2 {
-                group.addTask {   // the research party's event stream through nginx: 30 s a connection
+                group.addTask {  // the research party's event stream through nginx: 30 s a connection
                     try? await Task.sleep(for: .seconds(index * 15))
                     while recorder.running {
                         let route = "SSE /api/thirdparties/stream (open → first event)"
@@ -315,8 +321,11 @@ struct LoadRun {
         print("   " + "route".padding(toLength: 46, withPad: " ", startingAt: 0) + "  requests   per s   p50 ms   p99 ms")
         for (route, values) in latencies.sorted(by: { $0.key < $1.key }) {
             let sorted = values.sorted()
-            print("   " + route.padding(toLength: 46, withPad: " ", startingAt: 0)
-                  + String(format: "  %8d  %6.1f  %7.1f  %7.1f", sorted.count, Double(sorted.count) / wall, Self.percentile(sorted, 0.5) * 1000, Self.percentile(sorted, 0.99) * 1000))
+            print(
+                "   " + route.padding(toLength: 46, withPad: " ", startingAt: 0)
+                    + String(
+                        format: "  %8d  %6.1f  %7.1f  %7.1f", sorted.count, Double(sorted.count) / wall, Self.percentile(sorted, 0.5) * 1000,
+                        Self.percentile(sorted, 0.99) * 1000))
         }
         for (failure, count) in failures.sorted(by: { $0.key < $1.key }) { print("   failure: \(failure) × \(count)") }
         // Memory. Growth that stops (caches, pools, allocator arenas filling: a few minutes) is
@@ -334,8 +343,12 @@ struct LoadRun {
             let secondHalfPerMinute = Self.slope(secondHalf.map(\.0), secondHalf.map { $0.1[index] }) * 60
             let every30s = samples.filter { Int($0.0) % 30 == 0 }.map { String(format: "%.0f", $0.1[index]) }
             print("   instance \(index + 1) resident memory every 30 s (MiB): \(every30s.joined(separator: " "))")
-            print("   instance \(index + 1) resident memory (MiB): start \(String(format: "%.0f", series.first ?? 0)), end \(String(format: "%.0f", series.last ?? 0)), peak \(String(format: "%.0f", series.max() ?? 0)); trend over the second half \(String(format: "%+.1f", secondHalfPerMinute)) MiB/min, over the last third \(String(format: "%+.1f", lastThirdPerMinute)) MiB/min")
-            #expect(lastThirdPerMinute < max(1, (last.first ?? 0) * 0.01), "memory reaches a plateau: over the last third, a trend below 1 % of the resident size a minute")
+            print(
+                "   instance \(index + 1) resident memory (MiB): start \(String(format: "%.0f", series.first ?? 0)), end \(String(format: "%.0f", series.last ?? 0)), peak \(String(format: "%.0f", series.max() ?? 0)); trend over the second half \(String(format: "%+.1f", secondHalfPerMinute)) MiB/min, over the last third \(String(format: "%+.1f", lastThirdPerMinute)) MiB/min"
+            )
+            #expect(
+                lastThirdPerMinute < max(1, (last.first ?? 0) * 0.01),
+                "memory reaches a plateau: over the last third, a trend below 1 % of the resident size a minute")
         }
         // Once every client has left, what each instance holds for clients is back to nothing.
         for (index, instance) in stack.instances.enumerated() {
@@ -355,7 +368,10 @@ struct LoadRun {
             }
         }
         for (index, instance) in stack.instances.enumerated() {
-            let text = (try? await RemoteAPI(base: "http://127.0.0.1:\(instance.port)").send(.get, "/metrics")).map { String(decoding: $0.data, as: UTF8.self) } ?? ""
+            let text =
+                (try? await RemoteAPI(base: "http://127.0.0.1:\(instance.port)").send(.get, "/metrics")).map {
+                    String(decoding: $0.data, as: UTF8.self)
+                } ?? ""
             let held = text.split(separator: "\n").filter { line in
                 HeldResourcesTests.held.contains { line.hasPrefix($0 + " ") }
             }

@@ -29,7 +29,8 @@ struct MeImportBrowserTests {
                 let root = try #require((document["root"] as? [String: Any])?["nodeId"] as? Int)
                 let input = try #require(try await session.call("DOM.querySelector", ["nodeId": root, "selector": "#import-file"])["nodeId"] as? Int)
                 _ = try await session.call("DOM.setFileInputFiles", ["nodeId": input, "files": [fit.path]])
-                #expect(try await session.evaluate("document.querySelector('#import-file').files[0].name", as: String.self) == "fit-tool-activity.fit")
+                #expect(
+                    try await session.evaluate("document.querySelector('#import-file').files[0].name", as: String.self) == "fit-tool-activity.fit")
                 #expect(try await session.evaluate("document.querySelector('#import-form').requestSubmit(), true", as: Bool.self))
 
                 // The upload's bar fills, then the import is read: its state and figures show.
@@ -37,10 +38,11 @@ struct MeImportBrowserTests {
                 let state = try await PortalBrowserTests.text(session, at: "/me/imports", of: "#import-state", timeout: .seconds(90)) {
                     $0.hasPrefix("Done") || $0.hasPrefix("Failed")
                 }
-                #expect(state == "Done: 1,141 records read.", "\(state)")   // 540 fixes, 600 heart rates, 1 workout
+                #expect(state == "Done: 1,141 records read.", "\(state)")  // 540 fixes, 600 heart rates, 1 workout
                 #expect(try await session.evaluate("document.querySelector('#upload-progress').value", as: Int.self) == 100)
                 #expect(try await session.evaluate("document.querySelector('#processing-progress').value", as: Int.self) == 100)
-                let figures = try await session.evaluate("""
+                let figures = try await session.evaluate(
+                    """
                     [...document.querySelectorAll('#import-result tbody tr')].map(r => [...r.cells].map(c => c.textContent).join(' ')).join('; ')
                     """, as: String.self)
                 #expect(figures == "heartRate 600 0; location 540 0; workout 1 0", "\(figures)")
@@ -53,11 +55,15 @@ struct MeImportBrowserTests {
                 let link = try await session.evaluate("document.querySelector('#workouts tbody a').getAttribute('href')", as: String.self)
                 try await PortalBrowserTests.go(session, link)
                 try await PortalBrowserTests.text(session, at: "/me/workouts/", of: "#workout-figures dd") { $0 == "0:10:00" }
-                let points = try await session.evaluate("document.querySelector('svg.route polyline').getAttribute('points').split(' ').length", as: Int.self)
-                let rates = try await session.evaluate("document.querySelector('svg.heart-rate polyline').getAttribute('points').split(' ').length", as: Int.self)
+                let points = try await session.evaluate(
+                    "document.querySelector('svg.route polyline').getAttribute('points').split(' ').length", as: Int.self)
+                let rates = try await session.evaluate(
+                    "document.querySelector('svg.heart-rate polyline').getAttribute('points').split(' ').length", as: Int.self)
                 #expect(points == 540 && rates == 600, "\(points) route points, \(rates) heart-rate points")
                 // Drawn inside the picture, not as a line squashed at its edge.
-                let box = try await session.evaluate("(b => JSON.stringify({ width: b.width, height: b.height }))(document.querySelector('svg.route polyline').getBBox())", as: String.self)
+                let box = try await session.evaluate(
+                    "(b => JSON.stringify({ width: b.width, height: b.height }))(document.querySelector('svg.route polyline').getBBox())",
+                    as: String.self)
                 let size = try #require(try JSONSerialization.jsonObject(with: Data(box.utf8)) as? [String: Double])
                 #expect((size["width"] ?? 0) > 300 && (size["height"] ?? 0) > 200, "\(box)")
                 try await PortalBrowserTests.checkPhoneWidthAndLabels(session, pages: ["/me/imports", "/me/workouts", link])

@@ -22,7 +22,9 @@ struct OperationsTests {
     }
 
     @Test func metricsNeedTheTokenWhenOneIsSet() async throws {
-        try await TestServer.run(configure: { (configuration: inout AppConfiguration) in configuration.metricsToken = "a metrics token of some length" }) { api in
+        try await TestServer.run(configure: { (configuration: inout AppConfiguration) in
+            configuration.metricsToken = "a metrics token of some length"
+        }) { api in
             let none = try await api.send(.get, "/metrics"), wrong = try await api.send(.get, "/metrics", token: "not the metrics token")
             let right = try await api.send(.get, "/metrics", token: "a metrics token of some length")
             #expect(none.status == .unauthorized && wrong.status == .unauthorized && right.status == .ok)

@@ -56,9 +56,11 @@ struct OrganisationPortalTests {
         let page = try await browser.send(.get, "/portal/signup")
         #expect(page.status == .ok && page.headers[.contentType]?.hasPrefix("text/html") == true)
         let email = "\(UUID().uuidString.prefix(8).lowercased())@\(name.lowercased()).example"
-        let created = try await browser.send(.post, "/portal/signup", form: [
-            ("csrf", try PortalBrowser.csrf(page)), ("name", name), ("email", email), ("password", "correct horse battery staple"),
-        ])
+        let created = try await browser.send(
+            .post, "/portal/signup",
+            form: [
+                ("csrf", try PortalBrowser.csrf(page)), ("name", name), ("email", email), ("password", "correct horse battery staple"),
+            ])
         #expect(created.status == .ok && PortalBrowser.html(created).contains("Check your e-mail"))
         #expect(created.headers[values: .setCookie].first { $0.hasPrefix("d4h_portal=") } == nil)
         // The link in the message opens a page with a button; only the button's POST confirms.
@@ -100,12 +102,14 @@ struct OrganisationPortalTests {
             let otherPage = try await other.send(.get, "/portal/keys")
             #expect(!PortalBrowser.html(otherPage).contains("Nightly import"))
             let keyId = try #require(listed.firstMatch(of: /data-key="([^"]+)"/)).1
-            #expect(try await other.send(.post, "/portal/keys/\(keyId)/revoke", form: [("csrf", try PortalBrowser.csrf(otherPage))]).status == .notFound)
+            #expect(
+                try await other.send(.post, "/portal/keys/\(keyId)/revoke", form: [("csrf", try PortalBrowser.csrf(otherPage))]).status == .notFound)
 
             // A form post without the session's token is refused (a page saying so) and changes nothing.
             let refused = try await acme.send(.post, "/portal/keys/\(keyId)/revoke", form: [])
             #expect(refused.status == .forbidden && PortalBrowser.html(refused).contains("This form was not sent from a page of this portal"))
-            #expect(try await acme.send(.post, "/portal/keys/\(keyId)/revoke", form: [("csrf", try PortalBrowser.csrf(otherPage))]).status == .forbidden)
+            #expect(
+                try await acme.send(.post, "/portal/keys/\(keyId)/revoke", form: [("csrf", try PortalBrowser.csrf(otherPage))]).status == .forbidden)
             #expect(try await api.send(.get, "/api/thirdparties/me", token: String(key)).status == .ok)
 
             let revoked = try await acme.send(.post, "/portal/keys/\(keyId)/revoke", form: [("csrf", try PortalBrowser.csrf(keysPage))])
@@ -127,22 +131,35 @@ struct OrganisationPortalTests {
             var fresh = PortalBrowser(api)
             let login = try await fresh.send(.get, "/portal/login")
             // Without the token (or with a token not matching the cookie): refused.
-            #expect(try await fresh.send(.post, "/portal/login", form: [("email", email), ("password", "correct horse battery staple")]).status == .forbidden)
-            #expect(try await api.send(.post, "/portal/login", raw: "csrf=x&email=a&password=b", headers: [.contentType: "application/x-www-form-urlencoded"]).status == .forbidden)
+            #expect(
+                try await fresh.send(.post, "/portal/login", form: [("email", email), ("password", "correct horse battery staple")]).status
+                    == .forbidden)
+            #expect(
+                try await api.send(
+                    .post, "/portal/login", raw: "csrf=x&email=a&password=b", headers: [.contentType: "application/x-www-form-urlencoded"]
+                ).status == .forbidden)
             // Wrong password: the API's problem shown on the form, no session.
-            let wrong = try await fresh.send(.post, "/portal/login", form: [("csrf", try PortalBrowser.csrf(login)), ("email", email), ("password", "wrong password!!")])
+            let wrong = try await fresh.send(
+                .post, "/portal/login", form: [("csrf", try PortalBrowser.csrf(login)), ("email", email), ("password", "wrong password!!")])
             #expect(wrong.status == .unauthorized && PortalBrowser.html(wrong).contains(#"role="alert""#) && fresh.cookies["d4h_portal"] == nil)
             // Sign-up with bad fields: each message next to its field.
             let signup = try await fresh.send(.get, "/portal/signup")
-            let invalid = try await fresh.send(.post, "/portal/signup", form: [("csrf", try PortalBrowser.csrf(signup)), ("name", ""), ("email", "nope"), ("password", "short")])
+            let invalid = try await fresh.send(
+                .post, "/portal/signup", form: [("csrf", try PortalBrowser.csrf(signup)), ("name", ""), ("email", "nope"), ("password", "short")])
             let html = PortalBrowser.html(invalid)
             #expect(invalid.status == .unprocessableContent)
             #expect(html.contains(#"id="name-error""#) && html.contains(#"id="email-error""#) && html.contains(#"id="password-error""#))
-            #expect(html.contains(#"value="nope""#))   // what was typed stays (not the password)
+            #expect(html.contains(#"value="nope""#))  // what was typed stays (not the password)
             // Every sign-in page issues a fresh form token: the one of the page before no longer works.
-            #expect(try await fresh.send(.post, "/portal/login", form: [("csrf", try PortalBrowser.csrf(login)), ("email", email), ("password", "correct horse battery staple")]).status == .forbidden)
+            #expect(
+                try await fresh.send(
+                    .post, "/portal/login",
+                    form: [("csrf", try PortalBrowser.csrf(login)), ("email", email), ("password", "correct horse battery staple")]
+                ).status == .forbidden)
             let again = try await fresh.send(.get, "/portal/login")
-            let signedIn = try await fresh.send(.post, "/portal/login", form: [("csrf", try PortalBrowser.csrf(again)), ("email", email), ("password", "correct horse battery staple")])
+            let signedIn = try await fresh.send(
+                .post, "/portal/login",
+                form: [("csrf", try PortalBrowser.csrf(again)), ("email", email), ("password", "correct horse battery staple")])
             #expect(signedIn.status == .seeOther && fresh.cookies["d4h_portal"] != nil)
             #expect(PortalBrowser.html(try await fresh.send(.get, "/portal")).contains("Initech"))
             // No session: pages send the browser to sign in.
@@ -184,7 +201,9 @@ struct OrganisationPortalWebhookTests {
             _ = try await OrganisationPortalTests.signUp(&other, name: "Globex")
             let theirs = try await other.send(.get, "/portal/webhook")
             #expect(!PortalBrowser.html(theirs).contains("hooks.acme.example") && PortalBrowser.html(theirs).contains("No deliveries yet."))
-            #expect(try await other.send(.post, "/portal/webhook/deliveries/\(delivery)/redeliver", form: [("csrf", try PortalBrowser.csrf(theirs))]).status == .notFound)
+            #expect(
+                try await other.send(.post, "/portal/webhook/deliveries/\(delivery)/redeliver", form: [("csrf", try PortalBrowser.csrf(theirs))])
+                    .status == .notFound)
         }
     }
 }
@@ -202,15 +221,20 @@ struct OrganisationPortalRequestTests {
             let csrf = try PortalBrowser.csrf(page)
 
             // Bad fields: every one named next to its input, what was typed kept, nothing filed.
-            let bad = try await acme.send(.post, "/portal/requests", form: [("csrf", csrf), ("fiscalCode", "x"), ("dataFrom", "soon"), ("purpose", "Study")])
+            let bad = try await acme.send(
+                .post, "/portal/requests", form: [("csrf", csrf), ("fiscalCode", "x"), ("dataFrom", "soon"), ("purpose", "Study")])
             let badHTML = PortalBrowser.html(bad)
             #expect(bad.status == .unprocessableContent)
-            #expect(badHTML.contains(#"id="fiscalCode-error""#) && badHTML.contains(#"id="types-error""#) && badHTML.contains(#"id="dataFrom-error""#))
+            #expect(
+                badHTML.contains(#"id="fiscalCode-error""#) && badHTML.contains(#"id="types-error""#) && badHTML.contains(#"id="dataFrom-error""#))
             #expect(badHTML.contains(">Study</textarea>") && badHTML.contains("No requests yet."))
 
-            let filed = try await acme.send(.post, "/portal/requests", form: [
-                ("csrf", csrf), ("fiscalCode", fiscalCode), ("types", "heartRate"), ("types", "stepCount"), ("dataFrom", "2026-01-01"), ("purpose", "Cardio study"),
-            ])
+            let filed = try await acme.send(
+                .post, "/portal/requests",
+                form: [
+                    ("csrf", csrf), ("fiscalCode", fiscalCode), ("types", "heartRate"), ("types", "stepCount"), ("dataFrom", "2026-01-01"),
+                    ("purpose", "Cardio study"),
+                ])
             #expect(filed.status == .seeOther, "\(PortalBrowser.problems(filed))")
             let location = try #require(filed.headers[.location])
             let pending = PortalBrowser.html(try await acme.send(.get, location))
@@ -218,10 +242,16 @@ struct OrganisationPortalRequestTests {
 
             // The individual accepts heart rate only and has data: the page shows the grant and the data.
             let id = String(location.split(separator: "/").last!)
-            #expect(try await api.send(.put, "/api/users/requests/\(id)", token: person, json: ["decision": "accept", "types": ["heartRate"]]).status == .ok)
-            let items: [any Sendable] = (0..<60).map { minute in
-                ["type": "heartRate", "value": 60 + minute % 30, "unit": "bpm", "start": "2026-11-20T10:\(String(format: "%02d", minute)):00Z"] as JSONObject
-            } + [["type": "stepCount", "value": 100, "unit": "count", "start": "2026-11-20T10:00:00Z", "end": "2026-11-20T10:01:00Z"] as JSONObject]
+            #expect(
+                try await api.send(.put, "/api/users/requests/\(id)", token: person, json: ["decision": "accept", "types": ["heartRate"]]).status
+                    == .ok)
+            let items: [any Sendable] =
+                (0..<60).map { minute in
+                    ["type": "heartRate", "value": 60 + minute % 30, "unit": "bpm", "start": "2026-11-20T10:\(String(format: "%02d", minute)):00Z"]
+                        as JSONObject
+                } + [
+                    ["type": "stepCount", "value": 100, "unit": "count", "start": "2026-11-20T10:00:00Z", "end": "2026-11-20T10:01:00Z"] as JSONObject
+                ]
             #expect(try await api.send(.post, "/api/users/data", token: person, json: ["items": items]).json["accepted"] as? Int == 61)
             let granted = PortalBrowser.html(try await acme.send(.get, location))
             #expect(granted.contains(#"id="status">granted<"#) && granted.contains(#"id="granted">heartRate"#))
@@ -255,7 +285,8 @@ struct OrganisationPortalAggregateTests {
             #expect(PortalBrowser.html(form).contains("today 0 of 2 spent") && PortalBrowser.html(form).contains("No queries yet."))
             let csrf = try PortalBrowser.csrf(form)
 
-            let bad = try await acme.send(.post, "/portal/aggregates", form: [("csrf", csrf), ("statistic", "mean"), ("from", "2026-02-30"), ("areas", "Milan")])
+            let bad = try await acme.send(
+                .post, "/portal/aggregates", form: [("csrf", csrf), ("statistic", "mean"), ("from", "2026-02-30"), ("areas", "Milan")])
             let badHTML = PortalBrowser.html(bad)
             #expect(bad.status == .unprocessableContent)
             for field in ["type", "from", "to", "areas"] { #expect(badHTML.contains(#"id="\#(field)-error""#), "\(field)") }
@@ -264,17 +295,23 @@ struct OrganisationPortalAggregateTests {
             let today = Date()
             let from = ISO8601DateFormatter.string(from: today.addingTimeInterval(-29 * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
             let to = ISO8601DateFormatter.string(from: today, timeZone: .gmt, formatOptions: .withFullDate)
-            let answered = try await acme.send(.post, "/portal/aggregates", form: [
-                ("csrf", csrf), ("type", "stepCount"), ("statistic", "mean"), ("from", from), ("to", to), ("groupBy", "sex"), ("epsilon", "0.6"),
-            ])
+            let answered = try await acme.send(
+                .post, "/portal/aggregates",
+                form: [
+                    ("csrf", csrf), ("type", "stepCount"), ("statistic", "mean"), ("from", from), ("to", to), ("groupBy", "sex"), ("epsilon", "0.6"),
+                ])
             let html = PortalBrowser.html(answered)
             #expect(answered.status == .created)
-            #expect(html.contains("Budget before: ε 1 at most per query; today 0 of 2 spent") && html.contains("Budget after: ε 1 at most per query; today 0.60 of 2 spent"))
+            #expect(
+                html.contains("Budget before: ε 1 at most per query; today 0 of 2 spent")
+                    && html.contains("Budget after: ε 1 at most per query; today 0.60 of 2 spent"))
             // One bar and one error bar per group, and the same groups in the table.
             let bars = html.components(separatedBy: #"class="bar""#).count - 1
             #expect(bars >= 2 && html.components(separatedBy: #"class="error-bar""#).count - 1 == bars)
             #expect(html.components(separatedBy: "<tr><td>").count - 1 == bars)
-            #expect(html.contains(#"<svg xmlns="http://www.w3.org/2000/svg" class="chart""#) && html.contains("<title id=\"chart-title\">mean of stepCount"))
+            #expect(
+                html.contains(#"<svg xmlns="http://www.w3.org/2000/svg" class="chart""#)
+                    && html.contains("<title id=\"chart-title\">mean of stepCount"))
 
             let list = PortalBrowser.html(try await acme.send(.get, "/portal/aggregates"))
             let link = try #require(list.firstMatch(of: /href="(\/portal\/aggregates\/[^"]+)"/)).1

@@ -33,7 +33,9 @@ struct OwnDataListingTests {
             let (token, _) = try await api.individualSession()
             let first = Date(timeIntervalSince1970: 1_795_000_000)
             _ = try await api.send(.post, "/api/users/data", token: token, json: ["items": Self.heartRates(from: first, count: 300, step: 7)])
-            let steps: [any Sendable] = [["type": "stepCount", "value": 500, "start": "2026-11-18T10:00:00Z", "end": "2026-11-18T10:30:00Z"] as JSONObject]
+            let steps: [any Sendable] = [
+                ["type": "stepCount", "value": 500, "start": "2026-11-18T10:00:00Z", "end": "2026-11-18T10:30:00Z"] as JSONObject
+            ]
             _ = try await api.send(.post, "/api/users/data", token: token, json: ["items": steps])
 
             let ascending = try await Self.pages(api, token, "order=asc&limit=37")
@@ -72,10 +74,11 @@ struct OwnDataListingTests {
                 _ = try await api.send(.post, "/api/users/data", token: token, json: ["items": late + fresh])
             } while cursor != nil
             #expect(Set(seen).count == seen.count)  // nothing repeated
-            let original = Set((0..<200).map { index in
-                let start = base.addingTimeInterval(Double(index) * 10)
-                return "\(Self.millis(start))|\(70 + index % 50)"
-            })
+            let original = Set(
+                (0..<200).map { index in
+                    let start = base.addingTimeInterval(Double(index) * 10)
+                    return "\(Self.millis(start))|\(70 + index % 50)"
+                })
             let seenOriginal = Set(seen.filter { !$0.hasSuffix("|40") && !$0.hasSuffix("|41") })
             #expect(seenOriginal == original)  // nothing skipped
         }
@@ -108,7 +111,8 @@ struct OwnDataListingTests {
             let (owner, _) = try await api.individualSession()
             let (stranger, _) = try await api.individualSession()
             let (party, _) = try await api.thirdPartySession()
-            _ = try await api.send(.post, "/api/users/data", token: owner, json: ["items": Self.heartRates(from: Date().addingTimeInterval(-600), count: 5)])
+            _ = try await api.send(
+                .post, "/api/users/data", token: owner, json: ["items": Self.heartRates(from: Date().addingTimeInterval(-600), count: 5)])
             let mine = try await api.send(.get, "/api/users/data?limit=2", token: owner)
             #expect(mine.items.count == 2)
             // Even with my cursor, another individual pages through their own (empty) history.
@@ -122,7 +126,8 @@ struct OwnDataListingTests {
         try await TestServer.run { api in
             let (token, _) = try await api.individualSession()
             let fixes: [any Sendable] = (0..<5).map { index in
-                ["latitude": 45.0 + Double(index) / 100, "longitude": 9.19, "accuracy": 4, "time": "2026-11-20T10:0\(index):00.125+01:00"] as JSONObject
+                ["latitude": 45.0 + Double(index) / 100, "longitude": 9.19, "accuracy": 4, "time": "2026-11-20T10:0\(index):00.125+01:00"]
+                    as JSONObject
             }
             _ = try await api.send(.post, "/api/users/data", token: token, json: ["items": fixes])
             let page = try await api.send(.get, "/api/users/data/locations?order=asc&limit=3", token: token)

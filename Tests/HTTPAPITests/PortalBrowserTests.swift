@@ -14,12 +14,15 @@ import Testing
 struct PortalBrowserTests {
     /// A JavaScript string literal.
     static func js(_ text: String) -> String {
-        String(decoding: try! JSONSerialization.data(withJSONObject: [text], options: [.fragmentsAllowed]), as: UTF8.self).dropFirst().dropLast().description
+        String(decoding: try! JSONSerialization.data(withJSONObject: [text], options: [.fragmentsAllowed]), as: UTF8.self).dropFirst().dropLast()
+            .description
     }
 
     /// Fills the form whose action is `action` (text fields by name, checkboxes by `name=value`),
     /// submits it with its button `button` (or the first) and waits for the page it leads to.
-    static func submit(_ session: DevToolsSession, _ action: String, fields: [(String, String)] = [], ticks: [(String, String)] = [], button: String? = nil) async throws {
+    static func submit(
+        _ session: DevToolsSession, _ action: String, fields: [(String, String)] = [], ticks: [(String, String)] = [], button: String? = nil
+    ) async throws {
         var script = "(() => { const f = document.querySelector('form[action=\(js(action))]'); if (!f) return false;"
         for (name, value) in fields { script += " f.elements[\(js(name))].value = \(js(value));" }
         for (name, value) in ticks { script += " f.querySelector('input[name=' + \(js(name)) + '][value=' + \(js(value)) + ']').checked = true;" }
@@ -50,9 +53,11 @@ struct PortalBrowserTests {
     /// and answers the text.
     @discardableResult
     static func text(
-        _ session: DevToolsSession, at path: String, of selector: String, timeout: Duration = .seconds(20), matching: @escaping (String) -> Bool = { _ in true }
+        _ session: DevToolsSession, at path: String, of selector: String, timeout: Duration = .seconds(20),
+        matching: @escaping (String) -> Bool = { _ in true }
     ) async throws -> String {
-        let expression = "(location.pathname + location.search).startsWith(\(js(path))) && document.readyState === 'complete' && document.querySelector(\(js(selector))) ? document.querySelector(\(js(selector))).textContent.trim() : null"
+        let expression =
+            "(location.pathname + location.search).startsWith(\(js(path))) && document.readyState === 'complete' && document.querySelector(\(js(selector))) ? document.querySelector(\(js(selector))).textContent.trim() : null"
         return try await session.wait(for: expression, timeout: timeout) { ($0 as? String).map(matching) ?? false } as? String ?? ""
     }
 
@@ -63,7 +68,8 @@ struct PortalBrowserTests {
         for page in pages {
             try await go(session, page)
             try await text(session, at: page, of: "h1")
-            let report = try await session.evaluate("""
+            let report = try await session.evaluate(
+                """
                 JSON.stringify({
                   h1: document.querySelectorAll('h1').length,
                   unlabelled: [...document.querySelectorAll('input:not([type=hidden]), select, textarea')]
@@ -88,7 +94,9 @@ struct PortalBrowserTests {
             let seeding = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
             try await seeding.whileRunning { try await PopulationSeeder(database: seeding).seed(individuals: 200, days: 10, tag: "browser") }
             let (person, account) = try await api.individualSession()
-            _ = try await api.send(.post, "/api/users/data", token: person, json: ["items": [["type": "heartRate", "value": 71, "unit": "bpm", "start": "2026-11-20T10:00:00Z"] as JSONObject]])
+            _ = try await api.send(
+                .post, "/api/users/data", token: person,
+                json: ["items": [["type": "heartRate", "value": 71, "unit": "bpm", "start": "2026-11-20T10:00:00Z"] as JSONObject]])
             let base = "http://127.0.0.1:\(try #require(api.client.port))"
             let fiscalCode = try #require(account["fiscalCode"] as? String), email = try #require(account["email"] as? String)
             let organisation = try await HeadlessChromium(), individual = try await HeadlessChromium()
@@ -107,12 +115,15 @@ struct PortalBrowserTests {
                 #expect(try await session.evaluate("document.querySelector('#keys tbody tr td').textContent", as: String.self) == "Nightly import")
 
                 // A POST from a script of this very page, with the session cookie but without the form token: refused.
-                let status = try await session.evaluate("fetch('/portal/keys', {method: 'POST', body: new URLSearchParams({name: 'sneaky'})}).then(r => r.status)", as: Int.self)
+                let status = try await session.evaluate(
+                    "fetch('/portal/keys', {method: 'POST', body: new URLSearchParams({name: 'sneaky'})}).then(r => r.status)", as: Int.self)
                 #expect(status == 403)
 
                 try await Self.go(session, "/portal/requests")
                 try await Self.text(session, at: "/portal/requests", of: "h1")
-                try await Self.submit(session, "/portal/requests", fields: [("fiscalCode", fiscalCode), ("purpose", "Resting heart rate study")], ticks: [("types", "heartRate")])
+                try await Self.submit(
+                    session, "/portal/requests", fields: [("fiscalCode", fiscalCode), ("purpose", "Resting heart rate study")],
+                    ticks: [("types", "heartRate")])
                 try await Self.text(session, at: "/portal/requests/", of: "#status") { $0 == "pending" }
                 let path = try await session.evaluate("location.pathname", as: String.self)
                 found.withLock { $0 = (String(path.split(separator: "/").last ?? ""), key) }
@@ -143,10 +154,12 @@ struct PortalBrowserTests {
                 try await Self.text(session, at: "/portal/aggregates", of: "#budget")
                 let to = ISO8601DateFormatter.string(from: Date(), timeZone: .gmt, formatOptions: .withFullDate)
                 let from = ISO8601DateFormatter.string(from: Date().addingTimeInterval(-8 * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
-                #expect(try await session.evaluate("""
-                    (() => { const f = document.querySelector('form[action="/portal/aggregates"]');
-                      f.elements.type.value = 'stepCount'; f.elements.statistic.value = 'mean'; f.elements.groupBy.value = 'sex'; return true })()
-                    """, as: Bool.self))
+                #expect(
+                    try await session.evaluate(
+                        """
+                        (() => { const f = document.querySelector('form[action="/portal/aggregates"]');
+                          f.elements.type.value = 'stepCount'; f.elements.statistic.value = 'mean'; f.elements.groupBy.value = 'sex'; return true })()
+                        """, as: Bool.self))
                 try await Self.submit(session, "/portal/aggregates", fields: [("from", from), ("to", to), ("epsilon", "0.5")])
                 try await Self.text(session, at: "/portal/aggregates", of: "#answer-status") { $0.hasPrefix("Status: answered") }
                 let heading = try await Self.text(session, at: "/portal/aggregates", of: "#query-title")
@@ -158,9 +171,11 @@ struct PortalBrowserTests {
                 if let data = (screenshot["data"] as? String).flatMap({ Data(base64Encoded: $0) }) {
                     try? data.write(to: FileManager.default.temporaryDirectory.appendingPathComponent("data4help-portal-aggregate.png"))
                 }
-                try await Self.checkPhoneWidthAndLabels(session, pages: [
-                    "/portal", "/portal/keys", "/portal/requests", "/portal/requests/\(request)", "/portal/aggregates", "/portal/webhook",
-                ])
+                try await Self.checkPhoneWidthAndLabels(
+                    session,
+                    pages: [
+                        "/portal", "/portal/keys", "/portal/requests", "/portal/requests/\(request)", "/portal/aggregates", "/portal/webhook",
+                    ])
                 // This browser has no individual's session: /me sends it to sign in.
                 try await Self.go(session, "/me")
                 try await Self.text(session, at: "/me/login", of: "h1") { $0 == "Sign in" }

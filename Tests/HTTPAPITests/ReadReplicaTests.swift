@@ -42,47 +42,60 @@ struct ReadReplicaTests {
             return text.components(separatedBy: mark).count - 1
         }
 
-        try await TestServer.run(database: primaryURL, configure: {
-            $0.readDatabaseURL = replicaURL
-            $0.aggregateMinimumGroup = 5
-            // Production's limits (a lease in 0.5 s, a health check in 1 s, catch-up in 0.5 s)
-            // send reads to the primary whenever the replica is slow; on a machine loaded by the
-            // whole suite that happened mid-test. What is tested is where reads go, not how fast.
-            $0.replicaTiming.leaseTimeout = .seconds(5)
-            $0.replicaTiming.checkInterval = .seconds(5)
-            $0.replicaTiming.catchUpTimeout = .seconds(5)
-        }) { api in
+        try await TestServer.run(
+            database: primaryURL,
+            configure: {
+                $0.readDatabaseURL = replicaURL
+                $0.aggregateMinimumGroup = 5
+                // Production's limits (a lease in 0.5 s, a health check in 1 s, catch-up in 0.5 s)
+                // send reads to the primary whenever the replica is slow; on a machine loaded by the
+                // whole suite that happened mid-test. What is tested is where reads go, not how fast.
+                $0.replicaTiming.leaseTimeout = .seconds(5)
+                $0.replicaTiming.checkInterval = .seconds(5)
+                $0.replicaTiming.catchUpTimeout = .seconds(5)
+            }
+        ) { api in
             let onPrimary = Database(configuration: primaryURL.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
             let onReplica = Database(configuration: replicaURL.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
-            try await onPrimary.whileRunning { try await onReplica.whileRunning {
-                try await PopulationSeeder(database: onPrimary).seed(individuals: 300, days: 40, tag: "early")
-                try await Self.waitUntilReplayed(primary: onPrimary, replica: onReplica)
-                let (party, _) = try await Self.step("sign up a party") { try await api.thirdPartySession() }
+            try await onPrimary.whileRunning {
+                try await onReplica.whileRunning {
+                    try await PopulationSeeder(database: onPrimary).seed(individuals: 300, days: 40, tag: "early")
+                    try await Self.waitUntilReplayed(primary: onPrimary, replica: onReplica)
+                    let (party, _) = try await Self.step("sign up a party") { try await api.thirdPartySession() }
 
-                // Replay paused: what the primary gains now is not on the replica.
-                try await Self.pauseReplay(onReplica)
-                try await PopulationSeeder(database: onPrimary).seed(individuals: 300, days: 40, tag: "late")
-                let before = replicaLog(Self.aggregateMark)
-                let counted = try await Self.step("count on the paused replica", replicaLog: replica.logFile) { try await Self.count(api, party: party, daysBack: 29) }
-                #expect((250...350).contains(counted), "counted \(counted): the replica, paused, holds 300 people")
-                #expect(replicaLog(Self.aggregateMark) > before, "the group query ran on the replica")
+                    // Replay paused: what the primary gains now is not on the replica.
+                    try await Self.pauseReplay(onReplica)
+                    try await PopulationSeeder(database: onPrimary).seed(individuals: 300, days: 40, tag: "late")
+                    let before = replicaLog(Self.aggregateMark)
+                    let counted = try await Self.step("count on the paused replica", replicaLog: replica.logFile) {
+                        try await Self.count(api, party: party, daysBack: 29)
+                    }
+                    #expect((250...350).contains(counted), "counted \(counted): the replica, paused, holds 300 people")
+                    #expect(replicaLog(Self.aggregateMark) > before, "the group query ran on the replica")
 
-                // An export while the replica lags reads the primary, and so holds the upload.
-                let (person, _) = try await Self.step("sign up a person") { try await api.individualSession() }
-                let upload = try await Self.step("upload") { try await api.send(.post, "/api/users/data", token: person, json: ["items": [
-                    ["type": "heartRate", "value": 61, "unit": "bpm", "start": "2026-11-01T08:00:00Z"] as JSONObject,
-                ]]) }
-                #expect(upload.json["accepted"] as? Int == 1)
-                let exportsBefore = replicaLog(Self.exportMark)
-                #expect(try await Self.step("export while the replica lags") { try await Self.exportedSamples(api, token: person) } == 1)
-                #expect(replicaLog(Self.exportMark) == exportsBefore, "a lagging replica serves no export")
+                    // An export while the replica lags reads the primary, and so holds the upload.
+                    let (person, _) = try await Self.step("sign up a person") { try await api.individualSession() }
+                    let upload = try await Self.step("upload") {
+                        try await api.send(
+                            .post, "/api/users/data", token: person,
+                            json: [
+                                "items": [
+                                    ["type": "heartRate", "value": 61, "unit": "bpm", "start": "2026-11-01T08:00:00Z"] as JSONObject
+                                ]
+                            ])
+                    }
+                    #expect(upload.json["accepted"] as? Int == 1)
+                    let exportsBefore = replicaLog(Self.exportMark)
+                    #expect(try await Self.step("export while the replica lags") { try await Self.exportedSamples(api, token: person) } == 1)
+                    #expect(replicaLog(Self.exportMark) == exportsBefore, "a lagging replica serves no export")
 
-                // Caught up: the next export reads from the replica, and still holds everything.
-                _ = try await onReplica.query("SELECT pg_wal_replay_resume()")
-                try await Self.waitUntilReplayed(primary: onPrimary, replica: onReplica)
-                #expect(try await Self.step("export from the caught-up replica") { try await Self.exportedSamples(api, token: person) } == 1)
-                #expect(replicaLog(Self.exportMark) > exportsBefore, "a caught-up replica serves the export")
-            } }
+                    // Caught up: the next export reads from the replica, and still holds everything.
+                    _ = try await onReplica.query("SELECT pg_wal_replay_resume()")
+                    try await Self.waitUntilReplayed(primary: onPrimary, replica: onReplica)
+                    #expect(try await Self.step("export from the caught-up replica") { try await Self.exportedSamples(api, token: person) } == 1)
+                    #expect(replicaLog(Self.exportMark) > exportsBefore, "a caught-up replica serves the export")
+                }
+            }
 
             // The replica gone: aggregates are answered by the primary, which counts everyone —
             // at once, not after a dead replica's timeouts (the client gives up after 30 s).
@@ -103,7 +116,9 @@ struct ReadReplicaTests {
         } catch {
             let lines = replicaLog.flatMap { try? String(contentsOf: $0, encoding: .utf8) }?
                 .split(separator: "\n")
-                .filter { $0.contains("waiting for") || $0.contains("ERROR") || $0.contains("FATAL") || $0.contains("PANIC") || $0.contains("acquired") }
+                .filter {
+                    $0.contains("waiting for") || $0.contains("ERROR") || $0.contains("FATAL") || $0.contains("PANIC") || $0.contains("acquired")
+                }
                 .suffix(20)
                 .joined(separator: "\n")
             let logged = lines.map { "\nthe replica logged:\n" + $0 } ?? ""
@@ -122,10 +137,12 @@ struct ReadReplicaTests {
             while try await replica.query("SELECT pg_get_wal_replay_pause_state()").first?.decode(String.self) != "paused" {
                 try await Task.sleep(for: .milliseconds(10))
             }
-            let held = try await replica.query("""
+            let held = try await replica.query(
+                """
                 SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
                 WHERE a.backend_type = 'startup' AND l.mode = 'AccessExclusiveLock'
-                """).first?.decode(Int64.self)
+                """
+            ).first?.decode(Int64.self)
             if held == 0 { return }
             _ = try await replica.query("SELECT pg_wal_replay_resume()")
             try await Task.sleep(for: .milliseconds(50))
@@ -136,11 +153,14 @@ struct ReadReplicaTests {
     /// The noisy count of individuals with steps in the last `daysBack` days.
     static func count(_ api: APIClient, party: String, daysBack: Int) async throws -> Int {
         let today = Date()
-        let from = ISO8601DateFormatter.string(from: today.addingTimeInterval(-Double(daysBack) * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
+        let from = ISO8601DateFormatter.string(
+            from: today.addingTimeInterval(-Double(daysBack) * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
         let to = ISO8601DateFormatter.string(from: today, timeZone: .gmt, formatOptions: .withFullDate)
-        let reply = try await api.send(.post, "/api/thirdparties/aggregates", token: party, json: [
-            "type": "stepCount", "statistic": "count", "from": from, "to": to, "epsilon": 1,
-        ])
+        let reply = try await api.send(
+            .post, "/api/thirdparties/aggregates", token: party,
+            json: [
+                "type": "stepCount", "statistic": "count", "from": from, "to": to, "epsilon": 1,
+            ])
         try #require(reply.status == .created, "\(String(decoding: reply.data, as: UTF8.self))")
         let groups = try #require(reply.json["groups"] as? [[String: Any]])
         return try #require(groups.first?["count"] as? Int, "\(String(decoding: reply.data, as: UTF8.self))")

@@ -8,7 +8,9 @@ import Testing
 struct RegistrationTests {
     @Test func individualRegistersConfirmsByMailAndGetsNormalisedProfile() async throws {
         try await TestServer.run { api in
-            let body = Fixtures.individual(["email": " Ada.Rossi-\(Fixtures.unique())@Example.ORG ", "fiscalCode": "rssmra85t10a562s", "homeArea": "it-mi"])
+            let body = Fixtures.individual([
+                "email": " Ada.Rossi-\(Fixtures.unique())@Example.ORG ", "fiscalCode": "rssmra85t10a562s", "homeArea": "it-mi",
+            ])
             let email = (body["email"] as! String).trimmingCharacters(in: .whitespaces).lowercased()
             let registered = try await api.send(.post, "/api/users/registration", json: body)
             #expect(registered.status == .accepted)
@@ -62,9 +64,10 @@ struct RegistrationTests {
             // for the taken fiscal code, a notice to the registrant and one to the holder.
             #expect(try await Mailbox.confirmationToken(for: fresh["email"] as! String).hasPrefix("d4hc_"))
             let holderMail = try await Mailbox.waitForMessages(to: holderEmail, count: 3)
-            #expect(holderMail.map(\.subject) == [
-                "Confirm your Data4Help account", "Your Data4Help account", "Someone tried to register with your fiscal code",
-            ])
+            #expect(
+                holderMail.map(\.subject) == [
+                    "Confirm your Data4Help account", "Your Data4Help account", "Someone tried to register with your fiscal code",
+                ])
             #expect(!holderMail[1].text.contains("token=") && !holderMail[2].text.contains("token="))
             let registrantMail = try await Mailbox.waitForMessages(to: sameCode["email"] as! String)
             #expect(registrantMail.map(\.subject) == ["Your Data4Help registration"])

@@ -11,7 +11,8 @@ import Testing
 @Suite("Track4Run events: organisers, enrolment, the public listing")
 struct RunEventTests {
     static func time(_ offset: TimeInterval, fraction: Bool = false) -> String {
-        Date().addingTimeInterval(offset).formatted(.iso8601.year().month().day().time(includingFractionalSeconds: fraction).timeZone(separator: .omitted))
+        Date().addingTimeInterval(offset).formatted(
+            .iso8601.year().month().day().time(includingFractionalSeconds: fraction).timeZone(separator: .omitted))
     }
 
     /// A 2-km out-and-back along Corso Sempione, starting in a day.
@@ -31,7 +32,7 @@ struct RunEventTests {
             let created = try await api.send(.post, "/api/users/runs", token: organiser, json: Self.event())
             #expect(created.status == .created)
             let length = try #require(created.json["lengthMeters"] as? Double)
-            #expect(abs(length - 2_426.7) < 2, "\(length)")   // two legs of 722.8 m north × 974.5 m west: 1,213.3 m each
+            #expect(abs(length - 2_426.7) < 2, "\(length)")  // two legs of 722.8 m north × 974.5 m west: 1,213.3 m each
             #expect(created.json["status"] as? String == "upcoming" && created.json["participantCount"] as? Int == 0)
 
             let cases: [(JSONObject, [String])] = [
@@ -98,8 +99,10 @@ struct RunEventTests {
             let (organiser, _) = try await api.individualSession()
             func create(_ body: Data, _ contentType: String) async throws -> APIClient.Reply {
                 let headers: HTTPFields = [.authorization: "Bearer \(organiser)", .contentType: contentType]
-                let response = try await api.client.execute(uri: "/api/users/runs?\(Self.gpxQuery)", method: .post, headers: headers, body: ByteBuffer(bytes: body))
-                return APIClient.Reply(status: response.status, headers: response.headers, data: Data((response.body ?? ByteBuffer()).readableBytesView))
+                let response = try await api.client.execute(
+                    uri: "/api/users/runs?\(Self.gpxQuery)", method: .post, headers: headers, body: ByteBuffer(bytes: body))
+                return APIClient.Reply(
+                    status: response.status, headers: response.headers, data: Data((response.body ?? ByteBuffer()).readableBytesView))
             }
             let fromFIT = try await create(fit, "application/vnd.ant.fit")
             #expect(fromFIT.status == .created, "\(String(decoding: fromFIT.data, as: UTF8.self))")
@@ -115,7 +118,8 @@ struct RunEventTests {
     @Test func enrolmentIsOnceBeforeTheDeadlineAndNeverBeyondCapacity() async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
-            let id = try #require(try await api.send(.post, "/api/users/runs", token: organiser, json: Self.event(["maxParticipants": 2])).json["id"] as? String)
+            let id = try #require(
+                try await api.send(.post, "/api/users/runs", token: organiser, json: Self.event(["maxParticipants": 2])).json["id"] as? String)
             let (first, _) = try await api.individualSession()
             let enrolled = try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: first, json: ["displayName": "Giulia"])
             #expect(enrolled.status == .created && enrolled.json["displayName"] as? String == "Giulia")
@@ -130,16 +134,23 @@ struct RunEventTests {
             #expect(statuses.filter { $0 == .created }.count == 1 && statuses.filter { $0 == .conflict }.count == 1)
             let page = try await api.send(.get, "/api/runs/\(id)")
             #expect(page.json["participantCount"] as? Int == 2 && (page.json["runners"] as? [[String: Any]])?.count == 2)
-            #expect(!String(decoding: page.data, as: UTF8.self).contains("@"))   // display names only, no accounts
+            #expect(!String(decoding: page.data, as: UTF8.self).contains("@"))  // display names only, no accounts
 
             // Withdrawing frees the place; the organiser cannot go below the runners enrolled.
             #expect(try await api.send(.delete, "/api/users/runs/\(id)/enrolment", token: first).status == .noContent)
             #expect(try await api.send(.delete, "/api/users/runs/\(id)/enrolment", token: first).status == .notFound)
-            #expect(try await api.send(.patch, "/api/users/runs/\(id)", token: organiser, json: ["maxParticipants": 0]).problemFields == ["maxParticipants"])
+            #expect(
+                try await api.send(.patch, "/api/users/runs/\(id)", token: organiser, json: ["maxParticipants": 0]).problemFields == [
+                    "maxParticipants"
+                ])
             let (late, _) = try await api.individualSession()
-            let closed = try #require(try await api.send(.post, "/api/users/runs", token: organiser, json: Self.event(["enrolmentDeadline": Self.time(-60)])).json["id"] as? String)
+            let closed = try #require(
+                try await api.send(.post, "/api/users/runs", token: organiser, json: Self.event(["enrolmentDeadline": Self.time(-60)])).json["id"]
+                    as? String)
             #expect(try await api.send(.post, "/api/users/runs/\(closed)/enrolment", token: late, json: ["displayName": "Late"]).status == .conflict)
-            #expect(try await api.send(.get, "/api/users/runs?role=participant", token: second).items.count + (try await api.send(.get, "/api/users/runs?role=participant", token: third).items.count) == 1)
+            #expect(
+                try await api.send(.get, "/api/users/runs?role=participant", token: second).items.count
+                    + (try await api.send(.get, "/api/users/runs?role=participant", token: third).items.count) == 1)
         }
     }
 
@@ -150,9 +161,12 @@ struct RunEventTests {
         try await TestServer.run(configure: WebhookTests.localDelivery) { api in
             let (organiser, _) = try await api.individualSession()
             let id = try #require(try await api.send(.post, "/api/users/runs", token: organiser, json: Self.event()).json["id"] as? String)
-            let changed = try await api.send(.patch, "/api/users/runs/\(id)", token: organiser, json: ["name": "Sempione 2K — new date", "maxParticipants": 50])
-            #expect(changed.status == .ok && changed.json["name"] as? String == "Sempione 2K — new date" && changed.json["maxParticipants"] as? Int == 50)
-            #expect(try await api.send(.patch, "/api/users/runs/\(id)", token: organiser, json: ["endsAt": Self.time(3_600)]).problemFields == ["endsAt"])
+            let changed = try await api.send(
+                .patch, "/api/users/runs/\(id)", token: organiser, json: ["name": "Sempione 2K — new date", "maxParticipants": 50])
+            #expect(
+                changed.status == .ok && changed.json["name"] as? String == "Sempione 2K — new date" && changed.json["maxParticipants"] as? Int == 50)
+            #expect(
+                try await api.send(.patch, "/api/users/runs/\(id)", token: organiser, json: ["endsAt": Self.time(3_600)]).problemFields == ["endsAt"])
 
             let (stranger, _) = try await api.individualSession()
             #expect(try await api.send(.patch, "/api/users/runs/\(id)", token: stranger, json: ["name": "Mine"]).status == .notFound)
@@ -181,8 +195,9 @@ struct RunEventTests {
             let (runner, _) = try await api.individualSession()
             let id = try #require(try await api.send(.post, "/api/users/runs", token: organiser, json: Self.event()).json["id"] as? String)
             let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
-            try await direct.whileRunning {   // yesterday's race
-                try await direct.query("""
+            try await direct.whileRunning {  // yesterday's race
+                try await direct.query(
+                    """
                     UPDATE run_events SET enrolment_deadline = now() - interval '26 hours', starts_at = now() - interval '25 hours',
                                           ends_at = now() - interval '23 hours'
                     WHERE public_id = \(UUID(uuidString: id)!)
@@ -190,7 +205,9 @@ struct RunEventTests {
             }
             let cancel = try await api.send(.post, "/api/users/runs/\(id)/cancel", token: organiser)
             #expect(cancel.status == .conflict && cancel.string("type")?.hasSuffix("run-ended") == true, "\(cancel.json)")
-            #expect(try await api.send(.patch, "/api/users/runs/\(id)", token: organiser, json: ["name": "Again"]).string("type")?.hasSuffix("run-started") == true)
+            #expect(
+                try await api.send(.patch, "/api/users/runs/\(id)", token: organiser, json: ["name": "Again"]).string("type")?.hasSuffix(
+                    "run-started") == true)
             let enrol = try await api.send(.post, "/api/users/runs/\(id)/enrolment", token: runner, json: ["displayName": "Late"])
             #expect(enrol.status == .conflict && enrol.string("type")?.hasSuffix("enrolment-closed") == true)
             #expect(try await api.send(.get, "/api/runs?status=finished").items.contains { $0["id"] as? String == id })

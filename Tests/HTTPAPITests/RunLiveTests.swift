@@ -13,7 +13,13 @@ struct RunLiveTests {
             let (anna, _) = try await api.individualSession(), (bruno, _) = try await api.individualSession()
             let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser, enrolling: [(anna, "Anna"), (bruno, "Bruno")])
             try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
-            _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: anna, json: ["positions": [RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(20, at: startsAt.addingTimeInterval(3))]])
+            _ = try await api.send(
+                .post, "/api/users/runs/\(id)/positions", token: anna,
+                json: [
+                    "positions": [
+                        RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(20, at: startsAt.addingTimeInterval(3)),
+                    ]
+                ])
 
             let spectator = LiveSpectator(port: try #require(api.client.port), runId: id)
             defer { spectator.stop() }
@@ -25,7 +31,13 @@ struct RunLiveTests {
             #expect(abs((runners[0]["distanceMeters"] as? Double ?? 0) - 20) < 2 && runners[1]["latitude"] is NSNull)
 
             // Bruno overtakes: his state and both ranks change.
-            _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: bruno, json: ["positions": [RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(30, at: startsAt.addingTimeInterval(4))]])
+            _ = try await api.send(
+                .post, "/api/users/runs/\(id)/positions", token: bruno,
+                json: [
+                    "positions": [
+                        RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(30, at: startsAt.addingTimeInterval(4)),
+                    ]
+                ])
             try await spectator.wait { _ in spectator.updates.contains { $0["displayName"] as? String == "Bruno" && $0["rank"] as? Int == 1 } }
             // Anna did not move: her new rank comes as a rank entry, not her whole state again.
             let annaId = try #require(runners.first { $0["displayName"] as? String == "Anna" }?["runnerId"] as? String)

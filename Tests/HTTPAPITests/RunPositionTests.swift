@@ -16,7 +16,10 @@ struct RunPositionTests {
 
     static func fix(_ east: Double, _ north: Double = 0, at time: Date, accuracy: Double = 5) -> JSONObject {
         let p = point(east, north)
-        return ["latitude": p.latitude, "longitude": p.longitude, "accuracy": accuracy, "time": RunEventTests.time(time.timeIntervalSinceNow, fraction: true)]
+        return [
+            "latitude": p.latitude, "longitude": p.longitude, "accuracy": accuracy,
+            "time": RunEventTests.time(time.timeIntervalSinceNow, fraction: true),
+        ]
     }
 
     struct StartNotMoved: Error, CustomStringConvertible {
@@ -34,10 +37,15 @@ struct RunPositionTests {
         whileUpcoming: (String) async throws -> Void = { _ in }
     ) async throws -> (id: String, startsAt: Date) {
         let turn = point(150)
-        let created = try await api.send(.post, "/api/users/runs", token: organiser, json: RunEventTests.event([
-            "startsAt": RunEventTests.time(86_400), "endsAt": RunEventTests.time(90_000), "enrolmentDeadline": RunEventTests.time(86_400),
-            "path": ["type": "LineString", "coordinates": [[start.longitude, start.latitude], [turn.longitude, turn.latitude], [start.longitude, start.latitude]]] as JSONObject,
-        ]))
+        let created = try await api.send(
+            .post, "/api/users/runs", token: organiser,
+            json: RunEventTests.event([
+                "startsAt": RunEventTests.time(86_400), "endsAt": RunEventTests.time(90_000), "enrolmentDeadline": RunEventTests.time(86_400),
+                "path": [
+                    "type": "LineString",
+                    "coordinates": [[start.longitude, start.latitude], [turn.longitude, turn.latitude], [start.longitude, start.latitude]],
+                ] as JSONObject,
+            ]))
         #expect(created.status == .created, "\(String(decoding: created.data, as: UTF8.self))")
         let id = try #require(created.json["id"] as? String)
         for runner in runners {
@@ -48,9 +56,11 @@ struct RunPositionTests {
         for _ in 0..<20 {
             // The next whole second at least two seconds away (fixes are sent at whole seconds after it).
             let startsAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 + 2).rounded(.up))
-            let moved = try await api.send(.patch, "/api/users/runs/\(id)", token: organiser, json: [
-                "startsAt": startsAt.formatted(.iso8601), "enrolmentDeadline": startsAt.formatted(.iso8601),
-            ])
+            let moved = try await api.send(
+                .patch, "/api/users/runs/\(id)", token: organiser,
+                json: [
+                    "startsAt": startsAt.formatted(.iso8601), "enrolmentDeadline": startsAt.formatted(.iso8601),
+                ])
             if moved.status == .ok {
                 return (id, try #require((moved.json["startsAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) }))
             }
@@ -65,40 +75,58 @@ struct RunPositionTests {
             let (leader, _) = try await api.individualSession(), (chaser, _) = try await api.individualSession()
             let (id, startsAt) = try await Self.liveEvent(api, organiser, enrolling: [(leader, "Leader"), (chaser, "Chaser")]) { id in
                 // Not under way yet (it starts in a day until the helper moves it): a fix is refused.
-                let early = try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [Self.fix(0, at: Date())]])
+                let early = try await api.send(
+                    .post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [Self.fix(0, at: Date())]])
                 #expect(early.status == .unprocessableContent && early.problemFields == ["positions"])
             }
             try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
 
             // Out at 10 m/s with one GPS jump, one inaccurate fix, a resend and a fix from before the start.
             var fixes: [any Sendable] = (0...7).map { Self.fix(Double($0) * 20, 2, at: startsAt.addingTimeInterval(Double($0) * 2 + 1)) }
-            fixes.append(Self.fix(900, at: startsAt.addingTimeInterval(16)))                       // 760 m in a second: implausible
+            fixes.append(Self.fix(900, at: startsAt.addingTimeInterval(16)))  // 760 m in a second: implausible
             fixes.append(Self.fix(140, 3, at: startsAt.addingTimeInterval(15.5), accuracy: 150))  // too inaccurate
-            fixes.append(Self.fix(0, at: startsAt.addingTimeInterval(-30)))                        // before the start
-            fixes.append(Self.fix(140, 2, at: startsAt.addingTimeInterval(15)))                    // a resend of the last one
+            fixes.append(Self.fix(0, at: startsAt.addingTimeInterval(-30)))  // before the start
+            fixes.append(Self.fix(140, 2, at: startsAt.addingTimeInterval(15)))  // a resend of the last one
             let out = try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": fixes])
             #expect(out.status == .ok, "\(String(decoding: out.data, as: UTF8.self))")
             #expect(out.json["accepted"] as? Int == 8)
             let dropped = try #require(out.json["dropped"] as? [String: Any])
-            #expect(dropped["implausible"] as? Int == 1 && dropped["inaccurate"] as? Int == 1 && dropped["outsideRun"] as? Int == 1 && dropped["duplicate"] as? Int == 1)
+            #expect(
+                dropped["implausible"] as? Int == 1 && dropped["inaccurate"] as? Int == 1 && dropped["outsideRun"] as? Int == 1
+                    && dropped["duplicate"] as? Int == 1)
             let state = try #require(out.json["state"] as? [String: Any])
-            #expect(abs((state["distanceMeters"] as? Double ?? 0) - 140) < 3 && state["offCourse"] as? Bool == false && state["finished"] as? Bool == false)
+            #expect(
+                abs((state["distanceMeters"] as? Double ?? 0) - 140) < 3 && state["offCourse"] as? Bool == false
+                    && state["finished"] as? Bool == false)
 
             // Jitter back does not move the runner back; on the way back the course is the second leg.
-            let back = try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [
-                Self.fix(135, -2, at: startsAt.addingTimeInterval(17)), Self.fix(140, 0, at: startsAt.addingTimeInterval(19)),
-                Self.fix(120, 1, at: startsAt.addingTimeInterval(21)), Self.fix(110, 60, at: startsAt.addingTimeInterval(28)),   // 60 m off the course
-            ]])
+            let back = try await api.send(
+                .post, "/api/users/runs/\(id)/positions", token: leader,
+                json: [
+                    "positions": [
+                        Self.fix(135, -2, at: startsAt.addingTimeInterval(17)), Self.fix(140, 0, at: startsAt.addingTimeInterval(19)),
+                        Self.fix(120, 1, at: startsAt.addingTimeInterval(21)),
+                        // 60 m off the course
+                        Self.fix(110, 60, at: startsAt.addingTimeInterval(28)),
+                    ]
+                ])
             let backState = try #require(back.json["state"] as? [String: Any])
             #expect(backState["offCourse"] as? Bool == true)
             let backDistance = try #require(backState["distanceMeters"] as? Double)
             #expect(backDistance >= 175 && backDistance <= 210, "\(backDistance)")
 
             // The chaser is behind; then the leader finishes.
-            _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: chaser, json: ["positions": [Self.fix(0, at: startsAt.addingTimeInterval(1)), Self.fix(15, at: startsAt.addingTimeInterval(3))]])
-            let finish = try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [
-                Self.fix(70, 0, at: startsAt.addingTimeInterval(36)), Self.fix(20, 0, at: startsAt.addingTimeInterval(41)), Self.fix(2, 0, at: startsAt.addingTimeInterval(43)),
-            ]])
+            _ = try await api.send(
+                .post, "/api/users/runs/\(id)/positions", token: chaser,
+                json: ["positions": [Self.fix(0, at: startsAt.addingTimeInterval(1)), Self.fix(15, at: startsAt.addingTimeInterval(3))]])
+            let finish = try await api.send(
+                .post, "/api/users/runs/\(id)/positions", token: leader,
+                json: [
+                    "positions": [
+                        Self.fix(70, 0, at: startsAt.addingTimeInterval(36)), Self.fix(20, 0, at: startsAt.addingTimeInterval(41)),
+                        Self.fix(2, 0, at: startsAt.addingTimeInterval(43)),
+                    ]
+                ])
             let done = try #require(finish.json["state"] as? [String: Any])
             #expect(done["finished"] as? Bool == true && done["progress"] as? Double == 1 && done["offCourse"] as? Bool == false)
             let board = try await api.send(.get, "/api/runs/\(id)/leaderboard").items
@@ -106,9 +134,13 @@ struct RunPositionTests {
 
             // Only runners post; the replay has every kept position in time order, page by page.
             let (stranger, _) = try await api.individualSession()
-            #expect(try await api.send(.post, "/api/users/runs/\(id)/positions", token: stranger, json: ["positions": [Self.fix(0, at: Date())]]).status == .forbidden)
-            #expect(try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [["latitude": 91] as JSONObject]]).problemFields.sorted()
-                == ["positions[0].latitude", "positions[0].longitude", "positions[0].time"])
+            #expect(
+                try await api.send(.post, "/api/users/runs/\(id)/positions", token: stranger, json: ["positions": [Self.fix(0, at: Date())]]).status
+                    == .forbidden)
+            #expect(
+                try await api.send(.post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [["latitude": 91] as JSONObject]])
+                    .problemFields.sorted()
+                    == ["positions[0].latitude", "positions[0].longitude", "positions[0].time"])
             var times: [String] = [], cursor: String? = nil
             repeat {
                 let page = try await api.send(.get, "/api/runs/\(id)/positions?limit=5" + (cursor.map { "&cursor=\($0)" } ?? ""))
@@ -130,7 +162,9 @@ struct RunPositionTests {
             let enrolment = try #require(mine.first { $0["kind"] as? String == "enrolment" })
             #expect(enrolment["runId"] as? String == id && enrolment["displayName"] as? String == "Leader" && enrolment["finishedAt"] is String)
             let positions = mine.filter { $0["kind"] as? String == "runPosition" }
-            #expect(positions.count == 8 + 4 + 3 && positions.allSatisfy { $0["runId"] as? String == id && $0["runnerId"] as? String == enrolment["runnerId"] as? String })
+            #expect(
+                positions.count == 8 + 4 + 3
+                    && positions.allSatisfy { $0["runId"] as? String == id && $0["runnerId"] as? String == enrolment["runnerId"] as? String })
             #expect(mine.last?["kind"] as? String == "end" && mine.last?["runPositions"] as? Int == 15)
             let organisers = try await export(organiser)
             #expect(organisers.filter { $0["kind"] as? String == "run" }.count == 1 && !organisers.contains { $0["kind"] as? String == "enrolment" })

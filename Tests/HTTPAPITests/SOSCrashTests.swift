@@ -27,9 +27,11 @@ struct SOSCrashTests {
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
         let reservation = try LoopbackPortReservation.forImmediateBind()
         let port = reservation.port
-        let server = try ServerProcess.launch(database: database, environment: [
-            "HOST": "127.0.0.1", "PORT": String(port), "SOS_DISPATCH_URL": centre.url, "SOS_DISPATCH_SECRET": DispatchCentre.secret,
-        ])
+        let server = try ServerProcess.launch(
+            database: database,
+            environment: [
+                "HOST": "127.0.0.1", "PORT": String(port), "SOS_DISPATCH_URL": centre.url, "SOS_DISPATCH_SECRET": DispatchCentre.secret,
+            ])
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
         let base = "http://127.0.0.1:\(port)"
         let deadline = ContinuousClock.now + .seconds(30)
@@ -58,7 +60,8 @@ struct SOSCrashTests {
             // call too; on a loaded machine an answer slower than the test's 1 s dispatch timeout
             // is called again, and the centre still dispatches once (seen under a parallel build).
             #expect(incidents.count == 1 && (incidents[0]["dispatchAttempts"] as? Int ?? 0) >= 1)
-            #expect(centre.dispatches.count == 1 && centre.dispatches[0].calls >= 1 && centre.dispatches[0].incidentId == incidents[0]["id"] as? String)
+            #expect(
+                centre.dispatches.count == 1 && centre.dispatches[0].calls >= 1 && centre.dispatches[0].incidentId == incidents[0]["id"] as? String)
         }
     }
 }

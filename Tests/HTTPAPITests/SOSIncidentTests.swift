@@ -26,7 +26,10 @@ struct SOSIncidentTests {
     /// Heart-rate readings one second apart from `start`, each with its own client id.
     static func heartRates(_ values: [Int], from start: Date, offset: Int = 0, tag: String = "hr") -> JSONObject {
         let items: [any Sendable] = values.enumerated().map { index, value in
-            ["type": "heartRate", "value": value, "start": Self.time(start.addingTimeInterval(Double(offset + index))), "id": "\(tag)-\(offset + index)"] as JSONObject
+            [
+                "type": "heartRate", "value": value, "start": Self.time(start.addingTimeInterval(Double(offset + index))),
+                "id": "\(tag)-\(offset + index)",
+            ] as JSONObject
         }
         return ["items": items]
     }
@@ -65,7 +68,13 @@ struct SOSIncidentTests {
             let (person, account) = try await api.individualSession()
             try await Self.enrol(api, person, ["medicalNotes": "Pacemaker since 2019."])
             let start = Date().addingTimeInterval(-60)
-            try await Self.upload(api, person, ["items": [["latitude": 45.4642, "longitude": 9.19, "accuracy": 12, "time": Self.time(Date().addingTimeInterval(-30))] as JSONObject]])
+            try await Self.upload(
+                api, person,
+                [
+                    "items": [
+                        ["latitude": 45.4642, "longitude": 9.19, "accuracy": 12, "time": Self.time(Date().addingTimeInterval(-30))] as JSONObject
+                    ]
+                ])
             // Two low, one normal, two low: never three in a row.
             try await Self.upload(api, person, Self.heartRates([35, 33, 70, 34, 36], from: start))
             #expect(try await Self.incidents(api, person).isEmpty)
@@ -80,7 +89,8 @@ struct SOSIncidentTests {
             let call = try #require(centre.dispatches.first).json
             #expect(centre.dispatches.count == 1 && centre.dispatches[0].incidentId == incident["id"] as? String)
             let callPerson = try #require(call["person"] as? [String: Any])
-            #expect(callPerson["name"] as? String == account["fullName"] as? String && callPerson["medicalNotes"] as? String == "Pacemaker since 2019.")
+            #expect(
+                callPerson["name"] as? String == account["fullName"] as? String && callPerson["medicalNotes"] as? String == "Pacemaker since 2019.")
             #expect((callPerson["age"] as? Int ?? 0) > 0 && callPerson["sex"] is String)
             let vitals = try #require(call["vitals"] as? [String: Any])
             #expect(vitals["type"] as? String == "heartRate" && vitals["unit"] as? String == "bpm")
@@ -105,11 +115,15 @@ struct SOSIncidentTests {
             try await Self.upload(api, person, ["items": [first]])
             #expect(try await Self.incidents(api, person).isEmpty)
             // A normal reading after them, then the missing middle one arrives late: 30, 32, 31 in time order.
-            try await Self.upload(api, person, ["items": [["type": "heartRate", "value": 75, "start": Self.time(start.addingTimeInterval(3)), "id": "d"] as JSONObject]])
-            try await Self.upload(api, person, ["items": [["type": "heartRate", "value": 32, "start": Self.time(start.addingTimeInterval(1)), "id": "b"] as JSONObject]])
+            try await Self.upload(
+                api, person,
+                ["items": [["type": "heartRate", "value": 75, "start": Self.time(start.addingTimeInterval(3)), "id": "d"] as JSONObject]])
+            try await Self.upload(
+                api, person,
+                ["items": [["type": "heartRate", "value": 32, "start": Self.time(start.addingTimeInterval(1)), "id": "b"] as JSONObject]])
             let incident = try #require(try await Self.incidents(api, person).first)
             #expect((incident["readings"] as? [[String: Any]])?.compactMap { $0["value"] as? Double } == [30, 32, 31])
-            #expect(incident["status"] as? String == "detected")   // no dispatch centre configured on this instance
+            #expect(incident["status"] as? String == "detected")  // no dispatch centre configured on this instance
         }
     }
 
@@ -121,7 +135,8 @@ struct SOSIncidentTests {
             try await Self.upload(api, person, Self.heartRates([160, 70, 165], from: start))
             #expect(try await Self.incidents(api, person).isEmpty)
             let oxygen: [any Sendable] = [86, 85].enumerated().map { index, value in
-                ["type": "oxygenSaturation", "value": value, "start": Self.time(start.addingTimeInterval(Double(index))), "id": "o\(index)"] as JSONObject
+                ["type": "oxygenSaturation", "value": value, "start": Self.time(start.addingTimeInterval(Double(index))), "id": "o\(index)"]
+                    as JSONObject
             }
             try await Self.upload(api, person, ["items": oxygen])
             #expect(try await Self.incidents(api, person).first?["type"] as? String == "oxygenSaturation")
@@ -176,7 +191,7 @@ struct SOSIncidentTests {
             // running the whole suite it can be after (responses then take seconds). Inside, the
             // dispatch stops; after, it is recorded only — and the test below covers that side.
             if cancelled.json["status"] as? String == "cancelled" {
-                try await Task.sleep(for: .seconds(5))   // past the window: nothing goes out
+                try await Task.sleep(for: .seconds(5))  // past the window: nothing goes out
                 #expect(centre.dispatches.isEmpty)
                 #expect(try await Self.incidents(api, person).first?["dispatchAttempts"] as? Int == 0)
             } else {
@@ -202,7 +217,7 @@ struct SOSIncidentTests {
     // MARK: Dispatch
 
     @Test(.timeLimit(.minutes(10))) func dispatchCentreDownThenUpIsCalledOnceAfterRetries() async throws {
-        let centre = try DispatchCentre()   // not listening yet: connections are refused
+        let centre = try DispatchCentre()  // not listening yet: connections are refused
         try await TestServer.run(configure: centre.configure) { api in
             let (person, _) = try await api.individualSession()
             try await Self.enrol(api, person)
@@ -246,7 +261,7 @@ struct SOSIncidentTests {
                     try await group.waitForAll()
                 }
                 try await centre.wait { $0.count == 12 }
-                try await Task.sleep(for: .seconds(1))   // time for any duplicate to show up
+                try await Task.sleep(for: .seconds(1))  // time for any duplicate to show up
                 #expect(centre.dispatches.count == 12 && centre.dispatches.allSatisfy { $0.calls == 1 })
                 for person in people {
                     let items = try await Self.waitForIncidents(first, person) { $0.first?["status"] as? String == "dispatched" }
@@ -288,10 +303,14 @@ struct SOSIncidentTests {
         try await TestServer.run(configure: centre.configure) { api in
             let (person, _) = try await api.individualSession()
             let deviceSecret = try await WebhookTests.register(api, person, device.url, path: "/api/users/notifications")
-            try await Self.enrol(api, person, ["contacts": [
-                ["name": "Giulia Rossi", "phone": "+39 333 1234567", "webhookUrl": contact.url] as JSONObject,
-                ["name": "Marco Bianchi", "phone": "+39 333 7654321"] as JSONObject,
-            ]])
+            try await Self.enrol(
+                api, person,
+                [
+                    "contacts": [
+                        ["name": "Giulia Rossi", "phone": "+39 333 1234567", "webhookUrl": contact.url] as JSONObject,
+                        ["name": "Marco Bianchi", "phone": "+39 333 7654321"] as JSONObject,
+                    ]
+                ])
             let contacts = try #require(try await api.send(.get, "/api/users/sos", token: person).json["contacts"] as? [[String: Any]])
             let contactSecret = try #require(contacts[0]["webhookSecret"] as? String)
             #expect(contacts[1]["webhookSecret"] is NSNull)
@@ -309,7 +328,10 @@ struct SOSIncidentTests {
             #expect(detected["status"] as? String == "detected" && (detected["dispatchDueAt"] as? String)?.hasSuffix("Z") == true)
             // The dispatch centre gets every contact, to call those without a webhook.
             try await centre.wait { !$0.isEmpty }
-            #expect((centre.dispatches[0].json["contacts"] as? [[String: Any]])?.compactMap { $0["phone"] as? String } == ["+393331234567", "+393337654321"])
+            #expect(
+                (centre.dispatches[0].json["contacts"] as? [[String: Any]])?.compactMap { $0["phone"] as? String } == [
+                    "+393331234567", "+393337654321",
+                ])
         }
     }
 
@@ -321,33 +343,45 @@ struct SOSIncidentTests {
             let (person, _) = try await api.individualSession()
             try await Self.enrol(api, person)
             try await Self.upload(api, person, Self.heartRates([30, 30, 30], from: Date().addingTimeInterval(-30)))
-            let id = try #require(try await Self.waitForIncidents(api, person) { $0.first?["status"] as? String == "dispatched" }.first?["id"] as? String)
+            let id = try #require(
+                try await Self.waitForIncidents(api, person) { $0.first?["status"] as? String == "dispatched" }.first?["id"] as? String)
 
             let body = #"{"reference":"CREW-7"}"#
             #expect(try await api.send(.post, "/api/dispatch/incidents/\(id)/acknowledge", raw: body).status == .unauthorized)
-            let forged = WebhookSignature.header(secret: "not-the-dispatch-secret-at-all", timestamp: Int64(Date().timeIntervalSince1970), body: Array(body.utf8))
-            #expect(try await api.send(.post, "/api/dispatch/incidents/\(id)/acknowledge", raw: body, headers: [HTTPField.Name("Data4Help-Signature")!: forged]).status == .unauthorized)
+            let forged = WebhookSignature.header(
+                secret: "not-the-dispatch-secret-at-all", timestamp: Int64(Date().timeIntervalSince1970), body: Array(body.utf8))
+            #expect(
+                try await api.send(
+                    .post, "/api/dispatch/incidents/\(id)/acknowledge", raw: body, headers: [HTTPField.Name("Data4Help-Signature")!: forged]
+                ).status == .unauthorized)
 
             func header(_ path: String, at time: Int64 = Int64(Date().timeIntervalSince1970)) -> String {
                 WebhookSignature.header(secret: DispatchCentre.secret, timestamp: time, request: "POST \(path)", body: Array(body.utf8))
             }
             func send(_ path: String, _ header: String) async throws -> APIClient.Reply {
-                try await api.send(.post, path, raw: body, headers: [HTTPField.Name("Data4Help-Signature")!: header, .contentType: "application/json"])
+                try await api.send(
+                    .post, path, raw: body, headers: [HTTPField.Name("Data4Help-Signature")!: header, .contentType: "application/json"])
             }
             func signed(_ path: String) async throws -> APIClient.Reply { try await send(path, header(path)) }
             // A signature of the body alone (the old scheme), or one made for another incident or
             // verb, does not move this incident.
-            let bodyOnly = WebhookSignature.header(secret: DispatchCentre.secret, timestamp: Int64(Date().timeIntervalSince1970), body: Array(body.utf8))
+            let bodyOnly = WebhookSignature.header(
+                secret: DispatchCentre.secret, timestamp: Int64(Date().timeIntervalSince1970), body: Array(body.utf8))
             #expect(try await send("/api/dispatch/incidents/\(id)/acknowledge", bodyOnly).status == .unauthorized)
             let other = UUID().uuidString.lowercased()
-            #expect(try await send("/api/dispatch/incidents/\(id)/acknowledge", header("/api/dispatch/incidents/\(other)/acknowledge")).status == .unauthorized)
-            #expect(try await send("/api/dispatch/incidents/\(id)/resolve", header("/api/dispatch/incidents/\(id)/acknowledge")).status == .unauthorized)
+            #expect(
+                try await send("/api/dispatch/incidents/\(id)/acknowledge", header("/api/dispatch/incidents/\(other)/acknowledge")).status
+                    == .unauthorized)
+            #expect(
+                try await send("/api/dispatch/incidents/\(id)/resolve", header("/api/dispatch/incidents/\(id)/acknowledge")).status == .unauthorized)
             let first = header("/api/dispatch/incidents/\(id)/acknowledge")
             let acknowledged = try await send("/api/dispatch/incidents/\(id)/acknowledge", first)
             // The same signed report again: a replay, refused.
             let replayed = try await send("/api/dispatch/incidents/\(id)/acknowledge", first)
             #expect(replayed.status == .conflict && replayed.string("type")?.hasSuffix("report-replayed") == true)
-            #expect(acknowledged.status == .ok && acknowledged.json["status"] as? String == "acknowledged" && acknowledged.json["dispatchReference"] as? String == "CREW-7")
+            #expect(
+                acknowledged.status == .ok && acknowledged.json["status"] as? String == "acknowledged"
+                    && acknowledged.json["dispatchReference"] as? String == "CREW-7")
             let resolved = try await signed("/api/dispatch/incidents/\(id)/resolve")
             #expect(resolved.json["status"] as? String == "resolved" && resolved.json["resolvedAt"] is String)
             #expect(try await signed("/api/dispatch/incidents/\(id)/acknowledge").status == .conflict)

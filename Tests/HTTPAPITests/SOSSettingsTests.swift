@@ -47,9 +47,19 @@ struct SOSSettingsTests {
             let cases: [(JSONObject, [String])] = [
                 (["minHeartRate": 50, "maxHeartRate": 50], ["maxHeartRate"]),
                 (["cancelWindowSeconds": 5], ["cancelWindowSeconds"]),
-                (["consecutiveReadings": 0, "minHeartRate": 5, "minOxygenSaturation": 100], ["consecutiveReadings", "minHeartRate", "minOxygenSaturation"]),
-                (["contacts": [["name": "", "phone": "333"] as JSONObject, ["phone": "+39 333 1234567", "webhookUrl": "http://10.0.0.1/x"] as JSONObject]],
-                 ["contacts[0].name", "contacts[0].phone", "contacts[1].name", "contacts[1].webhookUrl"]),
+                (
+                    ["consecutiveReadings": 0, "minHeartRate": 5, "minOxygenSaturation": 100],
+                    ["consecutiveReadings", "minHeartRate", "minOxygenSaturation"]
+                ),
+                (
+                    [
+                        "contacts": [
+                            ["name": "", "phone": "333"] as JSONObject,
+                            ["phone": "+39 333 1234567", "webhookUrl": "http://10.0.0.1/x"] as JSONObject,
+                        ]
+                    ],
+                    ["contacts[0].name", "contacts[0].phone", "contacts[1].name", "contacts[1].webhookUrl"]
+                ),
                 (["medicalNotes": String(repeating: "x", count: 2001)], ["medicalNotes"]),
             ]
             for (body, fields) in cases {
@@ -57,7 +67,7 @@ struct SOSSettingsTests {
                 #expect(reply.status == .unprocessableContent, "\(body)")
                 #expect(reply.problemFields.sorted() == fields.sorted(), "\(body)")
             }
-            #expect(try await api.send(.get, "/api/users/sos", token: person).json["updatedAt"] is NSNull)   // nothing was written
+            #expect(try await api.send(.get, "/api/users/sos", token: person).json["updatedAt"] is NSNull)  // nothing was written
         }
     }
 }

@@ -46,7 +46,7 @@ struct SessionTests {
             let (token, _) = try await api.individualSession()
             let after = ContinuousClock.now
             let live = try await api.send(.get, "/api/users/me", token: token)
-            if ContinuousClock.now < before + .seconds(9) { #expect(live.status == .ok) }   // surely within its lifetime
+            if ContinuousClock.now < before + .seconds(9) { #expect(live.status == .ok) }  // surely within its lifetime
             try await Task.sleep(until: after + .seconds(10.5))
             let expired = try await api.send(.get, "/api/users/me", token: token)
             #expect(expired.status == .unauthorized)
@@ -56,7 +56,8 @@ struct SessionTests {
     @Test func logoutEndsOnlyThatToken() async throws {
         try await TestServer.run { api in
             let (first, account) = try await api.individualSession()
-            let second = try await api.send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password]).string("token")
+            let second = try await api.send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password]).string(
+                "token")
             #expect(try await api.send(.post, "/api/users/logout", token: first).status == .noContent)
             #expect(try await api.send(.get, "/api/users/me", token: first).status == .unauthorized)
             #expect(try await api.send(.get, "/api/users/me", token: second).status == .ok)
@@ -107,10 +108,13 @@ struct SessionTests {
     @Test func passwordChangeNeedsTheCurrentOneAndEndsOtherSessions() async throws {
         try await TestServer.run { api in
             let (token, account) = try await api.individualSession()
-            let other = try await api.send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password]).string("token")
-            let wrong = try await api.send(.patch, "/api/users/me", token: token, json: ["password": "a new long password", "currentPassword": "wrong one"])
+            let other = try await api.send(.post, "/api/users/login", json: ["email": account["email"]!, "password": Fixtures.password]).string(
+                "token")
+            let wrong = try await api.send(
+                .patch, "/api/users/me", token: token, json: ["password": "a new long password", "currentPassword": "wrong one"])
             #expect(wrong.problemFields == ["currentPassword"])
-            let changed = try await api.send(.patch, "/api/users/me", token: token, json: ["password": "a new long password", "currentPassword": Fixtures.password])
+            let changed = try await api.send(
+                .patch, "/api/users/me", token: token, json: ["password": "a new long password", "currentPassword": Fixtures.password])
             #expect(changed.status == .ok)
             #expect(try await api.send(.get, "/api/users/me", token: token).status == .ok)
             #expect(try await api.send(.get, "/api/users/me", token: other).status == .unauthorized)
@@ -132,8 +136,12 @@ struct SessionTests {
             #expect(nulled.problemFields == ["fullName"])
             let (_, other) = try await api.individualSession()
             // A new email needs the current password, like a new password.
-            #expect(try await api.send(.patch, "/api/users/me", token: token, json: ["email": "new-\(UUID().uuidString)@example.org"]).problemFields == ["currentPassword"])
-            let taken = try await api.send(.patch, "/api/users/me", token: token, json: ["email": other["email"]!, "currentPassword": Fixtures.password])
+            #expect(
+                try await api.send(.patch, "/api/users/me", token: token, json: ["email": "new-\(UUID().uuidString)@example.org"]).problemFields == [
+                    "currentPassword"
+                ])
+            let taken = try await api.send(
+                .patch, "/api/users/me", token: token, json: ["email": other["email"]!, "currentPassword": Fixtures.password])
             #expect(taken.status == .conflict)
         }
     }

@@ -26,7 +26,13 @@ struct SpectatorPageTests {
             let (runner, _) = try await api.individualSession(), (second, _) = try await api.individualSession()
             let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser, enrolling: [(runner, "Giulia"), (second, "Marco")])
             try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
-            _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: runner, json: ["positions": [RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(20, at: startsAt.addingTimeInterval(3))]])
+            _ = try await api.send(
+                .post, "/api/users/runs/\(id)/positions", token: runner,
+                json: [
+                    "positions": [
+                        RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(20, at: startsAt.addingTimeInterval(3)),
+                    ]
+                ])
 
             let page = try await api.send(.get, "/runs/\(id)")
             #expect(page.status == .ok && page.headers[.contentType]?.hasPrefix("text/html") == true)
@@ -42,29 +48,41 @@ struct SpectatorPageTests {
             defer { browser.stop() }
             let port = try #require(api.client.port)
             try await browser.withPage("http://127.0.0.1:\(port)/runs/\(id)") { session in
-                let first = Self.parse(try await session.wait(for: Self.probe) { value in
-                    let shown = Self.parse(value)
-                    return shown["status"] as? String == "Live" && shown["cx"] is String && (shown["rows"] as? [[String]])?.count == 2
-                })
-                #expect((first["course"] as? Int) == 3)   // the course is drawn: three points
+                let first = Self.parse(
+                    try await session.wait(for: Self.probe) { value in
+                        let shown = Self.parse(value)
+                        return shown["status"] as? String == "Live" && shown["cx"] is String && (shown["rows"] as? [[String]])?.count == 2
+                    })
+                #expect((first["course"] as? Int) == 3)  // the course is drawn: three points
                 let rows = try #require(first["rows"] as? [[String]])
                 #expect(rows[0][0] == "1" && rows[0][1] == "Giulia" && rows[0][2] == "0.02")
-                #expect(rows.count == 2 && rows[1][1] == "Marco", "\(rows)")   // no fix yet
+                #expect(rows.count == 2 && rows[1][1] == "Marco", "\(rows)")  // no fix yet
                 let startX = try #require(Double(first["cx"] as? String ?? ""))
 
                 // The runner moves on 60 m: the marker moves east and the leaderboard follows.
-                _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: runner, json: ["positions": [RunPositionTests.fix(80, at: startsAt.addingTimeInterval(9))]])
-                let moved = Self.parse(try await session.wait(for: Self.probe) { value in
-                    (Self.parse(value)["rows"] as? [[String]])?.first?[2] == "0.08"
-                })
+                _ = try await api.send(
+                    .post, "/api/users/runs/\(id)/positions", token: runner,
+                    json: ["positions": [RunPositionTests.fix(80, at: startsAt.addingTimeInterval(9))]])
+                let moved = Self.parse(
+                    try await session.wait(for: Self.probe) { value in
+                        (Self.parse(value)["rows"] as? [[String]])?.first?[2] == "0.08"
+                    })
                 let movedX = try #require(Double(moved["cx"] as? String ?? ""))
-                #expect(movedX > startX + 100, "\(startX) → \(movedX)")   // 60 m of a 150 m leg is 360 of the 900 drawn
+                #expect(movedX > startX + 100, "\(startX) → \(movedX)")  // 60 m of a 150 m leg is 360 of the 900 drawn
 
                 // Marco passes her: he leads, and her new rank (a rank entry: she did not post) shows.
-                _ = try await api.send(.post, "/api/users/runs/\(id)/positions", token: second, json: ["positions": [RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(100, at: startsAt.addingTimeInterval(10))]])
-                let passed = Self.parse(try await session.wait(for: Self.probe) { value in
-                    (Self.parse(value)["rows"] as? [[String]])?.first?[1] == "Marco"
-                })
+                _ = try await api.send(
+                    .post, "/api/users/runs/\(id)/positions", token: second,
+                    json: [
+                        "positions": [
+                            RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)),
+                            RunPositionTests.fix(100, at: startsAt.addingTimeInterval(10)),
+                        ]
+                    ])
+                let passed = Self.parse(
+                    try await session.wait(for: Self.probe) { value in
+                        (Self.parse(value)["rows"] as? [[String]])?.first?[1] == "Marco"
+                    })
                 let order = try #require(passed["rows"] as? [[String]])
                 #expect(order.map { [$0[0], $0[1]] } == [["1", "Marco"], ["2", "Giulia"]], "\(order)")
                 let screenshot = try await session.call("Page.captureScreenshot", ["format": "png"])

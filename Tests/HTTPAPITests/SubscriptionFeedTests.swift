@@ -12,9 +12,12 @@ struct SubscriptionFeedTests {
     ) async throws -> (person: String, party: String, request: String) {
         let (person, account) = try await api.individualSession()
         let party = if let existing { existing } else { try await api.thirdPartySession().token }
-        let request = try await api.send(.post, "/api/thirdparties/requests", token: party, json: [
-            "fiscalCode": account["fiscalCode"]!, "types": types, "purpose": "Monitoring", "subscribe": subscribe,
-        ]).string("id")!
+        let request = try await api.send(
+            .post, "/api/thirdparties/requests", token: party,
+            json: [
+                "fiscalCode": account["fiscalCode"]!, "types": types, "purpose": "Monitoring", "subscribe": subscribe,
+            ]
+        ).string("id")!
         _ = try await api.send(.put, "/api/users/requests/\(request)", token: person, json: decision)
         return (person, party, request)
     }

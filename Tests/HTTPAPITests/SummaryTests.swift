@@ -37,8 +37,12 @@ struct SummaryTests {
             #expect(weeks.items.compactMap { $0["start"] as? String } == ["2026-11-09T00:00:00+01:00", "2026-11-16T00:00:00+01:00"])
             #expect(weeks.items.compactMap { $0["count"] as? Int } == [1, 2])
 
-            let hours = try await api.send(.get, "/api/users/data/summary?type=heartRate&bucket=hour&from=2026-11-15T20:00:00Z&to=2026-11-16T02:00:00Z", token: token)
-            #expect(hours.items.compactMap { $0["start"] as? String } == ["2026-11-15T23:00:00+01:00", "2026-11-16T00:00:00+01:00", "2026-11-16T01:00:00+01:00"])
+            let hours = try await api.send(
+                .get, "/api/users/data/summary?type=heartRate&bucket=hour&from=2026-11-15T20:00:00Z&to=2026-11-16T02:00:00Z", token: token)
+            #expect(
+                hours.items.compactMap { $0["start"] as? String } == [
+                    "2026-11-15T23:00:00+01:00", "2026-11-16T00:00:00+01:00", "2026-11-16T01:00:00+01:00",
+                ])
         }
     }
 
@@ -64,7 +68,8 @@ struct SummaryTests {
                 Self.sample("stepCount", 800, "2026-11-16T18:00:00Z", end: "2026-11-16T18:20:00Z"),
             ]
             _ = try await api.send(.post, "/api/users/data", token: token, json: ["items": items])
-            let days = try await api.send(.get, "/api/users/data/summary?type=stepCount&from=2026-11-16T00:00:00Z&to=2026-11-17T00:00:00Z", token: token)
+            let days = try await api.send(
+                .get, "/api/users/data/summary?type=stepCount&from=2026-11-16T00:00:00Z&to=2026-11-17T00:00:00Z", token: token)
             #expect(days.items.first?["sum"] as? Double == 2000)
             #expect(days.items.first?["mean"] as? Double == 1000)
         }
@@ -76,7 +81,8 @@ struct SummaryTests {
             #expect(try await api.send(.get, "/api/users/data/summary", token: token).problemFields == ["type"])
             #expect(try await api.send(.get, "/api/users/data/summary?type=sleep", token: token).problemFields == ["type"])
             #expect(try await api.send(.get, "/api/users/data/summary?type=heartRate&bucket=month", token: token).problemFields == ["bucket"])
-            let tooLong = try await api.send(.get, "/api/users/data/summary?type=heartRate&bucket=hour&from=2026-01-01T00:00:00Z&to=2026-03-01T00:00:00Z", token: token)
+            let tooLong = try await api.send(
+                .get, "/api/users/data/summary?type=heartRate&bucket=hour&from=2026-01-01T00:00:00Z&to=2026-03-01T00:00:00Z", token: token)
             #expect(tooLong.problemFields == ["from"])
         }
     }

@@ -26,7 +26,8 @@ struct TenantRowSecurityTests {
                         _ = try await api.send(.post, "/api/thirdparties/keys", token: party, json: ["name": name])
                     }
                     let email = try #require(registered["email"] as? String)
-                    organisations.append(try #require(try await database.query("SELECT id FROM third_parties WHERE email = \(email)").first?.decode(Int64.self)))
+                    organisations.append(
+                        try #require(try await database.query("SELECT id FROM third_parties WHERE email = \(email)").first?.decode(Int64.self)))
                 }
                 // The person grants both: events for each organisation.
                 for request in try await api.send(.get, "/api/users/requests", token: person).items {

@@ -6,6 +6,7 @@ import SeededRandom
 import Testing
 
 @testable import HTTPAPI
+
 @Suite("The upload byte scanner agrees with Foundation's decoder")
 struct UploadScannerTests {
     static let fields = ["id", "type", "value", "unit", "start", "end", "source", "latitude", "longitude", "accuracy", "altitude", "time", "extra"]
@@ -24,7 +25,9 @@ struct UploadScannerTests {
         case 9 where depth < 3:
             return "[" + (0..<Int.random(in: 0...3, using: &random)).map { _ in randomValue(&random, depth: depth + 1) }.joined(separator: ",") + "]"
         case 10 where depth < 3:
-            return "{" + (0..<Int.random(in: 0...2, using: &random)).map { _ in "\"k\": " + randomValue(&random, depth: depth + 1) }.joined(separator: ",") + "}"
+            return "{"
+                + (0..<Int.random(in: 0...2, using: &random)).map { _ in "\"k\": " + randomValue(&random, depth: depth + 1) }.joined(separator: ",")
+                + "}"
         case 11: return #""""#
         default: return String(Int.random(in: 20...220, using: &random))
         }
@@ -35,9 +38,10 @@ struct UploadScannerTests {
         var keys = fields.shuffled(using: &random).prefix(Int.random(in: 0...8, using: &random)).map { $0 }
         if Int.random(in: 0..<15, using: &random) == 0, let first = keys.first { keys.append(first) }  // a duplicate key
         let spaces = [" ", "", "\n  ", "\t"]
-        return "{" + keys.map { key in
-            spaces.randomElement(using: &random)! + "\"\(key)\"" + spaces.randomElement(using: &random)! + ":" + randomValue(&random)
-        }.joined(separator: ",") + "}"
+        return "{"
+            + keys.map { key in
+                spaces.randomElement(using: &random)! + "\"\(key)\"" + spaces.randomElement(using: &random)! + ":" + randomValue(&random)
+            }.joined(separator: ",") + "}"
     }
 
     @Test func agreesOnRandomUploads() throws {
@@ -46,7 +50,9 @@ struct UploadScannerTests {
         let cases = 3000
         for _ in 0..<cases {
             let items = (0..<Int.random(in: 0...5, using: &random)).map { _ in Self.randomItem(&random) }
-            let body = #"{"items": ["# + items.joined(separator: ", ") + "]" + (Int.random(in: 0..<4, using: &random) == 0 ? #", "note": {"a": [1, 2]}"# : "") + "}"
+            let body =
+                #"{"items": ["# + items.joined(separator: ", ") + "]"
+                + (Int.random(in: 0..<4, using: &random) == 0 ? #", "note": {"a": [1, 2]}"# : "") + "}"
             let bytes = ByteBuffer(string: body)
             let slow = try? WireFormat.decoder().decode(IngestUploadBody.self, from: Data(body.utf8)).items?.map(\.raw)
             guard let fast = UploadScanner.scan(bytes) else { continue }
@@ -57,7 +63,10 @@ struct UploadScannerTests {
     }
 
     @Test func readsTheUsualUploadAndDeclinesTheRest() throws {
-        let usual = ByteBuffer(string: #"{"items":[{"id":"a","type":"heartRate","value":72,"unit":"bpm","start":"2026-11-21T08:30:00Z"},{"latitude":45.5,"longitude":9.2,"time":"2026-11-21T08:30:00Z"},{"type":"sleep","value":"deep","start":"2026-11-21T01:00:00Z","end":"2026-11-21T02:00:00Z"},{"value":true},7]}"#)
+        let usual = ByteBuffer(
+            string:
+                #"{"items":[{"id":"a","type":"heartRate","value":72,"unit":"bpm","start":"2026-11-21T08:30:00Z"},{"latitude":45.5,"longitude":9.2,"time":"2026-11-21T08:30:00Z"},{"type":"sleep","value":"deep","start":"2026-11-21T01:00:00Z","end":"2026-11-21T02:00:00Z"},{"value":true},7]}"#
+        )
         let items = try #require(UploadScanner.scan(usual))
         #expect(items.count == 5)
         #expect(items[0].id == "a" && items[0].value == .number(72) && items[0].unit == "bpm")
@@ -65,7 +74,10 @@ struct UploadScannerTests {
         #expect(items[2].value == .word("deep"))
         #expect(items[3].fieldError == "value must be a number (or a word for sleep)")
         #expect(items[4].fieldError == "item must be a JSON object")
-        for unusual in [#"[]"#, #"{"items": [{"type": "a\"b"}]}"#, #"{"items": [1,]}"#, #"{"items": []} x"#, #"{"items": [{"type": "x", "type": "y"}]}"#, #"{"other": 1}"#] {
+        for unusual in [
+            #"[]"#, #"{"items": [{"type": "a\"b"}]}"#, #"{"items": [1,]}"#, #"{"items": []} x"#, #"{"items": [{"type": "x", "type": "y"}]}"#,
+            #"{"other": 1}"#,
+        ] {
             #expect(UploadScanner.scan(ByteBuffer(string: unusual)) == nil, "\(unusual)")
         }
     }

@@ -1,9 +1,9 @@
 import DatabaseLink
 import DatabaseTestSupport
 import Foundation
-import Synchronization
 import HTTPAPI
 import HTTPTypes
+import Synchronization
 import Testing
 
 @Suite("Webhooks survive a server killed mid-delivery")
@@ -11,13 +11,18 @@ struct WebhookCrashTests {
     @Test(.timeLimit(.minutes(10))) func killedMidAttemptTheDeliveryIsMadeAgainWithTheSameId() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
         let receiver = try WebhookReceiver()
-        receiver.answer(.noContent, after: .seconds(60))   // the first attempt hangs: the server dies during it
+        receiver.answer(.noContent, after: .seconds(60))  // the first attempt hangs: the server dies during it
         let listening = receiver.start()
         defer { listening.cancel() }
 
         // Set up with an instance that delivers nothing: the upload is acknowledged, the events wait in the outbox.
         let box = SetUp()
-        try await TestServer.run(database: database, configure: { WebhookTests.localDelivery(&$0); $0.webhookWorkers = 0 }) { api in
+        try await TestServer.run(
+            database: database,
+            configure: {
+                WebhookTests.localDelivery(&$0); $0.webhookWorkers = 0
+            }
+        ) { api in
             let (party, _) = try await api.thirdPartySession()
             box.secret = try await WebhookTests.register(api, party, receiver.url)
             let (person, _, _) = try await SubscriptionFeedTests.subscribe(api, party: party, types: ["heartRate"])
@@ -27,9 +32,11 @@ struct WebhookCrashTests {
         // A real server process starts delivering, and is killed (SIGKILL) while the receiver holds the first POST.
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
         let reservation = try LoopbackPortReservation.forImmediateBind()
-        let server = try ServerProcess.launch(database: database, environment: [
-            "HOST": "127.0.0.1", "PORT": String(reservation.port), "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_TIMEOUT_SECONDS": "2",
-        ])
+        let server = try ServerProcess.launch(
+            database: database,
+            environment: [
+                "HOST": "127.0.0.1", "PORT": String(reservation.port), "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_TIMEOUT_SECONDS": "2",
+            ])
         try await receiver.wait { !$0.isEmpty }
         withExtendedLifetime(reservation) {}  // the server has delivered: it has long bound its port
         kill(server.processIdentifier, SIGKILL)
@@ -45,7 +52,7 @@ struct WebhookCrashTests {
         var seen = Set<String>()
         let unique = receiver.received.filter { seen.insert($0.deliveryId).inserted }
         #expect(unique.map(\.type) == ["request.granted", "data.created"])
-        #expect(receiver.received.filter { $0.deliveryId == interrupted.deliveryId }.count == 2)   // same id: the receiver drops the repeat
+        #expect(receiver.received.filter { $0.deliveryId == interrupted.deliveryId }.count == 2)  // same id: the receiver drops the repeat
         #expect(unique.last?.items.first?["value"] as? Double == 55)
         #expect(receiver.received.allSatisfy { WebhookReceiver.verify($0, secret: box.secret) })
     }

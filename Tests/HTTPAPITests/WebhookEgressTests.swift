@@ -46,7 +46,7 @@ struct WebhookEgressTests {
             name == "hooks.receiver.invalid" ? [IPAddress(literal: "127.0.0.1")!] : []
         }
         var status: Int?
-        for _ in 0..<50 where status == nil {   // until the receiver listens
+        for _ in 0..<50 where status == nil {  // until the receiver listens
             status = try? await Self.post(host: "hooks.receiver.invalid", policy: policy, receiver: receiver).get()
             if status == nil { try await Task.sleep(for: .milliseconds(100)) }
         }
@@ -63,7 +63,9 @@ struct WebhookEgressTests {
         defer { server.cancel() }
         let answers = Mutex(0)
         let policy = WebhookAddressPolicy(allowPrivateNetworks: false) { _ in
-            answers.withLock { $0 += 1; return $0 } == 1 ? [IPAddress(literal: "93.184.215.14")!] : [IPAddress(literal: "127.0.0.1")!]
+            answers.withLock {
+                $0 += 1; return $0
+            } == 1 ? [IPAddress(literal: "93.184.215.14")!] : [IPAddress(literal: "127.0.0.1")!]
         }
         #expect(await policy.refusal(for: "rebind.attacker.invalid") == nil, "the check sees a public address")
         let result = try await Self.post(host: "rebind.attacker.invalid", policy: policy, receiver: receiver)

@@ -25,8 +25,10 @@ struct WebhookTests {
     @Test func endpointsAreHttpAndNeverPrivateUnlessAllowed() async throws {
         try await TestServer.run { api in
             let (party, _) = try await api.thirdPartySession()
-            for url in ["http://127.0.0.1:8080/hook", "http://10.1.2.3/hook", "http://[::1]/hook", "http://localhost/hook",
-                        "http://169.254.169.254/latest/meta-data", "ftp://example.com/hook", "not a url", "https://user:pw@example.com/hook"] {
+            for url in [
+                "http://127.0.0.1:8080/hook", "http://10.1.2.3/hook", "http://[::1]/hook", "http://localhost/hook",
+                "http://169.254.169.254/latest/meta-data", "ftp://example.com/hook", "not a url", "https://user:pw@example.com/hook",
+            ] {
                 let reply = try await api.send(.put, "/api/thirdparties/webhook", token: party, json: ["url": url])
                 #expect(reply.status == .unprocessableContent, "\(url)")
                 #expect(reply.problemFields == ["url"], "\(url)")
@@ -54,7 +56,7 @@ struct WebhookTests {
     }
 
     @Test func receiverDownThenUpGetsEveryEventOnceInOrderSigned() async throws {
-        let receiver = try WebhookReceiver()   // nothing listens yet: connection refused
+        let receiver = try WebhookReceiver()  // nothing listens yet: connection refused
         try await TestServer.run(configure: Self.localDelivery) { api in
             let (party, _) = try await api.thirdPartySession()
             let secret = try await Self.register(api, party, receiver.url)
@@ -74,12 +76,14 @@ struct WebhookTests {
             let attempts = log.items.flatMap { ($0["attempts"] as? [[String: Any]]) ?? [] }
             #expect(!attempts.isEmpty && attempts.allSatisfy { $0["statusCode"] is NSNull && $0["error"] is String })
 
-            receiver.answer(.serviceUnavailable)   // up, but failing
+            receiver.answer(.serviceUnavailable)  // up, but failing
             let server = receiver.start()
             defer { server.cancel() }
             try await receiver.wait { !$0.isEmpty }
             receiver.answer(.noContent)
-            try await receiver.wait { Set($0.map(\.deliveryId)).count == 5 && $0.last.map { $0.type == "data.created" && $0.items.first?["value"] as? Double == 64 } == true }
+            try await receiver.wait {
+                Set($0.map(\.deliveryId)).count == 5 && $0.last.map { $0.type == "data.created" && $0.items.first?["value"] as? Double == 64 } == true
+            }
 
             // After de-duplication by delivery id: each event exactly once, in order, all signed.
             var seen = Set<String>()
@@ -108,8 +112,10 @@ struct WebhookTests {
     /// the owner's test ping going through tells that the endpoint is back: the deliveries
     /// waiting for their retry go at once, not a minute (or, after a long outage, hours) later.
     @Test(.timeLimit(.minutes(10))) func anEndpointBackAfterAnOutageGetsItsWaitingDeliveriesAtOnce() async throws {
-        let receiver = try WebhookReceiver()   // down: connection refused
-        try await TestServer.run(configure: { Self.localDelivery(&$0); $0.webhookBackoffScale = 1 }) { api in
+        let receiver = try WebhookReceiver()  // down: connection refused
+        try await TestServer.run(configure: {
+            Self.localDelivery(&$0); $0.webhookBackoffScale = 1
+        }) { api in
             let (party, _) = try await api.thirdPartySession()
             _ = try await Self.register(api, party, receiver.url)
             for _ in 0..<2 { _ = try await SubscriptionFeedTests.subscribe(api, party: party, types: ["heartRate"]) }
@@ -125,7 +131,9 @@ struct WebhookTests {
             defer { server.cancel() }
             let resumed = ContinuousClock.now
             #expect(try await api.send(.post, "/api/thirdparties/webhook/test", token: party).status.code < 300)
-            try await receiver.wait(timeout: .seconds(20)) { received in Set(received.filter { $0.type == "request.granted" }.map(\.deliveryId)).count == 2 }
+            try await receiver.wait(timeout: .seconds(20)) { received in
+                Set(received.filter { $0.type == "request.granted" }.map(\.deliveryId)).count == 2
+            }
             #expect(resumed.duration(to: .now) < .seconds(20), "delivered after the ping, not at the minute's retry")
             #expect(receiver.received.first?.type == "ping")
         }
@@ -147,7 +155,7 @@ struct WebhookTests {
             // been decided: its log entry says it was cancelled, and it never left.
             let log = try await api.send(.get, "/api/thirdparties/webhook/deliveries", token: party).items
             #expect(log.contains { $0["eventType"] as? String == "data.created" && $0["status"] as? String == "cancelled" })
-            #expect(Set(receiver.received.map(\.type)) == ["request.granted", "grant.revoked"])   // the data never left
+            #expect(Set(receiver.received.map(\.type)) == ["request.granted", "grant.revoked"])  // the data never left
 
             // Redelivery resends with the same delivery id; a ping is signed like any event.
             let granted = try #require(log.first { $0["eventType"] as? String == "request.granted" })
@@ -179,7 +187,7 @@ struct WebhookTests {
             let server = receiver.start()
             defer { server.cancel() }
             try await receiver.wait { $0.contains { $0.type == "grant.revoked" } }
-            #expect(receiver.received.map(\.type) == ["request.granted", "grant.revoked"])   // the erased data never left
+            #expect(receiver.received.map(\.type) == ["request.granted", "grant.revoked"])  // the erased data never left
             #expect(receiver.received.last?.json["requestId"] as? String == request)
             let status = try await api.send(.get, "/api/thirdparties/requests/\(request)", token: party)
             #expect(status.string("status") == "revoked")
@@ -194,9 +202,12 @@ struct WebhookTests {
             let (person, account) = try await api.individualSession()
             let secret = try await Self.register(api, person, receiver.url, path: "/api/users/notifications")
             let (party, _) = try await api.thirdPartySession()
-            let request = try await api.send(.post, "/api/thirdparties/requests", token: party, json: [
-                "fiscalCode": account["fiscalCode"]!, "types": ["heartRate"], "purpose": "Cardiology study",
-            ]).string("id")
+            let request = try await api.send(
+                .post, "/api/thirdparties/requests", token: party,
+                json: [
+                    "fiscalCode": account["fiscalCode"]!, "types": ["heartRate"], "purpose": "Cardiology study",
+                ]
+            ).string("id")
             try await receiver.wait { $0.contains { $0.type == "request.created" } }
             let note = try #require(receiver.received.first)
             #expect(WebhookReceiver.verify(note, secret: secret))

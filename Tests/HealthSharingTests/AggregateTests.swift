@@ -11,7 +11,8 @@ import Testing
 @Suite("Aggregates: the 1000-individual rule with differential privacy, budgets and audit")
 struct AggregateTests {
     static func spec(
-        _ statistic: AggregateStatistic = .mean, areas: [String] = [], epsilon: Int = 100, to: String = "2026-10-31", groupBy: AggregateDimension? = nil
+        _ statistic: AggregateStatistic = .mean, areas: [String] = [], epsilon: Int = 100, to: String = "2026-10-31",
+        groupBy: AggregateDimension? = nil
     ) throws -> AggregateSpec {
         try AggregateSpec(
             type: .heartRate, statistic: statistic, areas: areas.map { try AreaCode(parsing: $0) }, ageBands: [], sex: nil,
@@ -58,7 +59,7 @@ struct AggregateTests {
             if let interval = released.interval, interval[0] <= truth, truth <= interval[1] { covered += 1 }
         }
         errors.sort()
-        #expect(errors[Int(Double(errors.count) * 0.95)] <= 0.72)   // 0.64 by simulation of the same noise
+        #expect(errors[Int(Double(errors.count) * 0.95)] <= 0.72)  // 0.64 by simulation of the same noise
         #expect(Double(covered) / 4000 >= 0.95)
     }
 
@@ -88,17 +89,21 @@ struct AggregateTests {
             var ids: [Int64] = []
             for _ in 0..<count {
                 let tag = UUID().uuidString.prefix(12).replacingOccurrences(of: "-", with: "")
-                ids.append(try await individuals.insert(NewIndividual(
-                    email: "\(tag)@example.org", passwordHash: "x", fiscalCode: "T\(tag)".uppercased(), fullName: "T",
-                    birthDate: "1950-06-01", sex: "female", homeArea: area
-                )).id)
+                ids.append(
+                    try await individuals.insert(
+                        NewIndividual(
+                            email: "\(tag)@example.org", passwordHash: "x", fiscalCode: "T\(tag)".uppercased(), fullName: "T",
+                            birthDate: "1950-06-01", sex: "female", homeArea: area
+                        )
+                    ).id)
             }
             try await setHeartRate(ids, value)
             return ids
         }
 
         func setHeartRate(_ ids: [Int64], _ value: Double) async throws {
-            try await database.query("""
+            try await database.query(
+                """
                 INSERT INTO daily_rollups (individual_id, sample_type, day, sample_count, value_sum, value_min, value_max)
                 SELECT i, 1, d::date, 100, 100 * \(value), \(Float(value)), \(Float(value))
                 FROM unnest(\(ids)::int8[]) AS i, generate_series('2026-10-01'::date, '2026-10-31'::date, interval '1 day') AS d
@@ -107,7 +112,8 @@ struct AggregateTests {
         }
     }
 
-    func withHarness(minimumGroup: Int64 = 20, budget: PrivacyBudget = PrivacyBudget(), _ body: @Sendable (Harness) async throws -> Void) async throws {
+    func withHarness(minimumGroup: Int64 = 20, budget: PrivacyBudget = PrivacyBudget(), _ body: @Sendable (Harness) async throws -> Void) async throws
+    {
         let url = try await TestPostgres.shared.migratedDatabase()
         let database = Database(configuration: url.clientConfiguration(maximumConnections: 8), logger: TestPostgres.logger)
         try await database.whileRunning {
@@ -118,7 +124,7 @@ struct AggregateTests {
 
     @Test func aDifferencingAttackLearnsNoMoreThanEpsilonAllows() async throws {
         try await withHarness { harness in
-            try await harness.people(80, area: "IT-MI", value: 70)   // well above 20 + the margin of 27
+            try await harness.people(80, area: "IT-MI", value: 70)  // well above 20 + the margin of 27
             let target = try await harness.people(1, area: "IT-BG", value: 70)
             let withTarget = try Self.spec(areas: ["IT-MI", "IT-BG"])
             let withoutTarget = try Self.spec(areas: ["IT-MI"])
@@ -126,14 +132,14 @@ struct AggregateTests {
             var answered = 0
             let trials = 120
             for trial in 0..<trials {
-                let high = trial % 2 == 0   // the secret: the target's heart rate is 200 or 40
+                let high = trial % 2 == 0  // the secret: the target's heart rate is 200 or 40
                 try await harness.setHeartRate(target, high ? 200 : 40)
-                let attacker = try await harness.party()   // a fresh budget every time
+                let attacker = try await harness.party()  // a fresh budget every time
                 let a = try await harness.service.run(withTarget, for: attacker).answer.groups.first
                 let b = try await harness.service.run(withoutTarget, for: attacker).answer.groups.first
                 guard let a, let b, let meanA = a.value, let meanB = b.value else { continue }
                 answered += 1
-                let difference = meanA * Double(a.count) - meanB * Double(b.count)   // the target's value, if there were no noise
+                let difference = meanA * Double(a.count) - meanB * Double(b.count)  // the target's value, if there were no noise
                 if (difference > 120) == high { correct += 1 }
             }
             // ε = 1 for the query that includes the target: no test beats e^ε / (1 + e^ε) ≈ 0.731;
@@ -171,8 +177,9 @@ struct AggregateTests {
             try await harness.people(25, area: "IT-MI", value: 80)
             let party = try await harness.party()
             let outcomes = try await withThrowingTaskGroup(of: Bool.self) { group in
-                for day in 1...50 {   // fifty different questions of ε = 0.1 each
-                    let distinct = day > 31
+                for day in 1...50 {  // fifty different questions of ε = 0.1 each
+                    let distinct =
+                        day > 31
                         ? try Self.spec(.count, epsilon: 10, to: String(format: "2026-10-%02d", day - 31))
                         : try Self.spec(epsilon: 10, to: String(format: "2026-10-%02d", day))
                     group.addTask {
@@ -186,7 +193,7 @@ struct AggregateTests {
                 }
                 return try await group.reduce(into: [Bool]()) { $0.append($1) }
             }
-            #expect(outcomes.filter { $0 }.count == 20)   // 20 × 0.1 = the day's 2.0, not one more
+            #expect(outcomes.filter { $0 }.count == 20)  // 20 × 0.1 = the day's 2.0, not one more
             let status = try await harness.service.status(for: party)
             #expect(status.spentToday == Epsilon(hundredths: 200))
         }
@@ -194,7 +201,7 @@ struct AggregateTests {
 
     @Test func refusalsSpendAndTheAuditChainCatchesAnEdit() async throws {
         try await withHarness { harness in
-            try await harness.people(10, area: "IT-CO", value: 70)   // below the minimum of 20
+            try await harness.people(10, area: "IT-CO", value: 70)  // below the minimum of 20
             let party = try await harness.party()
             let refused = try await harness.service.run(try Self.spec(areas: ["IT-CO"], epsilon: 30), for: party)
             #expect(refused.answer.status == .refused && refused.answer.reason == "group too small" && refused.answer.groups.isEmpty)
@@ -218,22 +225,27 @@ struct AggregateTests {
     @Test func monthlyTotalsStayExactUnderLateDataAndReadPlansCoverTheWindow() async throws {
         try await withHarness { harness in
             let ids = try await harness.people(3, area: "IT-MI", value: 60)
-            try await harness.setHeartRate(ids, 90)   // every day rewritten
-            let rows = try await harness.database.query("""
+            try await harness.setHeartRate(ids, 90)  // every day rewritten
+            let rows = try await harness.database.query(
+                """
                 SELECT m.days, m.sample_count, m.value_sum, (SELECT sum(value_sum) FROM daily_rollups d
                        WHERE d.individual_id = m.individual_id AND date_trunc('month', d.day) = m.month)
                 FROM monthly_rollups m WHERE m.individual_id = \(ids[0])
                 """)
             let (days, count, sum, daily) = try rows[0].decode((Int32, Int64, Double, Double).self)
             #expect(rows.count == 1 && days == 31 && count == 3100 && abs(sum - daily) < 1e-6 && abs(sum - 279_000) < 1e-6)
-            let weeks = try await harness.database.query("""
+            let weeks = try await harness.database.query(
+                """
                 SELECT sum(days)::int8, sum(value_sum) FROM weekly_rollups WHERE individual_id = \(ids[0]) AND days > 0
                 """)
             let (weekDays, weekSum) = try weeks[0].decode((Int64, Double).self)
             #expect(weekDays == 31 && abs(weekSum - 279_000) < 1e-6)
         }
         // Whatever the window, months added and days added or taken away cover exactly its days.
-        for (from, to) in [("2026-10-01", "2026-10-31"), ("2026-10-05", "2026-12-20"), ("2026-02-27", "2026-03-02"), ("2025-11-22", "2026-11-21"), ("2026-10-02", "2026-10-30")] {
+        for (from, to) in [
+            ("2026-10-01", "2026-10-31"), ("2026-10-05", "2026-12-20"), ("2026-02-27", "2026-03-02"), ("2025-11-22", "2026-11-21"),
+            ("2026-10-02", "2026-10-30"),
+        ] {
             let spec = try AggregateSpec(
                 type: .heartRate, statistic: .mean, areas: [], ageBands: [], sex: nil,
                 from: CalendarDay(parsing: from), to: CalendarDay(parsing: to), groupBy: nil, epsilon: Epsilon(hundredths: 10)

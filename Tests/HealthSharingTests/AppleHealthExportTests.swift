@@ -1,7 +1,8 @@
 import Foundation
-@testable import HealthSharing
 import Testing
 import UntrustedXML
+
+@testable import HealthSharing
 
 /// The export as the iPhone Health app writes it (HealthKit Export Version 14, iOS 17): the
 /// internal DTD, `Me`, records of types we store and of types we do not, a blood-pressure
@@ -11,10 +12,12 @@ import UntrustedXML
 @Suite("Apple Health export.xml")
 struct AppleHealthExportTests {
     /// `Tests/Fixtures/AppleHealth/export.xml` (empty if unreadable: every test then fails).
-    static let export = (try? String(
-        contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Fixtures/AppleHealth/export.xml").standardized,
-        encoding: .utf8
-    )) ?? ""
+    static let export =
+        (try? String(
+            contentsOf: URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("../Fixtures/AppleHealth/export.xml")
+                .standardized,
+            encoding: .utf8
+        )) ?? ""
 
     static func items(_ text: String, pieces: Int = 1 << 20) throws -> [AppleHealthExportReader.Item] {
         var reader = AppleHealthExportReader()
@@ -71,10 +74,11 @@ struct AppleHealthExportTests {
         let items = try Self.items(Self.export)
         #expect(items.contains(.skipped(type: "HKQuantityTypeIdentifierFlightsClimbed")))
         let unreadable = items.compactMap { if case .unreadable(let type, let reason) = $0 { "\(type): \(reason)" } else { nil } }
-        #expect(unreadable == [
-            "HKQuantityTypeIdentifierHeartRate: startDate is missing or not a date such as 2023-05-01 08:30:00 +0200",
-            "HKQuantityTypeIdentifierBloodGlucose: the unit mol/L is not read for bloodGlucose",
-        ])
+        #expect(
+            unreadable == [
+                "HKQuantityTypeIdentifierHeartRate: startDate is missing or not a date such as 2023-05-01 08:30:00 +0200",
+                "HKQuantityTypeIdentifierBloodGlucose: the unit mol/L is not read for bloodGlucose",
+            ])
     }
 
     @Test func workoutsFromStatisticsAndFromOlderAttributes() throws {

@@ -31,10 +31,11 @@ struct DataManagerTests {
         let database = Database(configuration: url.clientConfiguration(maximumConnections: 6), logger: TestPostgres.logger)
         try await database.whileRunning {
             let store = IndividualStore(database: database)
-            let record = try await store.insert(NewIndividual(
-                email: "p@example.org", passwordHash: "x", fiscalCode: "X1234567", fullName: "P",
-                birthDate: "1950-01-01", sex: "female", homeArea: "IT-MI"
-            ))
+            let record = try await store.insert(
+                NewIndividual(
+                    email: "p@example.org", passwordHash: "x", fiscalCode: "X1234567", fullName: "P",
+                    birthDate: "1950-01-01", sex: "female", homeArea: "IT-MI"
+                ))
             var change = IndividualChanges()
             change.timeZone = timeZone
             _ = try await store.update(id: record.id, change)
@@ -42,10 +43,11 @@ struct DataManagerTests {
             let observer = RecordingObserver()
             events.register(observer)
             let manager = DataManager(database: database, partitions: PartitionMaintainer(database: database), events: events)
-            try await body(Harness(
-                database: database, manager: manager, observer: observer,
-                individual: IndividualID(rowId: record.id), individualId: record.id
-            ))
+            try await body(
+                Harness(
+                    database: database, manager: manager, observer: observer,
+                    individual: IndividualID(rowId: record.id), individualId: record.id
+                ))
         }
     }
 
@@ -88,11 +90,13 @@ struct DataManagerTests {
     @Test func lateAndOutOfOrderSamplesLandInOrder() async throws {
         try await withHarness { h in
             _ = try await h.manager.ingest([Self.heartRate(80, at: "2026-11-21T08:00:40Z")], for: h.individual)
-            _ = try await h.manager.ingest([
-                Self.heartRate(60, at: "2026-11-21T08:00:10Z"),
-                Self.heartRate(50, at: "2026-11-18T23:59:59.999Z"),  // three days late
-            ], for: h.individual)
-            let block = try await h.database.query("""
+            _ = try await h.manager.ingest(
+                [
+                    Self.heartRate(60, at: "2026-11-21T08:00:10Z"),
+                    Self.heartRate(50, at: "2026-11-18T23:59:59.999Z"),  // three days late
+                ], for: h.individual)
+            let block = try await h.database.query(
+                """
                 SELECT offsets_ms, vals FROM sample_blocks WHERE block_start = '2026-11-21T08:00:00Z'
                 """)
             let (offsets, values) = try block[0].decode(([Int32], [Float]).self)
@@ -122,12 +126,14 @@ struct DataManagerTests {
 
     @Test func rollupsFollowTheIndividualsTimeZone() async throws {
         try await withHarness(timeZone: "Europe/Rome") { h in
-            _ = try await h.manager.ingest([
-                Self.heartRate(60, at: "2026-11-20T22:30:00Z"),  // 23:30 in Rome: 20 November
-                Self.heartRate(90, at: "2026-11-20T23:30:00Z"),  // 00:30 in Rome: 21 November
-                Self.heartRate(70, at: "2026-11-21T10:00:00Z"),
-            ], for: h.individual)
-            let rows = try await h.database.query("""
+            _ = try await h.manager.ingest(
+                [
+                    Self.heartRate(60, at: "2026-11-20T22:30:00Z"),  // 23:30 in Rome: 20 November
+                    Self.heartRate(90, at: "2026-11-20T23:30:00Z"),  // 00:30 in Rome: 21 November
+                    Self.heartRate(70, at: "2026-11-21T10:00:00Z"),
+                ], for: h.individual)
+            let rows = try await h.database.query(
+                """
                 SELECT day::text, sample_count, value_sum, value_min, value_max FROM daily_rollups ORDER BY day
                 """)
             let rollups = try rows.map { try $0.decode((String, Int32, Double, Float, Float).self) }
@@ -171,7 +177,8 @@ struct DataManagerTests {
             fix.time = "2026-11-21T08:00:00Z"
             _ = try await h.manager.ingest([Self.heartRate(70, at: "2026-11-21T08:00:00Z"), fix], for: h.individual)
             #expect(try await IndividualStore(database: h.database).delete(id: h.individualId))
-            let left = try await h.database.query("""
+            let left = try await h.database.query(
+                """
                 SELECT (SELECT count(*) FROM sample_blocks) + (SELECT count(*) FROM location_fixes)
                      + (SELECT count(*) FROM daily_rollups) + (SELECT count(*) FROM individuals)
                 """)

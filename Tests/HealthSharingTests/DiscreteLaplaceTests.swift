@@ -8,7 +8,7 @@ struct DiscreteLaplaceTests {
     /// The 99.99th percentile of chi-square with `df` degrees of freedom (Wilson–Hilferty).
     static func chiSquareCritical(_ df: Int) -> Double {
         let k = Double(df)
-        let z = 3.719   // the 99.99th percentile: a false alarm once in 10,000 runs per case
+        let z = 3.719  // the 99.99th percentile: a false alarm once in 10,000 runs per case
         return k * pow(1 - 2 / (9 * k) + z * (2 / (9 * k)).squareRoot(), 3)
     }
 
@@ -80,11 +80,11 @@ struct DiscreteLaplaceTests {
     }
 
     @Test func marginsAndIntervalsMatchTheirDefinitions() {
-        let count = DiscreteLaplace(numerator: 2, denominator: 1)   // ε = 0.5 on a count
-        #expect(count.margin(forFalsePositive: 1e-6) == 27)          // the "about 1000 + 27"
+        let count = DiscreteLaplace(numerator: 2, denominator: 1)  // ε = 0.5 on a count
+        #expect(count.margin(forFalsePositive: 1e-6) == 27)  // the "about 1000 + 27"
         #expect(count.upperTail(atLeast: 27) <= 1e-6 && count.upperTail(atLeast: 26) > 1e-6)
         let width = count.halfWidth(coverage: 0.95)
-        #expect(width == 6)                                           // the README's "count ±6 at ε = 0.5"
+        #expect(width == 6)  // the README's "count ±6 at ε = 0.5"
         #expect(2 * count.upperTail(atLeast: width + 1) <= 0.05 && 2 * count.upperTail(atLeast: width) > 0.05)
     }
 }

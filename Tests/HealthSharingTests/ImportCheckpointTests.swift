@@ -1,7 +1,8 @@
 import Foundation
-@testable import HealthSharing
 import Testing
 import UntrustedXML
+
+@testable import HealthSharing
 
 /// The checkpoint an import commits: read back whatever version wrote it.
 @Suite struct ImportCheckpointTests {

@@ -54,8 +54,16 @@ struct IngestRulesTests {
 
     @Test func intervalsAreChecked() {
         #expect(reason(item { $0.end = "2026-11-21T11:10:00Z" }) == "end is only for interval types such as stepCount")
-        #expect(reason(item { $0.type = "stepCount"; $0.end = "2026-11-21T10:00:00Z" }) == "end must not be before start")
-        #expect(reason(item { $0.type = "stepCount"; $0.start = "2026-11-19T10:00:00Z"; $0.end = "2026-11-21T10:00:00Z" }) == "an interval may cover at most 24 hours")
+        #expect(
+            reason(
+                item {
+                    $0.type = "stepCount"; $0.end = "2026-11-21T10:00:00Z"
+                }) == "end must not be before start")
+        #expect(
+            reason(
+                item {
+                    $0.type = "stepCount"; $0.start = "2026-11-19T10:00:00Z"; $0.end = "2026-11-21T10:00:00Z"
+                }) == "an interval may cover at most 24 hours")
     }
 
     @Test func malformedItemsSayWhatIsWrong() {
@@ -71,7 +79,9 @@ struct IngestRulesTests {
     /// Sources are names: printable, 1 to 200 characters (an emoji is one character of several bytes).
     @Test func sourcesAreNamesWithoutControlCharacters() {
         for control in ["\u{0}", "\n", "\u{1B}", "\u{7F}", "\u{85}", "\u{9F}"] {
-            #expect(reason(item { $0.source = "Anna’s" + control + "Watch" }) == "source must not contain control characters", "\(control.unicodeScalars.first!.value)")
+            #expect(
+                reason(item { $0.source = "Anna’s" + control + "Watch" }) == "source must not contain control characters",
+                "\(control.unicodeScalars.first!.value)")
         }
         #expect(reason(item { $0.source = "Anna’s Apple Watch ⌚️ \u{A0}\u{200B}" }) == nil)
         #expect(reason(item { $0.source = String(repeating: "⌚️", count: 200) }) == nil)

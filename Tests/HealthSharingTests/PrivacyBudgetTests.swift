@@ -14,7 +14,7 @@ struct PrivacyBudgetTests {
 
     @Test func aQueryThatFitsBothWindowsIsAllowed() {
         let ledger = BudgetLedger(spends: [(Self.now - 2 * Self.hour, 100)], nowMs: Self.now)
-        #expect(budget.refusal(for: Epsilon(hundredths: 100), in: ledger) == nil)   // 1.00 + 1.00 = the day's 2.00
+        #expect(budget.refusal(for: Epsilon(hundredths: 100), in: ledger) == nil)  // 1.00 + 1.00 = the day's 2.00
     }
 
     @Test func theDayRefusesUntilItsOldestSpendLeavesTheWindow() {

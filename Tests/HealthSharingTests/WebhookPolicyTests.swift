@@ -24,11 +24,13 @@ struct WebhookPolicyTests {
         for text in ["https://example.com/hook", "http://example.com:8443/a?b=c", "https://[2606:4700::1111]/x"] {
             #expect((try? WebhookURL(parsing: text, allowPrivateNetworks: false)) != nil, "\(text)")
         }
-        for text in ["ftp://example.com", "example.com/hook", "https://", "https://u:p@example.com", "https://example.com/#frag",
-                     "http://localhost:8080", "http://LOCALHOST./x", "http://printer.local/", "http://127.0.0.1/", "http://[::1]/",
-                     "https://" + String(repeating: "a", count: 2050) + ".com",
-                     "http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/", "http://127.1/", "http://0x7f000001/", "http://10.1/x",
-                     "http://[::127.0.0.1]/", "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/"] {
+        for text in [
+            "ftp://example.com", "example.com/hook", "https://", "https://u:p@example.com", "https://example.com/#frag",
+            "http://localhost:8080", "http://LOCALHOST./x", "http://printer.local/", "http://127.0.0.1/", "http://[::1]/",
+            "https://" + String(repeating: "a", count: 2050) + ".com",
+            "http://2130706433/", "http://0x7f.1/", "http://0177.0.0.1/", "http://127.1/", "http://0x7f000001/", "http://10.1/x",
+            "http://[::127.0.0.1]/", "http://[2001:0:4136:e378:8000:63bf:3fff:fdd2]/",
+        ] {
             #expect(throws: WebhookURLError.self, "\(text)") { try WebhookURL(parsing: text, allowPrivateNetworks: false) }
         }
         #expect((try? WebhookURL(parsing: "http://127.0.0.1:9000/hook", allowPrivateNetworks: true)) != nil)
@@ -36,7 +38,7 @@ struct WebhookPolicyTests {
 
     @Test func namesAreResolvedBeforeEveryAttempt() async {
         let policy = WebhookAddressPolicy(allowPrivateNetworks: false)
-        #expect(await policy.refusal(for: "localhost") == "address not allowed")   // resolves to loopback
+        #expect(await policy.refusal(for: "localhost") == "address not allowed")  // resolves to loopback
         #expect(await policy.refusal(for: "127.0.0.1") == "address not allowed")
         #expect(await policy.refusal(for: "no-such-host.invalid") == "host did not resolve")
         #expect(await WebhookAddressPolicy(allowPrivateNetworks: true).refusal(for: "localhost") == nil)
@@ -52,6 +54,8 @@ struct WebhookPolicyTests {
         #expect(!WebhookSignature.verify(header: header, secret: "d4hw_secret", body: body + [0x20], now: now))
         #expect(!WebhookSignature.verify(header: header, secret: "d4hw_secret", body: body, now: now.addingTimeInterval(600)))
         // A known vector: HMAC-SHA256("key", "1.body"), computed independently with Python's hmac module.
-        #expect(WebhookSignature.hex(secret: "key", timestamp: 1, body: Array("body".utf8)) == "91b5374b153842ad05b2c4eab9349b8321b14703165bd3fb8b034dfb8be98ae5")
+        #expect(
+            WebhookSignature.hex(secret: "key", timestamp: 1, body: Array("body".utf8))
+                == "91b5374b153842ad05b2c4eab9349b8321b14703165bd3fb8b034dfb8be98ae5")
     }
 }

@@ -26,7 +26,7 @@ struct CourseProjectionTests {
             ([[9, 45], [9, 91]], "path.coordinates[1]"),
             ([[9, 45], [181, 45]], "path.coordinates[1]"),
             ([[9, 45], [9]], "path.coordinates[1]"),
-            ([[9, 45], [9, 45.00001]], "path.coordinates"),   // about a metre: too short
+            ([[9, 45], [9, 45.00001]], "path.coordinates"),  // about a metre: too short
             ([[9, 45], [.nan, 45]], "path.coordinates[1]"),
         ]
         for (coordinates, field) in cases {
@@ -46,10 +46,15 @@ struct CourseProjectionTests {
               <trk><trkseg><trkpt lat="1" lon="1"/></trkseg></trk>
             </gpx>
             """
-        #expect(try CoursePath.points(from: Array(track.utf8), format: .gpx) == [GeoPoint(latitude: 45.4755, longitude: 9.1725), GeoPoint(latitude: 45.48, longitude: 9.18)])
+        #expect(
+            try CoursePath.points(from: Array(track.utf8), format: .gpx) == [
+                GeoPoint(latitude: 45.4755, longitude: 9.1725), GeoPoint(latitude: 45.48, longitude: 9.18),
+            ])
         let route = #"<gpx xmlns="http://www.topografix.com/GPX/1/1"><rte><rtept lat="45" lon="9"/><rtept lat="45.1" lon="9"/></rte></gpx>"#
         #expect(try CoursePath.points(from: Array(route.utf8), format: .gpx).count == 2)
-        for bad in ["<gpx><trk><trkseg><trkpt lat=\"x\" lon=\"9\"/></trkseg></trk></gpx>", "<gpx><trk>", "<kml/>", "<gpx version=\"1.1\"/>", "not xml"] {
+        for bad in [
+            "<gpx><trk><trkseg><trkpt lat=\"x\" lon=\"9\"/></trkseg></trk></gpx>", "<gpx><trk>", "<kml/>", "<gpx version=\"1.1\"/>", "not xml",
+        ] {
             #expect(throws: PathError.self, "\(bad)") { try CoursePath.points(from: Array(bad.utf8), format: .gpx) }
         }
     }
@@ -69,7 +74,7 @@ struct CourseProjectionTests {
         // Out 1 km east, back along the same street: every point of the way back is also on the way out.
         let outAndBack = try GeoPath(points: [Self.origin, Self.offset(1000, 0), Self.origin])
         let projection = CourseProjection(path: outAndBack)
-        #expect(projection.project(Self.offset(3, 2), after: nil, reach: nil).distanceMeters < 5)   // the start, not the finish
+        #expect(projection.project(Self.offset(3, 2), after: nil, reach: nil).distanceMeters < 5)  // the start, not the finish
         var along: Double? = nil
         for metre in stride(from: 0.0, through: 2000, by: 30) {
             let east = metre <= 1000 ? metre : 2000 - metre

@@ -81,7 +81,7 @@ struct LiveRunHubTests {
         var a = try await Watcher.watch(hub, id), b = try await Watcher.watch(hub, id)
         #expect(await a.next().map { String(buffer: $0) } == "S[R0@100#1]")
         #expect(await b.next().map { String(buffer: $0) } == "S[R0@100#1]")
-        #expect(loads.value == 1)   // one load for both spectators
+        #expect(loads.value == 1)  // one load for both spectators
 
         let rendered = wire.states.withLock { $0 }
         hub.receive(Self.announcement(id, Self.state(1, metres: 150, second: 30)))
@@ -111,7 +111,9 @@ struct LiveRunHubTests {
         // sees every batch, the slow one holds no queue.
         let runners = Task {
             for second in 1...10 {
-                for runner in 0..<3 { hub.receive(Self.announcement(id, Self.state(runner, metres: Double(second * (3 + runner)), second: Double(second)))) }
+                for runner in 0..<3 {
+                    hub.receive(Self.announcement(id, Self.state(runner, metres: Double(second * (3 + runner)), second: Double(second))))
+                }
                 try await Task.sleep(for: .milliseconds(30))
             }
         }
@@ -120,7 +122,7 @@ struct LiveRunHubTests {
             fastMessages += 1
             let parts = String(buffer: message).dropFirst(2).dropLast().split(separator: "|", omittingEmptySubsequences: false)
             for state in parts[0].split(separator: ",") { latest[String(state.prefix(2))] = String(state) }
-            for entry in parts[1].split(separator: ",") {   // "R0#2": a new rank for the state shown
+            for entry in parts[1].split(separator: ",") {  // "R0#2": a new rank for the state shown
                 let name = String(entry.prefix(2))
                 latest[name] = latest[name].map { String($0.prefix { $0 != "#" }) + entry.dropFirst(2) }
             }

@@ -8,7 +8,8 @@ struct XMLReaderTests {
         var seen: [String] = []
         try XMLReader.read(Data(text.utf8)) { event in
             switch event {
-            case .start(let name, let attributes): seen.append("<\(name)" + attributes.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined() + ">")
+            case .start(let name, let attributes):
+                seen.append("<\(name)" + attributes.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined() + ">")
             case .end(let name): seen.append("</\(name)>")
             case .text(let text): if !text.allSatisfy(\.isWhitespace) { seen.append(text) }
             }
@@ -41,7 +42,8 @@ struct XMLReaderTests {
         let bytes = Array(text.utf8)
         let record: (XMLReader.Event) -> Void = { event in
             switch event {
-            case .start(let name, let attributes): seen.append("<\(name)" + attributes.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined() + ">")
+            case .start(let name, let attributes):
+                seen.append("<\(name)" + attributes.sorted { $0.key < $1.key }.map { " \($0.key)=\($0.value)" }.joined() + ">")
             case .end(let name): seen.append("</\(name)>")
             case .text(let text): seen.append(text)
             }
@@ -111,7 +113,9 @@ struct XMLReaderTests {
     }
 
     @Test func refusesBytesThatAreNotUTF8() {
-        #expect(throws: UntrustedXMLError.unsupportedEncoding) { try XMLReader.read(Data([0x3C, 0x61, 0x20, 0xFF, 0x3D, 0x22, 0x22, 0x2F, 0x3E])) { _ in } }
+        #expect(throws: UntrustedXMLError.unsupportedEncoding) {
+            try XMLReader.read(Data([0x3C, 0x61, 0x20, 0xFF, 0x3D, 0x22, 0x22, 0x2F, 0x3E])) { _ in }
+        }
         #expect(throws: UntrustedXMLError.unsupportedEncoding) { try XMLReader.read(Data([0xFF, 0xFE, 0x3C, 0x00, 0x61, 0x00])) { _ in } }
     }
 }

@@ -17,7 +17,9 @@ struct AbnormalRunRuleTests {
     }
 
     static func reading(_ second: Int, _ value: Float, key: Int64? = nil) -> StoredReading {
-        StoredReading(typeCode: SampleType.heartRate.storageCode, timeMs: now.epochMilliseconds - 60_000 + Int64(second) * 1000, value: value, key: key ?? Int64(second))
+        StoredReading(
+            typeCode: SampleType.heartRate.storageCode, timeMs: now.epochMilliseconds - 60_000 + Int64(second) * 1000, value: value,
+            key: key ?? Int64(second))
     }
 
     @Test func theNthConsecutiveAbnormalReadingMakesAnEmergencyAndANormalOneResets() {
@@ -44,7 +46,7 @@ struct AbnormalRunRuleTests {
         let rule = AbnormalRunRule(Self.thresholds([], max: 150, oxygen: 90))
         #expect(rule.isAbnormal(151, type: .heartRate) && !rule.isAbnormal(150, type: .heartRate) && rule.isAbnormal(39, type: .heartRate))
         #expect(rule.isAbnormal(89, type: .oxygenSaturation) && !rule.isAbnormal(90, type: .oxygenSaturation))
-        #expect(!AbnormalRunRule(Self.thresholds([])).isAbnormal(50, type: .oxygenSaturation))   // no threshold set
+        #expect(!AbnormalRunRule(Self.thresholds([])).isAbnormal(50, type: .oxygenSaturation))  // no threshold set
         #expect(!rule.isAbnormal(10, type: .stepCount))
     }
 

@@ -21,15 +21,16 @@ package struct IndividualAccounts: Sendable {
     package func register(_ registration: IndividualRegistration) async throws -> IndividualRecord {
         let passwordHash = try await hasher.hash(registration.password)
         do {
-            return try await store.insert(NewIndividual(
-                email: registration.email.value,
-                passwordHash: passwordHash,
-                fiscalCode: registration.fiscalCode.value,
-                fullName: registration.fullName.value,
-                birthDate: registration.birthDate.value,
-                sex: registration.sex.rawValue,
-                homeArea: registration.homeArea.value
-            ))
+            return try await store.insert(
+                NewIndividual(
+                    email: registration.email.value,
+                    passwordHash: passwordHash,
+                    fiscalCode: registration.fiscalCode.value,
+                    fullName: registration.fullName.value,
+                    birthDate: registration.birthDate.value,
+                    sex: registration.sex.rawValue,
+                    homeArea: registration.homeArea.value
+                ))
         } catch let error where DatabaseFailure(error)?.isUniqueViolation == true {
             throw AccountError.alreadyRegistered
         }

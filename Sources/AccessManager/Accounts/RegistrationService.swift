@@ -54,9 +54,11 @@ package struct RegistrationService: Sendable {
             return try await record(nil, [RegistrationMail.alreadyRegistered(individual.email, signIn: signIn)])
         }
         if let holder = holders.fiscalCodeHolderEmail {
-            return try await record(nil, [
-                RegistrationMail.fiscalCodeHeld(individual.email), RegistrationMail.fiscalCodeAttempt(holder, signIn: signIn),
-            ])
+            return try await record(
+                nil,
+                [
+                    RegistrationMail.fiscalCodeHeld(individual.email), RegistrationMail.fiscalCodeAttempt(holder, signIn: signIn),
+                ])
         }
         return try await record(.individual(individual), confirmPath: "/me/confirm")
     }

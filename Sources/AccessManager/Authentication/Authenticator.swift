@@ -1,6 +1,6 @@
 import Data4HelpCore
-import Foundation
 import DatabaseLink
+import Foundation
 
 /// Turns a bearer credential into a `Principal`: one indexed lookup of its SHA-256, never a
 /// password verification per request.

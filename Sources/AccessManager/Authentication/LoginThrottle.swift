@@ -31,7 +31,9 @@ package struct LoginThrottle: Sendable {
     /// Throws `AuthenticationError.throttled` while the account or the address is closed.
     func check(_ attempt: Attempt) async throws {
         let keys = attempt.keys
-        if let seconds = try await store.closedFor(keys: keys.map(\.digest), limits: keys.map { $0.perAccount ? limits.perAccount : limits.perAddress }, windowSeconds: windowSeconds) {
+        if let seconds = try await store.closedFor(
+            keys: keys.map(\.digest), limits: keys.map { $0.perAccount ? limits.perAccount : limits.perAddress }, windowSeconds: windowSeconds)
+        {
             throw AuthenticationError.throttled(retryAfterSeconds: seconds)
         }
     }

@@ -1,6 +1,6 @@
 import Data4HelpCore
-import Foundation
 import DatabaseLink
+import Foundation
 
 /// A login token just issued: the only time its secret exists outside the client.
 package struct IssuedToken: Sendable {

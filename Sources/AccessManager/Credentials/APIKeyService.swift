@@ -1,6 +1,6 @@
 import Data4HelpCore
-import Foundation
 import DatabaseLink
+import Foundation
 
 /// An API key just created: the only time its secret exists outside the client.
 package struct CreatedAPIKey: Sendable {

@@ -48,7 +48,8 @@ package struct PickupMailbox: Sendable {
         let names = ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".eml") }.sorted()
         return names.compactMap { name -> Message? in
             guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent(name).path),
-                  let text = String(data: data, encoding: .utf8) else { return nil }
+                let text = String(data: data, encoding: .utf8)
+            else { return nil }
             let headers = (text.components(separatedBy: "\r\n\r\n").first ?? "").components(separatedBy: "\r\n")
             guard headers.contains("To: <\(recipient)>") else { return nil }
             let subject = headers.first { $0.hasPrefix("Subject: ") }.map { String($0.dropFirst(9)) } ?? ""

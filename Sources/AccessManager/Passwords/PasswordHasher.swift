@@ -44,11 +44,12 @@ package struct PasswordHasher: Sendable {
     package func verify(_ password: String, against encodedHash: String) async -> Bool {
         let bytes = Array(password.utf8)
         guard bytes.count <= Password.maximumBytes else { return false }
-        return (try? await NIOThreadPool.singleton.runIfActive {
-            bytes.withUnsafeBytes { buffer in
-                argon2id_verify(encodedHash, buffer.baseAddress, buffer.count) == ARGON2_OK.rawValue
-            }
-        }) ?? false
+        return
+            (try? await NIOThreadPool.singleton.runIfActive {
+                bytes.withUnsafeBytes { buffer in
+                    argon2id_verify(encodedHash, buffer.baseAddress, buffer.count) == ARGON2_OK.rawValue
+                }
+            }) ?? false
     }
 
     /// Spends the time of one verification and returns false: used when the account does not exist.

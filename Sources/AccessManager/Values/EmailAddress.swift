@@ -9,8 +9,8 @@ package struct EmailAddress: Sendable, Hashable, CustomStringConvertible {
         guard candidate.utf8.count <= 254 else { throw InvalidValue("must be at most 254 characters") }
         let parts = candidate.split(separator: "@", omittingEmptySubsequences: false)
         guard parts.count == 2, !parts[0].isEmpty, parts[0].utf8.count <= 64,
-              parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix("."), !parts[1].contains(".."),
-              !candidate.contains(where: { $0.isWhitespace }), !candidate.containsControlCharacter
+            parts[1].contains("."), !parts[1].hasPrefix("."), !parts[1].hasSuffix("."), !parts[1].contains(".."),
+            !candidate.contains(where: { $0.isWhitespace }), !candidate.containsControlCharacter
         else { throw InvalidValue("must be an email address like name@example.org") }
         self.value = candidate
     }

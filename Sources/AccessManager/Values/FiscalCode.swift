@@ -27,18 +27,21 @@ package struct FiscalCode: Sendable, Hashable {
     private static let digitLike: Set<Character> = Set("0123456789LMNPQRSTUV")
     private static let monthLetters: Set<Character> = Set("ABCDEHLMPRST")
     /// Values of characters in odd (1st, 3rd, …) positions, in the order 0–9 then A–Z.
-    private static let oddValues = [1, 0, 5, 7, 9, 13, 15, 17, 19, 21,
-                                    1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25, 24, 23]
+    private static let oddValues = [
+        1, 0, 5, 7, 9, 13, 15, 17, 19, 21,
+        1, 0, 5, 7, 9, 13, 15, 17, 19, 21, 2, 4, 18, 20, 11, 3, 6, 8, 12, 14, 16, 10, 22, 25, 24, 23,
+    ]
 
     private static func checkCodiceFiscale(_ code: [Character]) throws(InvalidValue) {
         let shape = InvalidValue("is not a valid Italian codice fiscale")
         let digitPositions = [6, 7, 9, 10, 12, 13, 14]
         guard digitPositions.allSatisfy({ digitLike.contains(code[$0]) }),
-              monthLetters.contains(code[8]), code[11].isLetter, code[15].isLetter
+            monthLetters.contains(code[8]), code[11].isLetter, code[15].isLetter
         else { throw shape }
         var sum = 0
         for (index, character) in code.prefix(15).enumerated() {
-            let ordinal = character.isNumber
+            let ordinal =
+                character.isNumber
                 ? Int(character.asciiValue! - Character("0").asciiValue!)
                 : Int(character.asciiValue! - Character("A").asciiValue!) + 10
             if index % 2 == 0 {

@@ -12,7 +12,8 @@ package struct DisclosureRecord: Sendable, Equatable {
     package var itemCount: Int
 
     package init(
-        id: Int64, at: Date, organisationPublicId: UUID, organisationName: String, requestPublicId: UUID, channel: String, types: [String], itemCount: Int
+        id: Int64, at: Date, organisationPublicId: UUID, organisationName: String, requestPublicId: UUID, channel: String, types: [String],
+        itemCount: Int
     ) {
         self.id = id
         self.at = at

@@ -16,7 +16,8 @@ package struct IndividualRecord: Sendable, Equatable {
     package var updatedAt: Date
 
     package init(
-        id: Int64, publicId: UUID, email: String, fiscalCode: String, fullName: String, birthDate: String, sex: String, homeArea: String, timeZone: String, createdAt: Date, updatedAt: Date
+        id: Int64, publicId: UUID, email: String, fiscalCode: String, fullName: String, birthDate: String, sex: String, homeArea: String,
+        timeZone: String, createdAt: Date, updatedAt: Date
     ) {
         self.id = id
         self.publicId = publicId

@@ -18,7 +18,8 @@ package struct AggregateSubscriptionRecord: Sendable {
     package var stoppedReason: String?
 
     package init(
-        id: Int64, publicId: UUID, thirdPartyId: Int64, queryId: Int64, queryPublicId: UUID, spec: String, lastQueryPublicId: UUID?, createdAt: Date, nextRunAt: Date, runs: Int, period: String, status: AggregateSubscriptionStatus, stoppedReason: String?
+        id: Int64, publicId: UUID, thirdPartyId: Int64, queryId: Int64, queryPublicId: UUID, spec: String, lastQueryPublicId: UUID?, createdAt: Date,
+        nextRunAt: Date, runs: Int, period: String, status: AggregateSubscriptionStatus, stoppedReason: String?
     ) {
         self.id = id
         self.publicId = publicId

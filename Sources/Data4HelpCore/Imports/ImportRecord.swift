@@ -37,4 +37,3 @@ package struct ImportRecord: Sendable, Equatable {
         self.failure = failure
     }
 }
-

@@ -17,7 +17,8 @@ package struct ClaimedDelivery: Sendable {
     package var secret: String
 
     package init(
-        id: Int64, publicId: UUID, attempt: Int, roundAttempt: Int, eventType: String, createdAt: Date, eventId: Int64?, payload: String?, url: String, secret: String
+        id: Int64, publicId: UUID, attempt: Int, roundAttempt: Int, eventType: String, createdAt: Date, eventId: Int64?, payload: String?,
+        url: String, secret: String
     ) {
         self.id = id
         self.publicId = publicId

@@ -30,7 +30,8 @@ package struct DeliveryRecord: Sendable, Equatable {
     package var attempts: [DeliveryAttemptRecord]
 
     package init(
-        id: Int64, publicId: UUID, eventType: String, requestPublicId: UUID?, state: String, createdAt: Date, nextAttemptAt: Date?, finishedAt: Date?, attempts: [DeliveryAttemptRecord]
+        id: Int64, publicId: UUID, eventType: String, requestPublicId: UUID?, state: String, createdAt: Date, nextAttemptAt: Date?, finishedAt: Date?,
+        attempts: [DeliveryAttemptRecord]
     ) {
         self.id = id
         self.publicId = publicId

@@ -50,14 +50,16 @@ package struct AccessRequestStore: Sendable {
         let logger = database.logger
         return try await database.withTransaction { connection in
             // A pending request that has lapsed no longer stands in the way of a new one.
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 WITH lapsed AS (
                     UPDATE access_requests SET status = 'expired'
                     WHERE third_party_id = \(request.thirdPartyId) AND fiscal_code = \(request.fiscalCode)
                       AND access_request_lapsed(status, expires_at)
                 \(unescaped: Self.expiredTail)
                 """, logger: logger)
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 WITH blocked AS (
                     SELECT EXISTS (
                         SELECT 1 FROM blocked_parties b JOIN individuals i ON i.id = b.individual_id
@@ -78,14 +80,16 @@ package struct AccessRequestStore: Sendable {
                     SELECT id, 'pending', 'third_party' FROM inserted
                 )
                 SELECT n.id, n.withheld, (SELECT id FROM individuals WHERE fiscal_code = \(request.fiscalCode)) FROM inserted n
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
             let (id, withheld, individualId) = try rows[0].decode((Int64, Bool, Int64?).self)
             let record = try await Self.load(id: id, on: connection, logger: logger)!
             // The individual's device hears of it, when they registered one. The statement runs
             // whoever the code names (row id 0 is no one's), so the answer takes the same
             // statements whether or not the fiscal code has an account.
             let recipient = withheld ? 0 : individualId ?? 0
-            try await WebhookOutbox.enqueue(try notice(record), to: .endpoint(of: .individual(recipient)), requestId: id, on: connection, logger: logger)
+            try await WebhookOutbox.enqueue(
+                try notice(record), to: .endpoint(of: .individual(recipient)), requestId: id, on: connection, logger: logger)
             return record
         }
     }
@@ -98,9 +102,11 @@ package struct AccessRequestStore: Sendable {
     /// One of the party's requests, with its history.
     package func findForParty(thirdPartyId: Int64, publicId: UUID) async throws -> AccessRequestRecord? {
         try await database.withConnection { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT id FROM access_requests WHERE third_party_id = \(thirdPartyId) AND public_id = \(publicId)
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             guard let id = try rows.first?.decode(Int64.self) else { return nil }
             return try await Self.load(id: id, on: connection, logger: database.logger)
         }
@@ -114,7 +120,9 @@ package struct AccessRequestStore: Sendable {
     /// One request naming the individual, with its history.
     package func findForIndividual(individualId: Int64, publicId: UUID) async throws -> AccessRequestRecord? {
         try await database.withConnection { connection in
-            guard let id = try await Self.idForIndividual(individualId, publicId, lock: false, on: connection, logger: database.logger) else { return nil }
+            guard let id = try await Self.idForIndividual(individualId, publicId, lock: false, on: connection, logger: database.logger) else {
+                return nil
+            }
             return try await Self.load(id: id, on: connection, logger: database.logger)
         }
     }
@@ -127,12 +135,13 @@ package struct AccessRequestStore: Sendable {
         let logger = database.logger
         return try await database.withTransaction { connection in
             guard let id = try await Self.idForIndividual(individualId, publicId, lock: true, on: connection, logger: logger),
-                  let current = try await Self.load(id: id, on: connection, logger: logger)
+                let current = try await Self.load(id: id, on: connection, logger: logger)
             else { return .notFound }
             guard current.status == .pending else { return .wrongState(current.status) }
             let grant = try decide(current)
             let status: AccessStatus = grant == nil ? .denied : .granted
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 WITH changed AS (
                     UPDATE access_requests SET status = \(status), decided_at = now(), individual_id = \(grant == nil ? nil : individualId),
                            granted_types = \(grant?.types)::text[], granted_from = \(grant?.dataFrom), granted_to = \(grant?.dataTo),
@@ -152,7 +161,7 @@ package struct AccessRequestStore: Sendable {
         let logger = database.logger
         return try await database.withTransaction { connection in
             guard let id = try await Self.idForIndividual(individualId, publicId, lock: true, on: connection, logger: logger),
-                  let current = try await Self.load(id: id, on: connection, logger: logger)
+                let current = try await Self.load(id: id, on: connection, logger: logger)
             else { return .notFound }
             guard current.status == .granted else { return .wrongState(current.status) }
             try await Self.setStatus(ids: [id], status: .revoked, actor: "individual", on: connection, logger: logger)
@@ -167,27 +176,33 @@ package struct AccessRequestStore: Sendable {
         return try await database.withTransaction { connection in
             let party = try await connection.query("SELECT id FROM third_parties WHERE public_id = \(organisation)", logger: logger).collect()
             guard let partyId = try party.first?.decode(Int64.self) else { return false }
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO blocked_parties (individual_id, third_party_id) VALUES (\(individualId), \(partyId))
                 ON CONFLICT DO NOTHING
                 """, logger: logger)
-            let affected = try await connection.query("""
+            let affected = try await connection.query(
+                """
                 SELECT r.id, r.status FROM access_requests r
                 WHERE r.third_party_id = \(partyId)
                   AND r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = \(individualId))
                   AND r.status IN ('pending', 'granted')
                 FOR UPDATE
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
             let rows = try affected.map { try $0.decode((Int64, AccessStatus).self) }
-            try await Self.setStatus(ids: rows.filter { $0.1 == .pending }.map(\.0), status: .denied, actor: "individual", on: connection, logger: logger)
-            try await Self.setStatus(ids: rows.filter { $0.1 == .granted }.map(\.0), status: .revoked, actor: "individual", on: connection, logger: logger)
+            try await Self.setStatus(
+                ids: rows.filter { $0.1 == .pending }.map(\.0), status: .denied, actor: "individual", on: connection, logger: logger)
+            try await Self.setStatus(
+                ids: rows.filter { $0.1 == .granted }.map(\.0), status: .revoked, actor: "individual", on: connection, logger: logger)
             return true
         }
     }
 
     /// Unblocks an organisation; false when it was not blocked.
     package func unblock(individualId: Int64, organisation: UUID) async throws -> Bool {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             DELETE FROM blocked_parties b USING third_parties p
             WHERE b.third_party_id = p.id AND p.public_id = \(organisation) AND b.individual_id = \(individualId)
             RETURNING b.third_party_id
@@ -197,7 +212,8 @@ package struct AccessRequestStore: Sendable {
 
     /// The organisations the individual has blocked, most recent first.
     package func blocked(individualId: Int64) async throws -> [(organisation: UUID, name: String, since: Date)] {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT p.public_id, p.name, b.blocked_at FROM blocked_parties b JOIN third_parties p ON p.id = b.third_party_id
             WHERE b.individual_id = \(individualId) ORDER BY b.blocked_at DESC
             """)
@@ -210,11 +226,13 @@ package struct AccessRequestStore: Sendable {
     /// (index: access_requests_third_party_idx); an individual's, those naming their fiscal code
     /// (index: access_requests_fiscal_code_idx). The filter is a constant; the id is bound.
     private func list(owner: AccountReference, status: AccessStatus?, beforeId: Int64?, limit: Int) async throws -> [AccessRequestRecord] {
-        let (before, after) = switch owner {
-        case .thirdParty: ("r.third_party_id = ", "")
-        case .individual: ("NOT r.withheld AND r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = ", ")")
-        }
-        let rows = try await database.query("""
+        let (before, after) =
+            switch owner {
+            case .thirdParty: ("r.third_party_id = ", "")
+            case .individual: ("NOT r.withheld AND r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = ", ")")
+            }
+        let rows = try await database.query(
+            """
             SELECT * FROM (
                 SELECT \(unescaped: Self.columns) FROM access_requests r JOIN third_parties p ON p.id = r.third_party_id
                 WHERE \(unescaped: before)\(owner.accountId)\(unescaped: after) AND r.id < \(beforeId ?? Int64.max)
@@ -228,24 +246,32 @@ package struct AccessRequestStore: Sendable {
     private static func idForIndividual(
         _ individualId: Int64, _ publicId: UUID, lock: Bool, on connection: LeasedConnection, logger: Logger
     ) async throws -> Int64? {
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT r.id FROM access_requests r
             WHERE r.public_id = \(publicId) AND NOT r.withheld
               AND r.fiscal_code = (SELECT fiscal_code FROM individuals WHERE id = \(individualId))
             \(unescaped: lock ? "FOR UPDATE" : "")
-            """, logger: logger).collect()
+            """, logger: logger
+        ).collect()
         return try rows.first?.decode(Int64.self)
     }
 
     private static func load(id: Int64, on connection: LeasedConnection, logger: Logger) async throws -> AccessRequestRecord? {
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT \(unescaped: columns) FROM access_requests r JOIN third_parties p ON p.id = r.third_party_id WHERE r.id = \(id)
-            """, logger: logger).collect()
+            """, logger: logger
+        ).collect()
         guard var record = try rows.first.map(Self.record) else { return nil }
-        let history = try await connection.query("""
+        let history = try await connection.query(
+            """
             SELECT at, status, actor FROM access_request_history WHERE request_id = \(id) ORDER BY id
-            """, logger: logger).collect()
-        record.history = try history.map { try $0.decode((Date, AccessStatus, String).self) }.map { AccessRequestChange(at: $0.0, status: $0.1, actor: $0.2) }
+            """, logger: logger
+        ).collect()
+        record.history = try history.map { try $0.decode((Date, AccessStatus, String).self) }.map {
+            AccessRequestChange(at: $0.0, status: $0.1, actor: $0.2)
+        }
         return record
     }
 
@@ -253,7 +279,8 @@ package struct AccessRequestStore: Sendable {
     /// grants past their end), with history and events; returns how many. Reads already treat
     /// them as expired; this makes it a recorded change the party is told about.
     package func expireLapsed(limit: Int = 1_000) async throws -> Int {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             WITH lapsed AS (   -- index: access_requests_lapse_idx, access_requests_grant_end_idx
                 UPDATE access_requests SET status = 'expired'
                 WHERE id IN (SELECT id FROM access_requests WHERE access_request_lapsed(status, expires_at)
@@ -276,7 +303,8 @@ package struct AccessRequestStore: Sendable {
     /// Moves the requests to `status`, appending their history (which makes the parties' events).
     static func setStatus(ids: [Int64], status: AccessStatus, actor: String, on connection: LeasedConnection, logger: Logger) async throws {
         guard !ids.isEmpty else { return }
-        _ = try await connection.query("""
+        _ = try await connection.query(
+            """
             WITH changed AS (
                 UPDATE access_requests SET status = \(status), decided_at = COALESCE(decided_at, now())
                 WHERE id = ANY (\(ids)::int8[])

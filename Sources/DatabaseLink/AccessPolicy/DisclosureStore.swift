@@ -12,7 +12,8 @@ package struct DisclosureStore: Sendable {
 
     /// Records that items of these types went to the party under the request.
     package func record(individualId: Int64, thirdPartyId: Int64, requestId: Int64, channel: String, types: [String], itemCount: Int) async throws {
-        try await database.query("""
+        try await database.query(
+            """
             INSERT INTO disclosures (individual_id, third_party_id, request_id, channel, types, item_count)
             VALUES (\(individualId), \(thirdPartyId), \(requestId), \(channel), \(types)::text[], \(itemCount))
             """)
@@ -20,7 +21,8 @@ package struct DisclosureStore: Sendable {
 
     /// The individual's disclosures, newest first (index: disclosures_individual_idx).
     package func list(individualId: Int64, beforeId: Int64?, limit: Int) async throws -> [DisclosureRecord] {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT d.id, d.at, p.public_id, p.name, r.public_id, d.channel, d.types, d.item_count
             FROM disclosures d
             JOIN third_parties p ON p.id = d.third_party_id

@@ -40,7 +40,8 @@ package struct PartyEventStore: Sendable {
     /// active are left out: a revoked or expired grant's undelivered data delivers nothing.
     /// With `dataOnly`, the state changes are left out too (index: party_events_third_party_idx).
     package func events(thirdPartyId: Int64, afterId: Int64, dataOnly: Bool = false, limit: Int) async throws -> [PartyEventRecord] {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT \(unescaped: Self.columns)
             FROM party_events e LEFT JOIN access_requests r ON r.id = e.request_id
             WHERE e.third_party_id = \(thirdPartyId) AND e.id > \(afterId)
@@ -52,7 +53,8 @@ package struct PartyEventStore: Sendable {
 
     /// One event by id, whatever its grant's state now.
     package func event(id: Int64) async throws -> PartyEventRecord? {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT \(unescaped: Self.columns)
             FROM party_events e LEFT JOIN access_requests r ON r.id = e.request_id
             WHERE e.id = \(id)
@@ -82,7 +84,8 @@ package struct PartyEventStore: Sendable {
 extension HealthDataReader {
     /// The samples an event refers to: of these types, starting in `[firstMs, lastMs]`, with these keys.
     package func samples(individualId: Int64, types: [Int16], firstMs: Int64, lastMs: Int64, keys: [Int64]) async throws -> [SampleRow] {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
                    u.val, u.duration_ms, u.key, s.name
             FROM sample_blocks b
@@ -103,7 +106,8 @@ extension HealthDataReader {
 
     /// The location fixes an event refers to.
     package func locations(individualId: Int64, firstMs: Int64, lastMs: Int64, keys: [Int64]) async throws -> [LocationRow] {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT (extract(epoch FROM recorded_at) * 1000)::int8, dedupe_key, latitude, longitude, accuracy, altitude
             FROM location_fixes
             WHERE individual_id = \(individualId)

@@ -30,12 +30,14 @@ package struct IndividualStore: Sendable {
 
     /// Inserts the account on a connection inside a caller's transaction (a confirmed registration).
     static func insert(_ individual: NewIndividual, on connection: LeasedConnection, logger: Logger) async throws -> IndividualRecord {
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             INSERT INTO individuals (email, password_hash, fiscal_code, full_name, birth_date, sex, home_area)
             VALUES (\(individual.email), \(individual.passwordHash), \(individual.fiscalCode), \(individual.fullName),
                     \(individual.birthDate)::date, \(individual.sex), \(individual.homeArea))
             RETURNING \(unescaped: Self.columns)
-            """, logger: logger).collect()
+            """, logger: logger
+        ).collect()
         return try Self.record(rows[0].decode(Row.self))
     }
 
@@ -62,7 +64,8 @@ package struct IndividualStore: Sendable {
     /// login token of the account but `keptTokenId`. Either all of it happens or none.
     package func update(id: Int64, _ changes: IndividualChanges, keptTokenId: Int64? = nil) async throws -> IndividualRecord? {
         try await database.withTransaction { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE individuals SET
                     email         = COALESCE(\(changes.email), email),
                     full_name     = COALESCE(\(changes.fullName), full_name),
@@ -74,14 +77,16 @@ package struct IndividualStore: Sendable {
                     updated_at    = now()
                 WHERE id = \(id)
                 RETURNING \(unescaped: Self.columns)
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             guard let row = rows.first else { return nil }
             if changes.timeZone != nil {
                 // Daily rollups are days in the individual's zone: recount them in the new one.
                 _ = try await connection.query("SELECT data4help_rebuild_rollups(\(id))", logger: database.logger)
             }
             if changes.passwordHash != nil {
-                _ = try await connection.query("""
+                _ = try await connection.query(
+                    """
                     UPDATE access_tokens SET revoked_at = now()
                     WHERE individual_id = \(id) AND revoked_at IS NULL AND id IS DISTINCT FROM \(keptTokenId)
                     """, logger: database.logger)
@@ -96,11 +101,14 @@ package struct IndividualStore: Sendable {
     /// those events outlive the account (their `individual_id` becomes NULL).
     package func delete(id: Int64) async throws -> Bool {
         try await database.withTransaction { connection in
-            let granted = try await connection.query("""
+            let granted = try await connection.query(
+                """
                 SELECT id FROM access_requests WHERE individual_id = \(id) AND status = 'granted' FOR UPDATE
-                """, logger: database.logger).collect().map { try $0.decode(Int64.self) }
+                """, logger: database.logger
+            ).collect().map { try $0.decode(Int64.self) }
             try await AccessRequestStore.setStatus(ids: granted, status: .revoked, actor: "individual", on: connection, logger: database.logger)
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 DELETE FROM party_events WHERE individual_id = \(id) AND event_type = 'data.created'
                 """, logger: database.logger)
             let rows = try await connection.query("DELETE FROM individuals WHERE id = \(id) RETURNING id", logger: database.logger).collect()

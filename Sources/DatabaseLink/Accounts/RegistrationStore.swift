@@ -51,7 +51,8 @@ package struct RegistrationStore: Sendable {
 
     /// Whether an individual's e-mail or fiscal code is taken (indexes: the two unique keys).
     package func individualHolders(email: String, fiscalCode: String) async throws -> RegistrationHolders {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT EXISTS (SELECT 1 FROM individuals WHERE email = \(email)),
                    (SELECT email FROM individuals WHERE fiscal_code = \(fiscalCode) AND email <> \(email))
             """)
@@ -74,12 +75,13 @@ package struct RegistrationStore: Sendable {
         try await database.withTransaction { connection in
             if let pending { try await Self.insert(pending, tokenDigest: tokenDigest, expiresAt: expiresAt, on: connection, logger: database.logger) }
             for message in messages {
-                _ = try await connection.query("""
+                _ = try await connection.query(
+                    """
                     INSERT INTO outbound_mail (recipient, subject, body)
                     SELECT \(message.recipient), \(message.subject), \(message.body)
                     WHERE (SELECT count(*) FROM outbound_mail
                            WHERE recipient = \(message.recipient) AND created_at > now() - interval '1 hour') < \(recipientCap)
-                    """, logger: database.logger)   // index: outbound_mail_recipient_idx
+                    """, logger: database.logger)  // index: outbound_mail_recipient_idx
             }
         }
     }
@@ -89,14 +91,16 @@ package struct RegistrationStore: Sendable {
     ) async throws {
         switch pending {
         case .individual(let person):
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO pending_registrations
                     (token_digest, surface, email, password_hash, fiscal_code, full_name, birth_date, sex, home_area, expires_at)
                 VALUES (\(ByteBuffer(bytes: tokenDigest)), 'individual', \(person.email), \(person.passwordHash), \(person.fiscalCode), \(person.fullName),
                         \(person.birthDate)::date, \(person.sex), \(person.homeArea), \(expiresAt))
                 """, logger: logger)
         case .thirdParty(let name, let email, let passwordHash):
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO pending_registrations (token_digest, surface, email, password_hash, organisation, expires_at)
                 VALUES (\(ByteBuffer(bytes: tokenDigest)), 'thirdParty', \(email), \(passwordHash), \(name), \(expiresAt))
                 """, logger: logger)
@@ -108,14 +112,17 @@ package struct RegistrationStore: Sendable {
     /// taken e-mail or fiscal code throws `DatabaseFailure.uniqueViolation` and consumes nothing.
     package func confirmIndividual(tokenDigest: [UInt8]) async throws -> IndividualRecord? {
         try await database.withTransaction { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 DELETE FROM pending_registrations
                 WHERE token_digest = \(ByteBuffer(bytes: tokenDigest)) AND surface = 'individual' AND expires_at > now()
                 RETURNING email, password_hash, fiscal_code, full_name, birth_date::text, sex, home_area
-                """, logger: database.logger).collect()   // index: pending_registrations_token_digest_key
+                """, logger: database.logger
+            ).collect()  // index: pending_registrations_token_digest_key
             guard let row = rows.first else { return nil }
             let (email, hash, code, name, birth, sex, area) = try row.decode((String, String, String, String, String, String, String).self)
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 DELETE FROM pending_registrations WHERE email = \(email) AND surface = 'individual'
                 """, logger: database.logger)
             return try await IndividualStore.insert(
@@ -129,14 +136,17 @@ package struct RegistrationStore: Sendable {
     /// `confirmIndividual` does.
     package func confirmThirdParty(tokenDigest: [UInt8]) async throws -> ThirdPartyRecord? {
         try await database.withTransaction { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 DELETE FROM pending_registrations
                 WHERE token_digest = \(ByteBuffer(bytes: tokenDigest)) AND surface = 'thirdParty' AND expires_at > now()
                 RETURNING email, password_hash, organisation
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             guard let row = rows.first else { return nil }
             let (email, hash, name) = try row.decode((String, String, String).self)
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 DELETE FROM pending_registrations WHERE email = \(email) AND surface = 'thirdParty'
                 """, logger: database.logger)
             return try await ThirdPartyStore.insert(name: name, email: email, passwordHash: hash, on: connection, logger: database.logger)
@@ -145,9 +155,10 @@ package struct RegistrationStore: Sendable {
 
     /// Deletes registrations that expired unconfirmed (they hold personal data); returns how many.
     package func purgeExpired() async throws -> Int {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             WITH gone AS (DELETE FROM pending_registrations WHERE expires_at <= now() RETURNING 1) SELECT count(*) FROM gone
-            """)   // index: pending_registrations_expiry_idx
+            """)  // index: pending_registrations_expiry_idx
         return Int(try rows[0].decode(Int64.self))
     }
 }

@@ -16,16 +16,22 @@ package struct ThirdPartyStore: Sendable {
 
     /// Inserts the organisation. A taken email throws `DatabaseFailure.uniqueViolation`.
     package func insert(name: String, email: String, passwordHash: String) async throws -> ThirdPartyRecord {
-        try await database.withConnection { try await Self.insert(name: name, email: email, passwordHash: passwordHash, on: $0, logger: database.logger) }
+        try await database.withConnection {
+            try await Self.insert(name: name, email: email, passwordHash: passwordHash, on: $0, logger: database.logger)
+        }
     }
 
     /// Inserts the organisation on a connection inside a caller's transaction (a confirmed registration).
-    static func insert(name: String, email: String, passwordHash: String, on connection: LeasedConnection, logger: Logger) async throws -> ThirdPartyRecord {
-        let rows = try await connection.query("""
+    static func insert(
+        name: String, email: String, passwordHash: String, on connection: LeasedConnection, logger: Logger
+    ) async throws -> ThirdPartyRecord {
+        let rows = try await connection.query(
+            """
             INSERT INTO third_parties (name, email, password_hash)
             VALUES (\(name), \(email), \(passwordHash))
             RETURNING \(unescaped: Self.columns)
-            """, logger: logger).collect()
+            """, logger: logger
+        ).collect()
         let row = try rows[0].decode(Row.self)
         return ThirdPartyRecord(id: row.0, publicId: row.1, name: row.2, email: row.3, createdAt: row.4)
     }

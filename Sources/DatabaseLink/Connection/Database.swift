@@ -1,6 +1,6 @@
 import Logging
-import PostgresNIO
 import Metrics
+import PostgresNIO
 
 /// The connection pool every store runs its queries through.
 ///
@@ -51,7 +51,7 @@ package struct Database: Sendable {
             return try await replica.primary.withConnection(isolation: isolation, body)
         }
         if TenantScope.thirdPartyId != nil {
-            return try await withTransaction(isolation: isolation, body)   // the scope lasts one transaction
+            return try await withTransaction(isolation: isolation, body)  // the scope lasts one transaction
         }
         inUse.increment()
         defer { inUse.decrement() }

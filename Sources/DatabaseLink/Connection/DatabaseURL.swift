@@ -29,7 +29,7 @@ package struct DatabaseURL: Sendable, Equatable {
     /// Parses a libpq-style URL. The error names what is wrong, never the password.
     package init(parsing string: String) throws(DatabaseURLError) {
         guard let components = URLComponents(string: string),
-              let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme)
+            let scheme = components.scheme, ["postgres", "postgresql"].contains(scheme)
         else { throw DatabaseURLError("DATABASE_URL must look like postgres://user:password@host:port/database") }
         guard let host = components.host, !host.isEmpty else { throw DatabaseURLError("DATABASE_URL has no host") }
         guard let user = components.user, !user.isEmpty else { throw DatabaseURLError("DATABASE_URL has no user name") }

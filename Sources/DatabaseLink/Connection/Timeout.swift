@@ -20,7 +20,9 @@ package func withTimeout<T: Sendable>(_ limit: Duration, _ body: @escaping @Send
                 try? await Task.sleep(for: limit)
                 race.finish(.failure(TimedOut()))
             }
-            race.whenFinished { work.cancel(); timer.cancel() }
+            race.whenFinished {
+                work.cancel(); timer.cancel()
+            }
         }
     } onCancel: {
         race.finish(.failure(CancellationError()))

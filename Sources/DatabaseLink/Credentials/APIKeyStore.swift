@@ -26,7 +26,8 @@ package struct APIKeyStore: Sendable {
 
     /// Stores a new key's prefix and hash.
     package func insert(thirdPartyId: Int64, name: String, prefix: String, keyHash: [UInt8]) async throws -> APIKeyRecord {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             INSERT INTO api_keys (third_party_id, name, prefix, key_hash)
             VALUES (\(thirdPartyId), \(name), \(prefix), \(ByteBuffer(bytes: keyHash)))
             RETURNING \(unescaped: Self.columns)
@@ -36,7 +37,8 @@ package struct APIKeyStore: Sendable {
 
     /// The tenant's keys, newest first, older than `beforeId` when given (index: api_keys_third_party_idx).
     package func list(thirdPartyId: Int64, beforeId: Int64?, limit: Int) async throws -> [APIKeyRecord] {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT \(unescaped: Self.columns) FROM api_keys
             WHERE third_party_id = \(thirdPartyId) AND id < \(beforeId ?? Int64.max)
             ORDER BY id DESC
@@ -47,7 +49,8 @@ package struct APIKeyStore: Sendable {
 
     /// One of the tenant's keys.
     package func find(thirdPartyId: Int64, publicId: UUID) async throws -> APIKeyRecord? {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT \(unescaped: Self.columns) FROM api_keys
             WHERE third_party_id = \(thirdPartyId) AND public_id = \(publicId)
             """)
@@ -56,7 +59,8 @@ package struct APIKeyStore: Sendable {
 
     /// Revokes one of the tenant's keys (idempotent); nil when the tenant has no such key.
     package func revoke(thirdPartyId: Int64, publicId: UUID) async throws -> APIKeyRecord? {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now())
             WHERE third_party_id = \(thirdPartyId) AND public_id = \(publicId)
             RETURNING \(unescaped: Self.columns)
@@ -66,7 +70,8 @@ package struct APIKeyStore: Sendable {
 
     /// The unrevoked key with this hash (index: api_keys_key_hash_key).
     package func resolve(keyHash: [UInt8]) async throws -> ResolvedAPIKey? {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT id, third_party_id, last_used_at FROM api_keys
             WHERE key_hash = \(ByteBuffer(bytes: keyHash)) AND revoked_at IS NULL
             """)

@@ -21,7 +21,8 @@ package struct AccessTokenStore: Sendable {
 
     /// Stores a new token's hash.
     package func insert(owner: AccountReference, tokenHash: [UInt8], expiresAt: Date) async throws -> AccessTokenRecord {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             INSERT INTO access_tokens (individual_id, third_party_id, token_hash, expires_at)
             VALUES (\(owner.individualId), \(owner.thirdPartyId), \(ByteBuffer(bytes: tokenHash)), \(expiresAt))
             RETURNING id, public_id, created_at, expires_at, last_used_at
@@ -32,7 +33,8 @@ package struct AccessTokenStore: Sendable {
 
     /// The unrevoked, unexpired token with this hash (index: access_tokens_token_hash_key).
     package func resolve(tokenHash: [UInt8]) async throws -> ResolvedAccessToken? {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT id, individual_id, third_party_id, last_used_at FROM access_tokens
             WHERE token_hash = \(ByteBuffer(bytes: tokenHash)) AND revoked_at IS NULL AND expires_at > now()
             """)
@@ -49,7 +51,8 @@ package struct AccessTokenStore: Sendable {
     /// The owner's live tokens, newest first, older than `beforeId` when given
     /// (index: access_tokens_individual_idx / access_tokens_third_party_idx).
     package func list(owner: AccountReference, beforeId: Int64?, limit: Int) async throws -> [AccessTokenRecord] {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT id, public_id, created_at, expires_at, last_used_at FROM access_tokens
             WHERE \(unescaped: owner.ownerColumn) = \(owner.accountId)
               AND revoked_at IS NULL AND expires_at > now()
@@ -65,7 +68,8 @@ package struct AccessTokenStore: Sendable {
 
     /// Revokes one of the owner's live tokens; false when the owner has no such live token.
     package func revoke(owner: AccountReference, publicId: UUID) async throws -> Bool {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             UPDATE access_tokens SET revoked_at = now()
             WHERE public_id = \(publicId)
               AND \(unescaped: owner.ownerColumn) = \(owner.accountId)
@@ -82,7 +86,8 @@ package struct AccessTokenStore: Sendable {
 
     /// Deletes tokens that expired or were revoked before the cut-off; returns how many.
     package func purge(endedBefore cutoff: Date) async throws -> Int {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             DELETE FROM access_tokens WHERE expires_at < \(cutoff) OR revoked_at < \(cutoff) RETURNING id
             """)
         return rows.count

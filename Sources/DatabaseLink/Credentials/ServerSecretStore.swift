@@ -11,7 +11,8 @@ package struct ServerSecretStore: Sendable {
 
     /// The secret called `name`: the stored one, or `candidate` stored now if there is none.
     package func secret(named name: String, candidate: [UInt8]) async throws -> [UInt8] {
-        try await database.query("""
+        try await database.query(
+            """
             INSERT INTO server_secrets (name, secret) VALUES (\(name), \(ByteBuffer(bytes: candidate))) ON CONFLICT (name) DO NOTHING
             """)
         // The row exists now (this statement's or another instance's); nothing deletes it meanwhile.

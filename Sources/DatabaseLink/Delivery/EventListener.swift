@@ -59,9 +59,11 @@ package struct EventListener: Service {
                     return
                 } catch {
                     if Task.isCancelled { return }
-                    logger.warning("event listener lost its connection; reconnecting", metadata: [
-                        "channels": "\(handlers.keys.sorted().joined(separator: ","))", "error": "\(String(reflecting: type(of: error)))",
-                    ])
+                    logger.warning(
+                        "event listener lost its connection; reconnecting",
+                        metadata: [
+                            "channels": "\(handlers.keys.sorted().joined(separator: ","))", "error": "\(String(reflecting: type(of: error)))",
+                        ])
                     try? await Task.sleep(for: .seconds(1))
                 }
             }

@@ -22,14 +22,15 @@ package struct OutboundMailStore: Sendable {
     /// one neither sends nor reschedules them in that time (it died).
     package func lease(limit: Int, leaseFor: Duration) async throws -> [LeasedMail] {
         let seconds = Double(leaseFor.components.seconds)
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             UPDATE outbound_mail SET leased_until = now() + make_interval(secs => \(seconds))
             WHERE id IN (
                 SELECT id FROM outbound_mail
                 WHERE sent_at IS NULL AND next_attempt_at <= now() AND (leased_until IS NULL OR leased_until < now())
                 ORDER BY next_attempt_at LIMIT \(Int64(limit)) FOR UPDATE SKIP LOCKED)
             RETURNING id, recipient, subject, body, attempts
-            """)   // index: outbound_mail_due_idx
+            """)  // index: outbound_mail_due_idx
         return try rows.map {
             let (id, recipient, subject, body, attempts) = try $0.decode((Int64, String, String, String, Int32).self)
             return LeasedMail(id: id, message: OutboundMessage(recipient: recipient, subject: subject, body: body), attempts: attempts)
@@ -38,7 +39,8 @@ package struct OutboundMailStore: Sendable {
 
     /// Records a message as sent and forgets its body (it may carry a confirmation token).
     package func markSent(id: Int64) async throws {
-        try await database.query("""
+        try await database.query(
+            """
             UPDATE outbound_mail SET sent_at = now(), body = '', leased_until = NULL, attempts = attempts + 1, last_error = NULL
             WHERE id = \(id)
             """)
@@ -48,12 +50,14 @@ package struct OutboundMailStore: Sendable {
     /// body is forgotten as for a sent one, `sent_at` stays empty and `last_error` says why).
     package func markFailed(id: Int64, retryAt: Date?, reason: String) async throws {
         if let retryAt {
-            try await database.query("""
+            try await database.query(
+                """
                 UPDATE outbound_mail SET next_attempt_at = \(retryAt), leased_until = NULL, attempts = attempts + 1, last_error = \(reason)
                 WHERE id = \(id)
                 """)
         } else {
-            try await database.query("""
+            try await database.query(
+                """
                 UPDATE outbound_mail SET next_attempt_at = 'infinity', body = '', leased_until = NULL, attempts = attempts + 1,
                                          last_error = \(reason)
                 WHERE id = \(id)
@@ -63,7 +67,8 @@ package struct OutboundMailStore: Sendable {
 
     /// Deletes records of messages created before `cutoff` (sent or given up); returns how many.
     package func purge(createdBefore cutoff: Date) async throws -> Int {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             WITH gone AS (DELETE FROM outbound_mail WHERE created_at < \(cutoff) AND (sent_at IS NOT NULL OR next_attempt_at = 'infinity')
                           RETURNING 1)
             SELECT count(*) FROM gone

@@ -27,29 +27,34 @@ package enum WebhookOutbox {
         _ message: OutboxMessage, to recipients: OutboxRecipients, requestId: Int64? = nil, on connection: LeasedConnection, logger: Logger
     ) async throws -> [UUID] {
         let (type, payload) = (message.eventType, message.payload)
-        let statement: PostgresQuery = switch recipients {
-        case .endpoint(of: .individual(let id)): """
-            INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
-            SELECT id, \(requestId), \(type), \(payload)::jsonb FROM webhook_endpoints WHERE individual_id = \(id)
-            RETURNING public_id
-            """
-        case .endpoint(of: .thirdParty(let id)): """
-            INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
-            SELECT id, \(requestId), \(type), \(payload)::jsonb FROM webhook_endpoints WHERE third_party_id = \(id)
-            RETURNING public_id
-            """
-        case .sosContacts(let individualId): """
-            INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
-            SELECT id, \(requestId), \(type), \(payload)::jsonb FROM webhook_endpoints WHERE sos_contact_of = \(individualId)
-            RETURNING public_id
-            """
-        case .runParticipants(let runId): """
-            INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
-            SELECT w.id, \(requestId), \(type), \(payload)::jsonb
-            FROM run_participants p JOIN webhook_endpoints w ON w.individual_id = p.individual_id WHERE p.run_id = \(runId)
-            RETURNING public_id
-            """
-        }
+        let statement: PostgresQuery =
+            switch recipients {
+            case .endpoint(of: .individual(let id)):
+                """
+                INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
+                SELECT id, \(requestId), \(type), \(payload)::jsonb FROM webhook_endpoints WHERE individual_id = \(id)
+                RETURNING public_id
+                """
+            case .endpoint(of: .thirdParty(let id)):
+                """
+                INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
+                SELECT id, \(requestId), \(type), \(payload)::jsonb FROM webhook_endpoints WHERE third_party_id = \(id)
+                RETURNING public_id
+                """
+            case .sosContacts(let individualId):
+                """
+                INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
+                SELECT id, \(requestId), \(type), \(payload)::jsonb FROM webhook_endpoints WHERE sos_contact_of = \(individualId)
+                RETURNING public_id
+                """
+            case .runParticipants(let runId):
+                """
+                INSERT INTO webhook_deliveries (endpoint_id, request_id, event_type, payload)
+                SELECT w.id, \(requestId), \(type), \(payload)::jsonb
+                FROM run_participants p JOIN webhook_endpoints w ON w.individual_id = p.individual_id WHERE p.run_id = \(runId)
+                RETURNING public_id
+                """
+            }
         return try await connection.query(statement, logger: logger).collect().map { try $0.decode(UUID.self) }
     }
 }

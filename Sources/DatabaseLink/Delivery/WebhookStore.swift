@@ -27,7 +27,8 @@ package struct WebhookStore: Sendable {
     /// shown once); an existing one keeps its secret and nil is returned.
     package func setEndpoint(owner: AccountReference, url: String, newSecret: String) async throws -> String? {
         let column = owner.ownerColumn
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             INSERT INTO webhook_endpoints (\(unescaped: column), url, secret) VALUES (\(owner.accountId), \(url), \(newSecret))
             ON CONFLICT (\(unescaped: column)) DO UPDATE SET url = EXCLUDED.url, updated_at = now()
             RETURNING xmax = 0
@@ -37,7 +38,8 @@ package struct WebhookStore: Sendable {
     }
 
     package func endpoint(owner: AccountReference) async throws -> WebhookEndpointRecord? {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT url, created_at, updated_at FROM webhook_endpoints WHERE \(unescaped: owner.ownerColumn) = \(owner.accountId)
             """)
         return try rows.first.map { row in
@@ -48,7 +50,8 @@ package struct WebhookStore: Sendable {
 
     /// Replaces the endpoint's secret; false when the owner has no endpoint.
     package func rotateSecret(owner: AccountReference, newSecret: String) async throws -> Bool {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             UPDATE webhook_endpoints SET secret = \(newSecret), updated_at = now()
             WHERE \(unescaped: owner.ownerColumn) = \(owner.accountId) RETURNING id
             """)
@@ -57,7 +60,8 @@ package struct WebhookStore: Sendable {
 
     /// Removes the endpoint, and with it its pending deliveries and log; false when there was none.
     package func deleteEndpoint(owner: AccountReference) async throws -> Bool {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             DELETE FROM webhook_endpoints WHERE \(unescaped: owner.ownerColumn) = \(owner.accountId) RETURNING id
             """)
         return !rows.isEmpty
@@ -79,7 +83,8 @@ package struct WebhookStore: Sendable {
     /// A delivery waits while an earlier one of the same request is pending, so each grant's
     /// events arrive in order; `SKIP LOCKED` lets several instances claim side by side.
     package func claim(limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             WITH due AS (   -- index: webhook_deliveries_due_idx, webhook_deliveries_order_idx
                 SELECT d.id FROM webhook_deliveries d
                 WHERE d.state = 'pending' AND d.next_attempt_at <= now()
@@ -110,23 +115,27 @@ package struct WebhookStore: Sendable {
     /// Records how the claimed attempt went. Ignored when the lease had run out and another
     /// instance has claimed the delivery again since (its own attempt decides).
     package func finish(_ delivery: ClaimedDelivery, attempt: DeliveryAttemptRecord?, outcome: DeliveryOutcome) async throws {
-        let (state, nextMs): (String, Int64?) = switch outcome {
-        case .delivered: ("delivered", nil)
-        case .retry(let at): ("pending", at.epochMilliseconds)
-        case .failed: ("failed", nil)
-        case .cancelled: ("cancelled", nil)
-        }
+        let (state, nextMs): (String, Int64?) =
+            switch outcome {
+            case .delivered: ("delivered", nil)
+            case .retry(let at): ("pending", at.epochMilliseconds)
+            case .failed: ("failed", nil)
+            case .cancelled: ("cancelled", nil)
+            }
         try await database.withTransaction { connection in
-            let updated = try await connection.query("""
+            let updated = try await connection.query(
+                """
                 UPDATE webhook_deliveries
                 SET state = \(state),
                     next_attempt_at = COALESCE('epoch'::timestamptz + \(nextMs) * interval '1 millisecond', next_attempt_at),
                     finished_at = CASE WHEN \(state) = 'pending' THEN NULL ELSE now() END
                 WHERE id = \(delivery.id) AND attempts = \(Int32(delivery.attempt)) AND state = 'pending'
                 RETURNING id
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             guard !updated.isEmpty, let attempt else { return }
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO webhook_attempts (delivery_id, attempt, at, duration_ms, status_code, error)
                 VALUES (\(delivery.id), \(Int32(attempt.attempt)), \(attempt.at), \(Int32(clamping: attempt.durationMs)),
                         \(attempt.statusCode.map(Int32.init(clamping:))), \(attempt.error))
@@ -143,7 +152,8 @@ package struct WebhookStore: Sendable {
     /// own slot of the backoff (after an outage of hours, up to 3 h later). Deliveries whose
     /// attempt is under way (claimed, not yet recorded) keep their lease.
     private static func resumeWaiting(endpointOf deliveryId: Int64, on connection: LeasedConnection, logger: Logger) async throws {
-        try await connection.query("""
+        try await connection.query(
+            """
             UPDATE webhook_deliveries d SET next_attempt_at = now()
             WHERE d.endpoint_id = (SELECT endpoint_id FROM webhook_deliveries WHERE id = \(deliveryId))
               AND d.state = 'pending' AND d.next_attempt_at > now()
@@ -155,7 +165,8 @@ package struct WebhookStore: Sendable {
 
     /// The owner's deliveries, newest first, each with its attempts.
     package func deliveries(owner: AccountReference, beforeId: Int64?, limit: Int) async throws -> [DeliveryRecord] {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT d.id, d.public_id, d.event_type, r.public_id, d.state, d.created_at,
                    CASE WHEN d.state = 'pending' THEN d.next_attempt_at END, d.finished_at
             FROM webhook_deliveries d
@@ -172,7 +183,8 @@ package struct WebhookStore: Sendable {
             )
         }
         guard !records.isEmpty else { return [] }
-        let attempts = try await database.query("""
+        let attempts = try await database.query(
+            """
             SELECT delivery_id, attempt, at, duration_ms, status_code, error FROM webhook_attempts
             WHERE delivery_id = ANY (\(records.map(\.id))::int8[]) ORDER BY delivery_id, attempt
             """)
@@ -189,7 +201,8 @@ package struct WebhookStore: Sendable {
 
     /// One of the owner's deliveries.
     package func delivery(owner: AccountReference, publicId: UUID) async throws -> DeliveryRecord? {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT d.id FROM webhook_deliveries d JOIN webhook_endpoints w ON w.id = d.endpoint_id
             WHERE w.\(unescaped: owner.ownerColumn) = \(owner.accountId) AND d.public_id = \(publicId)
             """)
@@ -201,7 +214,8 @@ package struct WebhookStore: Sendable {
     /// (receivers that already have it drop it). Nil when the owner has no such delivery, false
     /// when it is still pending.
     package func redeliver(owner: AccountReference, publicId: UUID) async throws -> Bool? {
-        let reopened = try await database.query("""
+        let reopened = try await database.query(
+            """
             UPDATE webhook_deliveries d SET state = 'pending', round_attempts = 0, next_attempt_at = now(), finished_at = NULL
             FROM webhook_endpoints w
             WHERE w.id = d.endpoint_id AND w.\(unescaped: owner.ownerColumn) = \(owner.accountId)

@@ -66,21 +66,25 @@ package struct AggregateQueryStore: Sendable {
         try await database.withTransaction { connection in
             let logger = database.logger
             _ = try await connection.query("SELECT id FROM third_parties WHERE id = \(thirdPartyId) FOR UPDATE", logger: logger).collect()
-            let earlier = try await connection.query("""
+            let earlier = try await connection.query(
+                """
                 SELECT \(unescaped: Self.columns) FROM aggregate_queries
                 WHERE third_party_id = \(thirdPartyId) AND fingerprint = \(ByteBuffer(bytes: fingerprint))
                   AND created_at > now() - \(repeatWindow.wholeMilliseconds) * interval '1 millisecond' AND status <> 'failed'
                 ORDER BY id DESC LIMIT 1
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
             if let row = earlier.first { return .repeated(try Self.record(row)) }
             if let refusal = decide(try await Self.ledger(thirdPartyId: thirdPartyId, window: ledgerWindow, on: connection, logger: logger)) {
                 return .refused(refusal)
             }
-            let inserted = try await connection.query("""
+            let inserted = try await connection.query(
+                """
                 INSERT INTO aggregate_queries (third_party_id, epsilon_hundredths, fingerprint, spec)
                 VALUES (\(thirdPartyId), \(Int32(epsilonHundredths)), \(ByteBuffer(bytes: fingerprint)), \(spec)::jsonb)
                 RETURNING \(unescaped: Self.columns)
-                """, logger: logger).collect()
+                """, logger: logger
+            ).collect()
             return .reserved(try Self.record(inserted[0]))
         }
     }
@@ -94,13 +98,17 @@ package struct AggregateQueryStore: Sendable {
 
     /// Records the released answer and appends it to the audit chain, in one transaction; a
     /// repeat of the question waiting on any instance is woken at the commit (`channel`).
-    package func finish(_ query: AggregateQueryRecord, thirdParty: UUID, status: AggregateQueryStatus, answer: String, fingerprint: [UInt8]) async throws -> AggregateQueryRecord {
+    package func finish(
+        _ query: AggregateQueryRecord, thirdParty: UUID, status: AggregateQueryStatus, answer: String, fingerprint: [UInt8]
+    ) async throws -> AggregateQueryRecord {
         try await database.withTransaction { connection in
             try await Self.announceAnswer(query.id, on: connection, logger: database.logger)
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE aggregate_queries SET status = \(status), answer = \(answer)::jsonb, answered_at = now()
                 WHERE id = \(query.id) RETURNING \(unescaped: Self.columns)
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             try await AuditChain.append(
                 AuditEntry(
                     atMs: Date().epochMilliseconds, thirdParty: thirdParty, query: query.publicId, fingerprint: fingerprint,
@@ -128,7 +136,8 @@ package struct AggregateQueryStore: Sendable {
     /// Gives the reservation back: the query failed before anything was released.
     package func fail(_ query: AggregateQueryRecord) async throws {
         try await database.withTransaction { connection in
-            try await connection.query("UPDATE aggregate_queries SET status = 'failed' WHERE id = \(query.id) AND status = 'running'", logger: database.logger)
+            try await connection.query(
+                "UPDATE aggregate_queries SET status = 'failed' WHERE id = \(query.id) AND status = 'running'", logger: database.logger)
             try await Self.announceAnswer(query.id, on: connection, logger: database.logger)
         }
     }
@@ -141,9 +150,11 @@ package struct AggregateQueryStore: Sendable {
     }
 
     package func find(thirdPartyId: Int64, publicId: UUID) async throws -> AggregateQueryRecord? {
-        try await database.query("""
+        try await database.query(
+            """
             SELECT \(unescaped: Self.columns) FROM aggregate_queries WHERE third_party_id = \(thirdPartyId) AND public_id = \(publicId)
-            """).first.map(Self.record)
+            """
+        ).first.map(Self.record)
     }
 
     package func find(id: Int64) async throws -> AggregateQueryRecord? {
@@ -152,11 +163,13 @@ package struct AggregateQueryStore: Sendable {
 
     /// The party's queries, newest first.
     package func list(thirdPartyId: Int64, beforeId: Int64?, limit: Int) async throws -> [AggregateQueryRecord] {
-        try await database.query("""
+        try await database.query(
+            """
             SELECT \(unescaped: Self.columns) FROM aggregate_queries
             WHERE third_party_id = \(thirdPartyId) AND id < \(beforeId ?? .max) AND status <> 'failed'
             ORDER BY id DESC LIMIT \(limit)
-            """).map(Self.record)
+            """
+        ).map(Self.record)
     }
 
     private static let columns = "id, public_id, created_at, epsilon_hundredths, status, spec::text, answer::text"
@@ -167,11 +180,13 @@ package struct AggregateQueryStore: Sendable {
     }
 
     private static func ledger(thirdPartyId: Int64, window: Duration, on connection: LeasedConnection, logger: Logger) async throws -> BudgetLedger {
-        let spends = try await connection.query("""
+        let spends = try await connection.query(
+            """
             SELECT (extract(epoch FROM created_at) * 1000)::int8, epsilon_hundredths FROM aggregate_queries
             WHERE third_party_id = \(thirdPartyId) AND status <> 'failed' AND created_at > now() - \(window.wholeMilliseconds) * interval '1 millisecond'
             ORDER BY created_at
-            """, logger: logger).collect().map { row in
+            """, logger: logger
+        ).collect().map { row in
             let (at, hundredths) = try row.decode((Int64, Int32).self)
             return (atMs: at, hundredths: Int(hundredths))
         }

@@ -12,8 +12,11 @@ package struct AggregateSubscriptionStore: Sendable {
 
     /// Subscribes to one of the party's answered queries (or changes the period of, and resumes,
     /// an existing subscription). Nil when the party has no such answered query.
-    package func subscribe(thirdPartyId: Int64, query: UUID, period: String, firstRun: Date) async throws -> (AggregateSubscriptionRecord, created: Bool)? {
-        let rows = try await database.query("""
+    package func subscribe(
+        thirdPartyId: Int64, query: UUID, period: String, firstRun: Date
+    ) async throws -> (AggregateSubscriptionRecord, created: Bool)? {
+        let rows = try await database.query(
+            """
             INSERT INTO aggregate_subscriptions (third_party_id, query_id, period, next_run_at)
             SELECT \(thirdPartyId), q.id, \(period), \(firstRun) FROM aggregate_queries q
             WHERE q.third_party_id = \(thirdPartyId) AND q.public_id = \(query) AND q.status = 'answered'
@@ -28,9 +31,11 @@ package struct AggregateSubscriptionStore: Sendable {
     }
 
     package func find(thirdPartyId: Int64, query: UUID) async throws -> AggregateSubscriptionRecord? {
-        try await database.query("""
+        try await database.query(
+            """
             SELECT \(unescaped: Self.columns) \(unescaped: Self.from) WHERE s.third_party_id = \(thirdPartyId) AND q.public_id = \(query)
-            """).first.map(Self.record)
+            """
+        ).first.map(Self.record)
     }
 
     func find(id: Int64) async throws -> AggregateSubscriptionRecord? {
@@ -39,7 +44,8 @@ package struct AggregateSubscriptionStore: Sendable {
 
     /// Stops it at the party's request; false when there is none.
     package func unsubscribe(thirdPartyId: Int64, query: UUID) async throws -> Bool {
-        !(try await database.query("""
+        !(try await database.query(
+            """
             UPDATE aggregate_subscriptions s SET status = 'stopped', stopped_reason = 'unsubscribed'
             FROM aggregate_queries q
             WHERE q.id = s.query_id AND s.third_party_id = \(thirdPartyId) AND q.public_id = \(query)
@@ -50,14 +56,16 @@ package struct AggregateSubscriptionStore: Sendable {
     /// Claims due subscriptions for one run each, leasing them for `lease` (a run that dies
     /// leaves them to be claimed again).
     package func claimDue(limit: Int, lease: Duration) async throws -> [AggregateSubscriptionRecord] {
-        let ids = try await database.query("""
+        let ids = try await database.query(
+            """
             WITH due AS (
                 SELECT id FROM aggregate_subscriptions WHERE status = 'active' AND next_run_at <= now()
                 ORDER BY next_run_at LIMIT \(limit) FOR UPDATE SKIP LOCKED
             )
             UPDATE aggregate_subscriptions s SET next_run_at = now() + \(lease.components.seconds) * interval '1 second'
             FROM due WHERE s.id = due.id RETURNING s.id
-            """).map { try $0.decode(Int64.self) }
+            """
+        ).map { try $0.decode(Int64.self) }
         var records: [AggregateSubscriptionRecord] = []
         for id in ids { if let record = try await find(id: id) { records.append(record) } }
         return records
@@ -66,12 +74,14 @@ package struct AggregateSubscriptionStore: Sendable {
     /// Records a recomputation and tells the party (`aggregate.updated`), in one transaction.
     package func recordRun(_ subscription: AggregateSubscriptionRecord, queryId: Int64, nextRunAt: Date, announce: Bool) async throws {
         try await database.withTransaction { connection in
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 UPDATE aggregate_subscriptions SET last_query_id = \(queryId), next_run_at = \(nextRunAt), runs = runs + 1
                 WHERE id = \(subscription.id)
                 """, logger: database.logger)
             if announce {
-                _ = try await connection.query("""
+                _ = try await connection.query(
+                    """
                     INSERT INTO party_events (third_party_id, aggregate_id, event_type)
                     VALUES (\(subscription.thirdPartyId), \(queryId), 'aggregate.updated')
                     """, logger: database.logger)
@@ -82,10 +92,12 @@ package struct AggregateSubscriptionStore: Sendable {
     /// Stops the subscription and tells the party why (`aggregate.stopped`, about the approved query).
     package func stop(_ subscription: AggregateSubscriptionRecord, reason: String) async throws {
         try await database.withTransaction { connection in
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 UPDATE aggregate_subscriptions SET status = 'stopped', stopped_reason = \(reason) WHERE id = \(subscription.id)
                 """, logger: database.logger)
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO party_events (third_party_id, aggregate_id, event_type)
                 VALUES (\(subscription.thirdPartyId), \(subscription.queryId), 'aggregate.stopped')
                 """, logger: database.logger)

@@ -15,7 +15,8 @@ package struct AuditEntry: Sendable, Equatable {
     /// What is hashed, fields separated by `|` (the answer, last, may hold anything).
     func canonicalLine(id: Int64) -> String {
         let hex = fingerprint.map { String(format: "%02x", $0) }.joined()
-        return "\(id)|\(atMs)|\(thirdParty.uuidString.lowercased())|\(query.uuidString.lowercased())|\(hex)|\(epsilonHundredths)|\(decision)|\(answer)"
+        return
+            "\(id)|\(atMs)|\(thirdParty.uuidString.lowercased())|\(query.uuidString.lowercased())|\(hex)|\(epsilonHundredths)|\(decision)|\(answer)"
     }
 }
 
@@ -35,13 +36,15 @@ package enum AuditChain {
     static func append(_ entry: AuditEntry, on connection: LeasedConnection, logger: Logger) async throws {
         _ = try await connection.query("SELECT pg_advisory_xact_lock(\(Self.lockKey))", logger: logger).collect()
         let last = try await connection.query("SELECT id, hash FROM aggregate_audit ORDER BY id DESC LIMIT 1", logger: logger).collect()
-        let (previousId, previous) = try last.first.map { row in
-            let (id, hash) = try row.decode((Int64, ByteBuffer).self)
-            return (id, Array(hash.readableBytesView))
-        } ?? (Int64(0), genesis)
+        let (previousId, previous) =
+            try last.first.map { row in
+                let (id, hash) = try row.decode((Int64, ByteBuffer).self)
+                return (id, Array(hash.readableBytesView))
+            } ?? (Int64(0), genesis)
         let id = previousId + 1
         let hash = Self.hash(previous: previous, entry: entry, id: id)
-        _ = try await connection.query("""
+        _ = try await connection.query(
+            """
             INSERT INTO aggregate_audit (id, at_ms, third_party, query, fingerprint, epsilon_hundredths, decision, answer, previous_hash, hash)
             VALUES (\(id), \(entry.atMs), \(entry.thirdParty), \(entry.query), \(ByteBuffer(bytes: entry.fingerprint)),
                     \(Int32(entry.epsilonHundredths)), \(entry.decision), \(entry.answer), \(ByteBuffer(bytes: previous)), \(ByteBuffer(bytes: hash)))
@@ -66,10 +69,12 @@ package enum AuditChain {
         var expectedId: Int64 = 1
         var rows = 0
         let stream = try await database.withConnection { connection in
-            try await connection.query("""
+            try await connection.query(
+                """
                 SELECT id, at_ms, third_party, query, fingerprint, epsilon_hundredths, decision, answer, previous_hash, hash
                 FROM aggregate_audit ORDER BY id
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
         }
         for row in stream {
             let r = try row.decode((Int64, Int64, UUID, UUID, ByteBuffer, Int32, String, String, ByteBuffer, ByteBuffer).self)

@@ -35,7 +35,8 @@ package struct GroupQuery: Sendable {
 
     package init(
         sampleType: Int16, dailyTotal: Bool, areas: [String], ageBands: [Int32], sex: String?, from: String, to: String,
-        months: [String], dayRanges: [(from: String, to: String, sign: Int)], key: Key, lower: Double, upper: Double, binWidth: Double, binCount: Int32, resolution: Double
+        months: [String], dayRanges: [(from: String, to: String, sign: Int)], key: Key, lower: Double, upper: Double, binWidth: Double,
+        binCount: Int32, resolution: Double
     ) {
         self.sampleType = sampleType
         self.dailyTotal = dailyTotal
@@ -107,27 +108,31 @@ package struct GroupAggregateStore: Sendable {
     /// range), then counts, sums and bins of those values.
     package func exactGroups(_ query: GroupQuery) async throws -> [ExactGroup] {
         let midpoint = (query.lower + query.upper) / 2
-        let timeKey: String? = switch query.key {
-        case .day: "r.day::text"
-        case .week: "date_trunc('week', r.day)::date::text"
-        default: nil
-        }
-        let personKey: String = switch query.key {
-        case .area: "p.home_area"
-        case .ageBand: "p.band::text"
-        case .sex: "p.sex"
-        default: "t.g"
-        }
+        let timeKey: String? =
+            switch query.key {
+            case .day: "r.day::text"
+            case .week: "date_trunc('week', r.day)::date::text"
+            default: nil
+            }
+        let personKey: String =
+            switch query.key {
+            case .area: "p.home_area"
+            case .ageBand: "p.band::text"
+            case .sex: "p.sex"
+            default: "t.g"
+            }
         let months = timeKey == nil ? query.months : []
-        let ranges: [(String, String, Int)] = switch query.key {
-        case .day: [(query.from, query.to, 1)]
-        case .week: query.weekEdges.map { ($0.from, $0.to, 1) }
-        default: query.dayRanges
-        }
+        let ranges: [(String, String, Int)] =
+            switch query.key {
+            case .day: [(query.from, query.to, 1)]
+            case .week: query.weekEdges.map { ($0.from, $0.to, 1) }
+            default: query.dayRanges
+            }
         let rows = try await database.withTransaction { connection in
             _ = try await connection.query("SET TRANSACTION READ ONLY", logger: database.logger)
-            _ = try await connection.query("SET LOCAL jit = off", logger: database.logger)   // compiling costs more than it saves here
-            return try await connection.query("""
+            _ = try await connection.query("SET LOCAL jit = off", logger: database.logger)  // compiling costs more than it saves here
+            return try await connection.query(
+                """
                 WITH people AS (
                     SELECT i.id, i.home_area, i.sex,
                            least(floor(extract(year FROM age(\(query.from)::date, i.birth_date)) / 5)::int * 5, 90) AS band
@@ -161,7 +166,8 @@ package struct GroupAggregateStore: Sendable {
                 SELECT g, least(floor((v - \(query.lower)) / \(query.binWidth))::int4, \(query.binCount) - 1) AS bin,
                        count(*), sum(round((v - \(midpoint)) * \(query.resolution)))::int8, sum(round(v * \(query.resolution)))::int8
                 FROM values GROUP BY 1, 2
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
         }
         var groups: [String: ExactGroup] = [:]
         for row in rows {

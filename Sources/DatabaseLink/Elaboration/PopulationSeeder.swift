@@ -31,7 +31,8 @@ package struct PopulationSeeder: Sendable {
             try await database.withTransaction { connection in
                 let logger = database.logger
                 _ = try await connection.query("SELECT setseed(\(randomSeed * Double(first % 997 + 1) / 998))", logger: logger).collect()
-                _ = try await connection.query("""
+                _ = try await connection.query(
+                    """
                     WITH people AS (
                         INSERT INTO individuals (email, password_hash, fiscal_code, full_name, birth_date, sex, home_area)
                         SELECT \(tag) || n || '@seed.invalid', '!seeded: cannot log in', upper(\(tag)) || lpad(n::text, 9, '0'), 'Seeded ' || n,
@@ -64,8 +65,10 @@ package struct PopulationSeeder: Sendable {
 
     /// The ids of the individuals seeded with `tag`, in seeding order (n = 0, 1, …).
     package func seededIds(tag: String) async throws -> [Int64] {
-        try await database.query("""
+        try await database.query(
+            """
             SELECT id FROM individuals WHERE fiscal_code LIKE upper(\(tag)) || '%' AND email LIKE \(tag) || '%@seed.invalid' ORDER BY fiscal_code
-            """).map { try $0.decode(Int64.self) }
+            """
+        ).map { try $0.decode(Int64.self) }
     }
 }

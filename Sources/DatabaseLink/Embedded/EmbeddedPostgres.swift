@@ -66,10 +66,12 @@ package struct EmbeddedPostgres: Sendable {
             try Data("\(source.host):\(source.port):*:\(source.username):\(password)\n".utf8).write(to: passFile)
             try setPermissions(passFile, mode: 0o600, owner: runner.runAsUser)
             do {
-                try runner.run(binaries.pgBasebackup, [
-                    "-d", "host=\(source.host) port=\(source.port) user=\(source.username) passfile=\(passFile.path)",
-                    "-D", cluster.path, "-R", "-X", "stream", "--checkpoint=fast",
-                ])
+                try runner.run(
+                    binaries.pgBasebackup,
+                    [
+                        "-d", "host=\(source.host) port=\(source.port) user=\(source.username) passfile=\(passFile.path)",
+                        "-D", cluster.path, "-R", "-X", "stream", "--checkpoint=fast",
+                    ])
             } catch {
                 throw EmbeddedPostgresError.commandFailed("pg_basebackup failed: \(error)")
             }
@@ -112,10 +114,12 @@ package struct EmbeddedPostgres: Sendable {
             let serverOptions = (["-p \(port)"] + settings.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" })
                 .joined(separator: " ")
             do {
-                try runner.run(binaries.pgCtl, [
-                    "-D", cluster.path, "-l", directory.appendingPathComponent("postgres.log").path,
-                    "-w", "-t", "120", "-o", serverOptions, "start",
-                ])
+                try runner.run(
+                    binaries.pgCtl,
+                    [
+                        "-D", cluster.path, "-l", directory.appendingPathComponent("postgres.log").path,
+                        "-w", "-t", "120", "-o", serverOptions, "start",
+                    ])
             } catch {
                 throw EmbeddedPostgresError.commandFailed("pg_ctl start failed (see \(directory.path)/postgres.log): \(error)")
             }
@@ -177,9 +181,11 @@ package struct EmbeddedPostgres: Sendable {
         try await Self.runBlocking { try runner.run(binaries.pgCtl, ["-D", clusterDirectory.path, "-m", "fast", "-w", "stop"]) }
         try await Task.sleep(for: pause)
         try await Self.runBlocking {
-            try runner.run(binaries.pgCtl, [
-                "-D", clusterDirectory.path, "-l", logFile.path, "-w", "-t", "120", "-o", serverOptions, "start",
-            ])
+            try runner.run(
+                binaries.pgCtl,
+                [
+                    "-D", clusterDirectory.path, "-l", logFile.path, "-w", "-t", "120", "-o", serverOptions, "start",
+                ])
         }
     }
 
@@ -200,10 +206,12 @@ package struct EmbeddedPostgres: Sendable {
         try Data(password.utf8).write(to: passwordFile)
         try setPermissions(passwordFile, mode: 0o600, owner: runner.runAsUser)
         do {
-            try runner.run(binaries.initdb, [
-                "-D", cluster.path, "-U", role, "--pwfile=\(passwordFile.path)",
-                "--auth-host=scram-sha-256", "--auth-local=peer", "-E", "UTF8", "--locale=C",
-            ])
+            try runner.run(
+                binaries.initdb,
+                [
+                    "-D", cluster.path, "-U", role, "--pwfile=\(passwordFile.path)",
+                    "--auth-host=scram-sha-256", "--auth-local=peer", "-E", "UTF8", "--locale=C",
+                ])
         } catch {
             throw EmbeddedPostgresError.commandFailed("initdb failed: \(error)")
         }

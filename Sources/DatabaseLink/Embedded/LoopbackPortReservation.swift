@@ -1,10 +1,11 @@
+import Foundation
+import Synchronization
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
-import Foundation
-import Synchronization
 
 /// A TCP port on 127.0.0.1 that is this holder's until it is dropped.
 ///
@@ -136,7 +137,11 @@ package final class LoopbackPortReservation: Sendable {
     /// Closes the socket so that the server about to bind the port can; the port stays locked
     /// against other reservations until this one is dropped. Later calls do nothing.
     package func release() {
-        if let fd = descriptor.withLock({ value in defer { value = nil }; return value }) { close(fd) }
+        if let fd = descriptor.withLock({ value in
+            defer { value = nil }; return value
+        }) {
+            close(fd)
+        }
     }
 
     deinit {

@@ -56,17 +56,26 @@ package struct HealthDataReader: Sendable {
             if descending { upperMs = min(upperMs, position.startMs + 1) } else { lowerMs = max(lowerMs, position.startMs) }
         }
         let lowerMinuteMs = Self.floorMinute(lowerMs), upperMinuteMs = Self.floorMinute(upperMs - 1)
-        let cursor = position ?? (descending
-            ? SamplePosition(startMs: Self.latestMs, type: .max, key: .max)
-            : SamplePosition(startMs: Self.earliestMs - 1, type: .min, key: .min))
+        let cursor =
+            position
+            ?? (descending
+                ? SamplePosition(startMs: Self.latestMs, type: .max, key: .max)
+                : SamplePosition(startMs: Self.earliestMs - 1, type: .min, key: .min))
         // The two orders differ only in these constant fragments (never in bound values).
-        let order = descending
-            ? (boundary: "b.block_start >= bounds.low_minute AND b.block_start < bounds.high_minute ORDER BY b.block_start DESC",
-               window: "b.block_start >= GREATEST(bounds.low_minute, COALESCE((SELECT block_start FROM boundary), '-infinity')) AND b.block_start <= bounds.high_minute",
-               after: "<", direction: "DESC")
-            : (boundary: "b.block_start > bounds.low_minute AND b.block_start <= bounds.high_minute ORDER BY b.block_start",
-               window: "b.block_start >= bounds.low_minute AND b.block_start <= LEAST(bounds.high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))",
-               after: ">", direction: "ASC")
+        let order =
+            descending
+            ? (
+                boundary: "b.block_start >= bounds.low_minute AND b.block_start < bounds.high_minute ORDER BY b.block_start DESC",
+                window:
+                    "b.block_start >= GREATEST(bounds.low_minute, COALESCE((SELECT block_start FROM boundary), '-infinity')) AND b.block_start <= bounds.high_minute",
+                after: "<", direction: "DESC"
+            )
+            : (
+                boundary: "b.block_start > bounds.low_minute AND b.block_start <= bounds.high_minute ORDER BY b.block_start",
+                window:
+                    "b.block_start >= bounds.low_minute AND b.block_start <= LEAST(bounds.high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))",
+                after: ">", direction: "ASC"
+            )
         let query: PostgresQuery = """
             WITH bounds AS (
                 SELECT 'epoch'::timestamptz + \(lowerMinuteMs) * interval '1 millisecond' AS low_minute,
@@ -106,7 +115,8 @@ package struct HealthDataReader: Sendable {
         individualId: Int64, fromMs: Int64?, toMs: Int64?, descending: Bool, limit: Int, after position: (timeMs: Int64, key: Int64)?
     ) async throws -> [LocationRow] {
         let lowerMs = Self.clamped(fromMs ?? Self.earliestMs), upperMs = Self.clamped(toMs ?? Self.latestMs)
-        let cursor: (timeMs: Int64, key: Int64) = position.map { (Self.clamped($0.timeMs), $0.key) }
+        let cursor: (timeMs: Int64, key: Int64) =
+            position.map { (Self.clamped($0.timeMs), $0.key) }
             ?? (descending ? (Self.latestMs, .max) : (Self.earliestMs - 1, .min))
         let (after, direction) = descending ? ("<", "DESC") : (">", "ASC")
         let query: PostgresQuery = """

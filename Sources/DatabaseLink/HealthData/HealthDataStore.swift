@@ -121,7 +121,8 @@ package struct HealthDataStore: Sendable {
             }
             var newLocations: [Int] = []
             if locations.count > 0 {
-                let rows = try await connection.query(Self.locationStatement(individualId: individualId, locations: locations), logger: database.logger)
+                let rows = try await connection.query(
+                    Self.locationStatement(individualId: individualId, locations: locations), logger: database.logger)
                 for try await ordinal in rows.decode(Int32.self) { newLocations.append(Int(ordinal)) }
             }
             let readings = newSamples.map { index in
@@ -141,7 +142,8 @@ package struct HealthDataStore: Sendable {
     /// samples they hold, after a VACUUM: the storage cost the benchmark reports.
     package func storageFootprint() async throws -> (bytes: Int64, samples: Int64) {
         try await database.query("VACUUM ANALYZE sample_blocks")
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::int8 FROM pg_partition_tree('sample_blocks')),
                    (SELECT coalesce(sum(cardinality(keys)), 0)::int8 FROM sample_blocks)
             """)
@@ -154,7 +156,8 @@ package struct HealthDataStore: Sendable {
         for samples: SampleColumns, individualId: Int64, on connection: LeasedConnection, logger: Logger
     ) async throws -> [Int16] {
         guard !samples.sourceNames.isEmpty else { return samples.sourceIndexes }
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             WITH wanted AS (
                 SELECT name, position FROM unnest(\(samples.sourceNames)::text[]) WITH ORDINALITY AS w(name, position)
             ),

@@ -54,9 +54,10 @@ package struct ImportStore: Sendable {
         """
 
     private static func record(_ row: PostgresRow) throws -> ImportRecord {
-        let (id, publicId, format, state, createdAt, uploadedAt, startedAt, finishedAt, received, processed, records, figures, failure) = try row.decode(
-            (Int64, UUID, ImportFormat, ImportState, Date, Date?, Date?, Date?, Int64, Int64, Int64, String, String?).self
-        )
+        let (id, publicId, format, state, createdAt, uploadedAt, startedAt, finishedAt, received, processed, records, figures, failure) =
+            try row.decode(
+                (Int64, UUID, ImportFormat, ImportState, Date, Date?, Date?, Date?, Int64, Int64, Int64, String, String?).self
+            )
         return ImportRecord(
             id: id, publicId: publicId, format: format, state: state, createdAt: createdAt, uploadedAt: uploadedAt, startedAt: startedAt,
             finishedAt: finishedAt, bytesReceived: received, bytesProcessed: processed, records: records, figures: figures, failure: failure
@@ -65,7 +66,8 @@ package struct ImportStore: Sendable {
 
     /// A new import of `format`, receiving its file.
     package func create(individualId: Int64, format: ImportFormat) async throws -> ImportRecord {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             INSERT INTO imports (individual_id, format) VALUES (\(individualId), \(format)) RETURNING \(unescaped: Self.columns)
             """)
         return try Self.record(rows[0])
@@ -77,7 +79,8 @@ package struct ImportStore: Sendable {
         _ publicId: UUID, individualId: Int64, at offset: Int64, bytes: [UInt8], limit: Int64
     ) async throws -> Int64 {
         try await database.withTransaction { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT id, state, bytes_received,
                        -- the next chunk's number: one probe of the primary key's end, not a count of every chunk
                        coalesce((SELECT max(c.seq) + 1 FROM import_chunks c WHERE c.import_id = i.id), 0)::int4
@@ -90,7 +93,8 @@ package struct ImportStore: Sendable {
             let (end, overflow) = received.addingReportingOverflow(Int64(bytes.count))
             guard !overflow, end <= limit else { throw ImportUploadRefusal.tooLarge(limit: limit) }
             guard !bytes.isEmpty else { return received }
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO import_chunks (import_id, seq, position, bytes) VALUES (\(id), \(chunks), \(received), \(ByteBuffer(bytes: bytes)));
                 """, logger: database.logger)
             _ = try await connection.query("UPDATE imports SET bytes_received = \(end) WHERE id = \(id)", logger: database.logger)
@@ -101,7 +105,8 @@ package struct ImportStore: Sendable {
     /// The file is whole: queue the import for a worker. Nil if there is no such import; an
     /// import no longer uploading is answered as it is.
     package func complete(_ publicId: UUID, individualId: Int64) async throws -> ImportRecord? {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             UPDATE imports SET state = 'queued', uploaded_at = now()
             WHERE public_id = \(publicId) AND individual_id = \(individualId) AND state = 'uploading'
             RETURNING \(unescaped: Self.columns)
@@ -113,7 +118,8 @@ package struct ImportStore: Sendable {
     /// Refuses an upload that went wrong (too large, not readable at all): failed, chunks gone.
     package func refuseUpload(_ publicId: UUID, individualId: Int64, reason: String) async throws {
         try await database.withTransaction { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE imports SET state = 'failed', failure = \(reason), finished_at = now()
                 WHERE public_id = \(publicId) AND individual_id = \(individualId) AND state = 'uploading' RETURNING id
                 """, logger: database.logger)
@@ -124,7 +130,8 @@ package struct ImportStore: Sendable {
     }
 
     package func find(_ publicId: UUID, individualId: Int64) async throws -> ImportRecord? {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT \(unescaped: Self.columns) FROM imports WHERE public_id = \(publicId) AND individual_id = \(individualId)
             """)
         return try rows.first.map(Self.record)
@@ -132,9 +139,10 @@ package struct ImportStore: Sendable {
 
     /// The individual's imports, newest first.
     package func list(individualId: Int64, limit: Int) async throws -> [ImportRecord] {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT \(unescaped: Self.columns) FROM imports WHERE individual_id = \(individualId) ORDER BY id DESC LIMIT \(Int64(limit))
-            """)   // index: imports_individual_idx
+            """)  // index: imports_individual_idx
         return try rows.map(Self.record)
     }
 
@@ -142,7 +150,8 @@ package struct ImportStore: Sendable {
     /// there is no such import; one already over is answered as it is.
     package func cancel(_ publicId: UUID, individualId: Int64) async throws -> ImportRecord? {
         try await database.withTransaction { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE imports SET state = 'cancelled', finished_at = now(), lease_until = NULL
                 WHERE public_id = \(publicId) AND individual_id = \(individualId) AND state IN ('uploading', 'queued', 'running')
                 RETURNING id
@@ -160,7 +169,8 @@ package struct ImportStore: Sendable {
     /// for `leaseFor`; the worker renews the lease with every commit.
     package func claim(leaseFor: Duration) async throws -> ClaimedImport? {
         let seconds = Double(leaseFor.components.seconds)
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             UPDATE imports SET state = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now()),
                                lease_until = now() + make_interval(secs => \(seconds))
             WHERE id = (
@@ -168,7 +178,7 @@ package struct ImportStore: Sendable {
                 WHERE state = 'queued' OR (state = 'running' AND lease_until < now())
                 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
             RETURNING id, public_id, individual_id, format, attempts, checkpoint::text, figures::text, bytes_processed, records, bytes_received
-            """)   // index: imports_queue_idx
+            """)  // index: imports_queue_idx
         guard let row = rows.first else { return nil }
         let (id, publicId, individualId, format, attempt, checkpoint, figures, processed, records, received) = try row.decode(
             (Int64, UUID, Int64, ImportFormat, Int32, String?, String, Int64, Int64, Int64).self
@@ -181,7 +191,8 @@ package struct ImportStore: Sendable {
 
     /// The chunk of the file that holds byte `offset`: its first byte's offset and its bytes.
     package func chunk(of importId: Int64, holding offset: Int64) async throws -> (position: Int64, bytes: ByteBuffer)? {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT position, bytes FROM import_chunks
             WHERE import_id = \(importId) AND position <= \(offset) ORDER BY seq DESC LIMIT 1
             """)
@@ -194,9 +205,12 @@ package struct ImportStore: Sendable {
     /// Records a batch's progress inside the transaction that stores the batch: it commits with
     /// the data or not at all. Throws `ImportClaimLost` (rolling the batch back) if the claim
     /// is no longer current.
-    package func recordProgress(_ progress: ImportProgress, of claim: ClaimedImport, leaseFor: Duration, in transaction: IngestTransaction) async throws {
+    package func recordProgress(
+        _ progress: ImportProgress, of claim: ClaimedImport, leaseFor: Duration, in transaction: IngestTransaction
+    ) async throws {
         let seconds = Double(leaseFor.components.seconds)
-        let rows = try await transaction.connection.query("""
+        let rows = try await transaction.connection.query(
+            """
             UPDATE imports SET checkpoint = \(progress.checkpoint)::jsonb, figures = \(progress.figures)::jsonb,
                                bytes_processed = \(progress.bytesProcessed), records = \(progress.records),
                                lease_until = now() + make_interval(secs => \(seconds))
@@ -218,7 +232,8 @@ package struct ImportStore: Sendable {
 
     private func end(_ claim: ClaimedImport, state: ImportState, failure: String?, progress: ImportProgress?) async throws {
         try await database.withTransaction { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE imports SET state = \(state), failure = \(failure), finished_at = now(), lease_until = NULL,
                                    figures = coalesce(\(progress?.figures)::jsonb, figures),
                                    bytes_processed = coalesce(\(progress?.bytesProcessed), bytes_processed),

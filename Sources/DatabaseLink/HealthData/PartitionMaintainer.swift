@@ -31,7 +31,8 @@ package final class PartitionMaintainer: Sendable {
             if !ensured.withLock({ $0.contains(Self.key(table, month)) }) { missing.insert(month) }
         }
         for month in missing.sorted() {
-            try await database.query("""
+            try await database.query(
+                """
                 SELECT data4help_ensure_month_partitions(\(table.rawValue)::regclass, \(month)::date, \(month)::date)
                 """)
             ensured.withLock { _ = $0.insert(Self.key(table, month)) }

@@ -35,7 +35,8 @@ package struct WorkoutStore: Sendable {
     /// travel as NaN (no arrays of optionals in a bind) and are stored as NULL.
     package func insert(_ workouts: [NewWorkout], importId: Int64?, in transaction: IngestTransaction) async throws -> Int {
         guard !workouts.isEmpty else { return 0 }
-        let rows = try await transaction.connection.query("""
+        let rows = try await transaction.connection.query(
+            """
             INSERT INTO workouts (individual_id, client_id, activity, started_at, ended_at, distance_metres, energy_kilocalories,
                                   average_heart_rate, maximum_heart_rate, source, import_id)
             SELECT \(transaction.individualId), c, a, s, e, nullif(d, 'NaN'), nullif(k, 'NaN'), nullif(h, 'NaN'), nullif(m, 'NaN'),
@@ -70,18 +71,20 @@ package struct WorkoutStore: Sendable {
     /// The individual's workouts, latest start first, `limit` of them after the workout with
     /// row id `beforeId` in that order.
     package func list(individualId: Int64, limit: Int, beforeId: Int64?) async throws -> [Workout] {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id
             WHERE w.individual_id = \(individualId)
               AND (\(beforeId)::bigint IS NULL
                    OR (w.started_at, w.id) < (SELECT started_at, id FROM workouts WHERE id = \(beforeId) AND individual_id = \(individualId)))
             ORDER BY w.started_at DESC, w.id DESC LIMIT \(Int64(limit))
-            """)   // index: workouts_individual_idx
+            """)  // index: workouts_individual_idx
         return try rows.map(Self.record)
     }
 
     package func find(_ publicId: UUID, individualId: Int64) async throws -> Workout? {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id
             WHERE w.public_id = \(publicId) AND w.individual_id = \(individualId)
             """)

@@ -12,7 +12,7 @@ package struct MigrationFile: Sendable, Equatable {
     package init(fileName: String, contents: Data) throws(MigrationError) {
         let digits = fileName.prefix(while: \.isNumber)
         guard !digits.isEmpty, let version = Int(digits), version > 0,
-              fileName.dropFirst(digits.count).first == "_", fileName.hasSuffix(".sql")
+            fileName.dropFirst(digits.count).first == "_", fileName.hasSuffix(".sql")
         else { throw .invalidFileName(fileName) }
         guard let sql = String(data: contents, encoding: .utf8) else { throw .invalidFileName(fileName) }
         self.version = version

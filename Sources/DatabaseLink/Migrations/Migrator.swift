@@ -45,7 +45,8 @@ package struct Migrator: Sendable {
 
     /// How many migration files are not applied yet; 0 when the schema is current.
     package func pendingCount() async throws -> Int {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             SELECT version FROM schema_migrations
             """)
         let applied = Set(try rows.map { try $0.decode(Int.self) })
@@ -53,7 +54,8 @@ package struct Migrator: Sendable {
     }
 
     private func applyPending(on connection: LeasedConnection, logger: Logger) async throws -> Report {
-        _ = try await connection.query("""
+        _ = try await connection.query(
+            """
             CREATE TABLE IF NOT EXISTS schema_migrations (
                 version    integer     PRIMARY KEY,
                 file_name  text        NOT NULL,
@@ -86,12 +88,14 @@ package struct Migrator: Sendable {
             // A file holds many statements, and postgres-nio speaks only the extended protocol
             // (one statement per query). PL/pgSQL's EXECUTE runs a multi-statement string through
             // SPI, inside this transaction, with the file's SQL as a bound parameter.
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 CREATE OR REPLACE FUNCTION pg_temp.data4help_run_migration(script text) RETURNS void
                 LANGUAGE plpgsql AS $$ BEGIN EXECUTE script; END $$
                 """, logger: logger)
             _ = try await connection.query("SELECT pg_temp.data4help_run_migration(\(file.sql))", logger: logger)
-            _ = try await connection.query("""
+            _ = try await connection.query(
+                """
                 INSERT INTO schema_migrations (version, file_name, checksum)
                 VALUES (\(file.version), \(file.fileName), \(file.checksum))
                 """, logger: logger)

@@ -102,7 +102,8 @@ package struct RunEventStore: Sendable {
     }
 
     package func create(organiserId: Int64, _ draft: RunEventDraft) async throws -> RunEventRecord {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             INSERT INTO run_events AS e (organiser_id, name, description, starts_at, ends_at, enrolment_deadline, max_participants, path, length_meters)
             VALUES (\(organiserId), \(draft.name), \(draft.description), \(draft.startsAt), \(draft.endsAt), \(draft.enrolmentDeadline),
                     \(Int32(draft.maxParticipants)), \(draft.path)::jsonb, \(draft.lengthMeters))
@@ -125,13 +126,15 @@ package struct RunEventStore: Sendable {
         try await database.withTransaction { connection in
             let locked = try await Self.lockedEvent(publicId, organiserId: organiserId, on: connection, logger: database.logger)
             let draft = try change(locked)
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE run_events e SET name = \(draft.name), description = \(draft.description), starts_at = \(draft.startsAt),
                     ends_at = \(draft.endsAt), enrolment_deadline = \(draft.enrolmentDeadline), max_participants = \(Int32(draft.maxParticipants)),
                     path = \(draft.path)::jsonb, length_meters = \(draft.lengthMeters), updated_at = now()
                 WHERE e.id = \(locked.event.id)
                 RETURNING \(unescaped: RunEventRecord.columns)
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
             return try RunEventRecord(row: rows[0])
         }
@@ -146,12 +149,15 @@ package struct RunEventStore: Sendable {
         try await database.withTransaction { connection in
             let locked = try await Self.lockedEvent(publicId, organiserId: organiserId, on: connection, logger: database.logger)
             guard try decide(locked) else { return locked.event }
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 UPDATE run_events e SET cancelled_at = now(), updated_at = now() WHERE e.id = \(locked.event.id)
                 RETURNING \(unescaped: RunEventRecord.columns)
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             let cancelled = try RunEventRecord(row: rows[0])
-            try await WebhookOutbox.enqueue(try notice(cancelled), to: .runParticipants(runId: locked.event.id), on: connection, logger: database.logger)
+            try await WebhookOutbox.enqueue(
+                try notice(cancelled), to: .runParticipants(runId: locked.event.id), on: connection, logger: database.logger)
             try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
             return cancelled
         }
@@ -161,18 +167,21 @@ package struct RunEventStore: Sendable {
     /// run_participants_individual_idx).
     package func events(of individualId: Int64, role: RunRole?, beforeId: Int64?, limit: Int) async throws -> [RunEventRecord] {
         let organiser = role == nil || role == .organiser, participant = role == nil || role == .participant
-        return try await database.query("""
+        return try await database.query(
+            """
             SELECT \(unescaped: RunEventRecord.columns) FROM run_events e
             WHERE ((\(organiser) AND e.organiser_id = \(individualId))
                    OR (\(participant) AND EXISTS (SELECT 1 FROM run_participants p WHERE p.run_id = e.id AND p.individual_id = \(individualId))))
               AND (\(beforeId)::int8 IS NULL OR e.id < \(beforeId))
             ORDER BY e.id DESC LIMIT \(limit)
-            """).map(RunEventRecord.init(row:))
+            """
+        ).map(RunEventRecord.init(row:))
     }
 
     /// Everyone's events within a time window, newest first.
     package func publicEvents(in window: RunEventWindow, beforeId: Int64?, limit: Int) async throws -> [RunEventRecord] {
-        try await database.query("""
+        try await database.query(
+            """
             SELECT \(unescaped: RunEventRecord.columns) FROM run_events e
             WHERE (\(window.cancelled)::bool IS NULL OR (e.cancelled_at IS NOT NULL) = \(window.cancelled))
               AND (\(window.startsAfter)::timestamptz IS NULL OR e.starts_at > \(window.startsAfter))
@@ -181,14 +190,17 @@ package struct RunEventStore: Sendable {
               AND (\(window.endsBefore)::timestamptz IS NULL OR e.ends_at < \(window.endsBefore))
               AND (\(beforeId)::int8 IS NULL OR e.id < \(beforeId))
             ORDER BY e.id DESC LIMIT \(limit)
-            """).map(RunEventRecord.init(row:))
+            """
+        ).map(RunEventRecord.init(row:))
     }
 
     /// The runners of an event, in enrolment order.
     package func runners(runId: Int64) async throws -> [RunnerRecord] {
-        try await database.query("""
+        try await database.query(
+            """
             SELECT runner_id, display_name, enrolled_at FROM run_participants WHERE run_id = \(runId) ORDER BY enrolled_at, runner_id
-            """).map { row in
+            """
+        ).map { row in
             let (runner, name, at) = try row.decode((UUID, String, Date).self)
             return RunnerRecord(runnerId: runner, displayName: name, enrolledAt: at)
         }
@@ -203,12 +215,14 @@ package struct RunEventStore: Sendable {
         try await database.withTransaction { connection in
             let locked = try await Self.lockedEvent(publicId, asker: individualId, on: connection, logger: database.logger)
             try decide(locked)
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 INSERT INTO run_participants (run_id, individual_id, display_name)
                 VALUES (\(locked.event.id), \(individualId), \(displayName))
                 ON CONFLICT (run_id, individual_id) DO NOTHING
                 RETURNING runner_id, display_name, enrolled_at
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             guard let row = rows.first else { throw RunRefusal.alreadyEnrolled }
             let (runner, name, at) = try row.decode((UUID, String, Date).self)
             try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
@@ -221,9 +235,11 @@ package struct RunEventStore: Sendable {
         try await database.withTransaction { connection in
             let locked = try await Self.lockedEvent(publicId, asker: individualId, on: connection, logger: database.logger)
             try decide(locked)
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 DELETE FROM run_participants WHERE run_id = \(locked.event.id) AND individual_id = \(individualId) RETURNING 1
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             if rows.isEmpty { throw RunRefusal.notEnrolled }
             try await Self.announceChange(of: publicId, on: connection, logger: database.logger)
         }
@@ -232,7 +248,8 @@ package struct RunEventStore: Sendable {
     /// Tells every instance's live view, at commit, that the event or its roster changed
     /// (`{ "runId", "event": true }` on `RunPositionStore.channel`): spectators get a new snapshot.
     private static func announceChange(of publicId: UUID, on connection: LeasedConnection, logger: Logger) async throws {
-        try await connection.query("""
+        try await connection.query(
+            """
             SELECT pg_notify(\(RunPositionStore.channel), json_build_object('runId', \(publicId)::uuid, 'event', true)::text)
             """, logger: logger)
     }
@@ -242,15 +259,18 @@ package struct RunEventStore: Sendable {
     private static func lockedEvent(
         _ publicId: UUID, organiserId: Int64? = nil, asker: Int64? = nil, on connection: LeasedConnection, logger: Logger
     ) async throws -> LockedRunEvent {
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT \(unescaped: RunEventRecord.columns), now(),
                    EXISTS (SELECT 1 FROM run_participants p WHERE p.run_id = e.id AND p.individual_id = \(asker))
             FROM run_events e
             WHERE e.public_id = \(publicId) AND (\(organiserId)::int8 IS NULL OR e.organiser_id = \(organiserId))
             FOR UPDATE
-            """, logger: logger).collect()
+            """, logger: logger
+        ).collect()
         guard let row = rows.first else { throw RunRefusal.notFound }
         let cells = row.makeRandomAccess()
-        return LockedRunEvent(event: try RunEventRecord(row: row), now: try cells[15].decode(Date.self), askerEnrolled: try cells[16].decode(Bool.self))
+        return LockedRunEvent(
+            event: try RunEventRecord(row: row), now: try cells[15].decode(Date.self), askerEnrolled: try cells[16].decode(Bool.self))
     }
 }

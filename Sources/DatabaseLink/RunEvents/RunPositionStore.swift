@@ -56,12 +56,14 @@ package struct RunPositionStore: Sendable {
         decide: (RunEventRecord, RunnerStateRecord, Date) throws -> RunPositionWrite
     ) async throws -> (write: RunPositionWrite, stored: Int) {
         try await database.withTransaction { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 SELECT \(unescaped: RunEventRecord.columns), \(unescaped: RunnerStateRecord.columns), now()
                 FROM run_events e JOIN run_participants p ON p.run_id = e.id AND p.individual_id = \(individualId)
                 WHERE e.public_id = \(publicId)
                 FOR UPDATE OF p
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             guard let row = rows.first else {
                 let event = try await connection.query("SELECT 1 FROM run_events WHERE public_id = \(publicId)", logger: database.logger).collect()
                 throw event.isEmpty ? RunRefusal.notFound : RunRefusal.notEnrolled
@@ -72,7 +74,8 @@ package struct RunPositionStore: Sendable {
             // One statement (one round trip at hundreds of posts a second): the new positions, the
             // runner's state (fixes already stored count as dropped) and the announcement, sent on commit.
             let positions = write.positions, new = write.state
-            let rowsBack = try await connection.query("""
+            let rowsBack = try await connection.query(
+                """
                 WITH inserted AS (
                     INSERT INTO run_positions (run_id, individual_id, recorded_at, latitude, longitude, accuracy, distance_meters, offset_meters)
                     SELECT \(event.id), \(individualId), 'epoch'::timestamptz + t * interval '1 millisecond', lat, lon, NULLIF(acc, 'NaN'::float4), d, o
@@ -92,7 +95,8 @@ package struct RunPositionStore: Sendable {
                 )
                 SELECT (SELECT n FROM stored), (SELECT count(*) FROM updated)::int4,
                        (SELECT count(*) FROM (SELECT pg_notify(\(Self.channel), \(write.announcement)) WHERE \(write.announcement)::text IS NOT NULL) n)::int4
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             guard let counts = rowsBack.first else { return (write, 0) }
             let (stored, _, _) = try counts.decode((Int32, Int32, Int32).self)
             return (write, Int(stored))
@@ -102,12 +106,14 @@ package struct RunPositionStore: Sendable {
     /// An individual's enrolments, oldest first: the event's public id, when they enrolled, and
     /// their runner's state (for their export).
     package func enrolments(individualId: Int64) async throws -> [(runId: UUID, enrolledAt: Date, state: RunnerStateRecord)] {
-        try await database.query("""
+        try await database.query(
+            """
             SELECT e.public_id, p.enrolled_at, \(unescaped: RunnerStateRecord.columns)
             FROM run_participants p JOIN run_events e ON e.id = p.run_id
             WHERE p.individual_id = \(individualId)
             ORDER BY p.enrolled_at, p.run_id
-            """).map { row in
+            """
+        ).map { row in
             let cells = row.makeRandomAccess()
             return (try cells[0].decode(UUID.self), try cells[1].decode(Date.self), try RunnerStateRecord(row: row, from: 2))
         }
@@ -115,9 +121,11 @@ package struct RunPositionStore: Sendable {
 
     /// Every runner's state, for a snapshot or the leaderboard.
     package func states(runId: Int64) async throws -> [RunnerStateRecord] {
-        try await database.query("""
+        try await database.query(
+            """
             SELECT \(unescaped: RunnerStateRecord.columns) FROM run_participants p WHERE p.run_id = \(runId) ORDER BY p.enrolled_at, p.runner_id
-            """).map { try RunnerStateRecord(row: $0) }
+            """
+        ).map { try RunnerStateRecord(row: $0) }
     }
 
     /// Stored positions in time order, for replay (index: run_positions_time_idx); `after` is the
@@ -125,7 +133,8 @@ package struct RunPositionStore: Sendable {
     package func positions(
         runId: Int64, runnerId: UUID?, fromMs: Int64?, toMs: Int64?, after: (timeMs: Int64, runnerId: UUID)?, limit: Int
     ) async throws -> [(runnerId: UUID, position: RunPositionRecord)] {
-        try await database.query("""
+        try await database.query(
+            """
             SELECT p.runner_id, (extract(epoch FROM r.recorded_at) * 1000)::int8, r.latitude, r.longitude, r.accuracy, r.distance_meters, r.offset_meters
             FROM run_positions r JOIN run_participants p ON p.run_id = r.run_id AND p.individual_id = r.individual_id
             WHERE r.run_id = \(runId)
@@ -136,7 +145,8 @@ package struct RunPositionStore: Sendable {
                    OR (r.recorded_at, p.runner_id) > ('epoch'::timestamptz + \(after?.timeMs) * interval '1 millisecond', \(after?.runnerId)::uuid))
             ORDER BY r.recorded_at, p.runner_id
             LIMIT \(limit)
-            """).map { row in
+            """
+        ).map { row in
             let r = try row.decode((UUID, Int64, Double, Double, Float?, Double, Float).self)
             return (r.0, RunPositionRecord(timeMs: r.1, latitude: r.2, longitude: r.3, accuracy: r.4, distanceMeters: r.5, offsetMeters: r.6))
         }

@@ -76,10 +76,12 @@ package enum SOSDetectionQueries {
         notice: (OpenedIncident) throws -> OutboxMessage
     ) async throws -> OpenedIncident? {
         guard let first = run.readings.first?.timeMs, let last = run.readings.last?.timeMs else { return nil }
-        let readings = String(decoding: try JSONEncoder().encode(run.readings.map { StoredIncidentReading(timeMs: $0.timeMs, value: $0.value) }), as: UTF8.self)
+        let readings = String(
+            decoding: try JSONEncoder().encode(run.readings.map { StoredIncidentReading(timeMs: $0.timeMs, value: $0.value) }), as: UTF8.self)
         let individualId = transaction.individualId
         let window = Int32(cancelWindowSeconds)
-        let rows = try await transaction.connection.query("""
+        let rows = try await transaction.connection.query(
+            """
             WITH covering AS (   -- index: sos_incidents_individual_idx
                 UPDATE sos_incidents
                 SET run_first_ms = least(run_first_ms, \(first)), run_last_ms = greatest(run_last_ms, \(last))

@@ -83,7 +83,8 @@ package struct SOSIncidentStore: Sendable {
         limit: Int, lease: Duration, contactsNotice: (ClaimedIncident) throws -> OutboxMessage
     ) async throws -> [ClaimedIncident] {
         try await database.withTransaction { connection in
-            let rows = try await connection.query("""
+            let rows = try await connection.query(
+                """
                 WITH due AS (   -- index: sos_incidents_due_idx
                     SELECT id FROM sos_incidents
                     WHERE status = 'detected' AND next_attempt_at <= clock_timestamp()
@@ -100,7 +101,8 @@ package struct SOSIncidentStore: Sendable {
                 SELECT \(unescaped: SOSIncidentRecord.columns), p.full_name, p.birth_date, p.sex, COALESCE(s.medical_notes, ''),
                        COALESCE(s.contacts, '[]')::text, i.individual_id
                 FROM claimed i JOIN individuals p ON p.id = i.individual_id LEFT JOIN sos_settings s ON s.individual_id = i.individual_id
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             var claimed: [ClaimedIncident] = []
             for row in rows {
                 let cells = row.makeRandomAccess()
@@ -127,14 +129,16 @@ package struct SOSIncidentStore: Sendable {
         let id = claimed.incident.id, attempt = Int32(claimed.incident.dispatchAttempts)
         switch outcome {
         case .accepted(let reference):
-            try await database.query("""
+            try await database.query(
+                """
                 UPDATE sos_incidents
                 SET status = 'dispatched', dispatched_at = COALESCE(dispatched_at, clock_timestamp()),
                     dispatch_reference = COALESCE(\(reference), dispatch_reference), last_error = NULL
                 WHERE id = \(id) AND dispatch_attempts = \(attempt) AND status = 'detected'
                 """)
         case .retry(let at, let error):
-            try await database.query("""
+            try await database.query(
+                """
                 UPDATE sos_incidents
                 SET next_attempt_at = 'epoch'::timestamptz + \(at.epochMilliseconds) * interval '1 millisecond', last_error = \(error)
                 WHERE id = \(id) AND dispatch_attempts = \(attempt) AND status = 'detected'
@@ -144,7 +148,7 @@ package struct SOSIncidentStore: Sendable {
 
     /// When the next incident falls due (or its lease runs out); nil when none waits.
     package func nextDue() async throws -> Date? {
-        try await database.query("SELECT min(next_attempt_at) FROM sos_incidents WHERE status = 'detected'")   // index: sos_incidents_due_idx
+        try await database.query("SELECT min(next_attempt_at) FROM sos_incidents WHERE status = 'detected'")  // index: sos_incidents_due_idx
             .first?.decode(Date?.self) ?? nil
     }
 
@@ -154,28 +158,34 @@ package struct SOSIncidentStore: Sendable {
     /// records the cancellation (the ambulance is not recalled). The claim locks the row, so a
     /// cancellation and a dispatch never both win. Nil when the incident is not the individual's.
     package func cancel(publicId: UUID, individualId: Int64) async throws -> SOSIncidentRecord? {
-        try await database.query("""
+        try await database.query(
+            """
             UPDATE sos_incidents i
             SET status = CASE WHEN i.status = 'detected' AND i.dispatch_attempts = 0 THEN 'cancelled' ELSE i.status END,
                 cancelled_at = COALESCE(i.cancelled_at, clock_timestamp())
             WHERE i.public_id = \(publicId) AND i.individual_id = \(individualId)
             RETURNING \(unescaped: SOSIncidentRecord.columns)
-            """).first.map(SOSIncidentRecord.init(row:))
+            """
+        ).first.map(SOSIncidentRecord.init(row:))
     }
 
     package func incident(publicId: UUID, individualId: Int64) async throws -> SOSIncidentRecord? {
-        try await database.query("""
+        try await database.query(
+            """
             SELECT \(unescaped: SOSIncidentRecord.columns) FROM sos_incidents i WHERE i.public_id = \(publicId) AND i.individual_id = \(individualId)
-            """).first.map(SOSIncidentRecord.init(row:))
+            """
+        ).first.map(SOSIncidentRecord.init(row:))
     }
 
     /// The individual's incidents, newest first (index: sos_incidents_individual_idx).
     package func incidents(individualId: Int64, beforeId: Int64?, limit: Int) async throws -> [SOSIncidentRecord] {
-        try await database.query("""
+        try await database.query(
+            """
             SELECT \(unescaped: SOSIncidentRecord.columns) FROM sos_incidents i
             WHERE i.individual_id = \(individualId) AND (\(beforeId)::int8 IS NULL OR i.id < \(beforeId))
             ORDER BY i.id DESC LIMIT \(limit)
-            """).map(SOSIncidentRecord.init(row:))
+            """
+        ).map(SOSIncidentRecord.init(row:))
     }
 
     // MARK: The dispatch centre
@@ -184,16 +194,20 @@ package struct SOSIncidentStore: Sendable {
     /// overtake the recording of the accepted attempt, so a detected incident with an attempt
     /// under way counts as dispatched. Nil when no such incident; `.conflict` when it was
     /// cancelled before any call went out.
-    package func record(_ report: DispatchCentreReport, publicId: UUID, reference: String?) async throws -> Result<SOSIncidentRecord, ReportRefusal>? {
+    package func record(_ report: DispatchCentreReport, publicId: UUID, reference: String?) async throws -> Result<SOSIncidentRecord, ReportRefusal>?
+    {
         try await database.withTransaction { connection in
-            let current = try await connection.query("""
+            let current = try await connection.query(
+                """
                 SELECT status, dispatch_attempts FROM sos_incidents WHERE public_id = \(publicId) FOR UPDATE
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             guard let row = current.first else { return nil }
             let (status, attempts) = try row.decode((SOSIncidentStatus, Int32).self)
             if status == .cancelled || (status == .detected && attempts == 0) { return .failure(.notDispatched) }
             if status == .resolved && report == .acknowledged { return .failure(.alreadyResolved) }
-            let updated = try await connection.query("""
+            let updated = try await connection.query(
+                """
                 UPDATE sos_incidents i
                 SET status = CASE WHEN \(report.rawValue) = 'resolved' THEN 'resolved' ELSE 'acknowledged' END,
                     dispatched_at = COALESCE(i.dispatched_at, clock_timestamp()),
@@ -202,7 +216,8 @@ package struct SOSIncidentStore: Sendable {
                     dispatch_reference = COALESCE(\(reference), i.dispatch_reference)
                 WHERE i.public_id = \(publicId)
                 RETURNING \(unescaped: SOSIncidentRecord.columns)
-                """, logger: database.logger).collect()
+                """, logger: database.logger
+            ).collect()
             return .success(try SOSIncidentRecord(row: updated[0]))
         }
     }
@@ -215,7 +230,8 @@ package struct SOSIncidentStore: Sendable {
     /// than 15 minutes (three times the signature's tolerance) are purged in the same statement
     /// (index: dispatch_report_signatures_seen_idx).
     package func firstUse(ofReportSignature digest: String) async throws -> Bool {
-        let rows = try await database.query("""
+        let rows = try await database.query(
+            """
             WITH purged AS (DELETE FROM dispatch_report_signatures WHERE seen_at < now() - interval '15 minutes')
             INSERT INTO dispatch_report_signatures (digest) VALUES (\(digest)) ON CONFLICT (digest) DO NOTHING RETURNING 1
             """)

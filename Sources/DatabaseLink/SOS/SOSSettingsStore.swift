@@ -47,13 +47,15 @@ package struct SOSSettingsStore: Sendable {
     }
 
     private static func settings(individualId: Int64, on connection: LeasedConnection, logger: Logger) async throws -> SOSSettingsRecord? {
-        let rows = try await connection.query("""
+        let rows = try await connection.query(
+            """
             SELECT enabled, min_heart_rate, max_heart_rate, min_oxygen_saturation, consecutive_readings, cancel_window_seconds,
                    contacts::text, medical_notes, updated_at,
                    (SELECT array_agg(contact_position::int4 ORDER BY contact_position) FROM webhook_endpoints WHERE sos_contact_of = \(individualId)),
                    (SELECT array_agg(secret ORDER BY contact_position) FROM webhook_endpoints WHERE sos_contact_of = \(individualId))
             FROM sos_settings WHERE individual_id = \(individualId)
-            """, logger: logger).collect()
+            """, logger: logger
+        ).collect()
         return try rows.first.map { row in
             let r = try row.decode((Bool, Float, Float?, Float?, Int16, Int16, String, String, Date, [Int32]?, [String]?).self)
             var record = SOSSettingsRecord(
@@ -75,13 +77,15 @@ package struct SOSSettingsStore: Sendable {
         let urls = positions.map { contactURLs[$0]! }, secrets = positions.map { newSecrets[$0] ?? "" }
         let positionValues = positions.map { Int16($0) }
         return try await database.withTransaction { connection in
-            try await connection.query("""
+            try await connection.query(
+                """
                 DELETE FROM webhook_endpoints e
                 WHERE e.sos_contact_of = \(individualId)
                   AND NOT EXISTS (SELECT 1 FROM unnest(\(positionValues)::int2[], \(urls)::text[]) AS n(position, url)
                                   WHERE n.position = e.contact_position AND n.url = e.url)
                 """, logger: database.logger)
-            try await connection.query("""
+            try await connection.query(
+                """
                 INSERT INTO webhook_endpoints (sos_contact_of, contact_position, url, secret)
                 SELECT \(individualId), n.position, n.url, n.secret
                 FROM unnest(\(positionValues)::int2[], \(urls)::text[], \(secrets)::text[]) AS n(position, url, secret)
@@ -93,7 +97,8 @@ package struct SOSSettingsStore: Sendable {
     }
 
     private static func upsert(individualId: Int64, _ settings: SOSSettingsRecord, on connection: LeasedConnection, logger: Logger) async throws {
-        try await connection.query("""
+        try await connection.query(
+            """
             INSERT INTO sos_settings (individual_id, enabled, min_heart_rate, max_heart_rate, min_oxygen_saturation,
                                       consecutive_readings, cancel_window_seconds, contacts, medical_notes)
             VALUES (\(individualId), \(settings.enabled), \(settings.minHeartRate), \(settings.maxHeartRate), \(settings.minOxygenSaturation),

@@ -54,7 +54,8 @@ package enum FITActivityReader {
     private static func point(_ message: FITMessage) -> TrackPoint {
         var point = TrackPoint()
         if let latitude = degrees(message.integer(0)), let longitude = degrees(message.integer(1)),
-           abs(latitude) <= 90, abs(longitude) <= 180 {
+            abs(latitude) <= 90, abs(longitude) <= 180
+        {
             point.latitude = latitude
             point.longitude = longitude
         }
@@ -107,7 +108,9 @@ package enum FITActivityReader {
     /// The maker (and product number) of the device that wrote the file, as a source's name.
     private static func creator(_ message: FITMessage) -> String? {
         guard let manufacturer = message.integer(1) else { return nil }
-        let makers: [Int64: String] = [1: "Garmin", 15: "Dynastream", 23: "Suunto", 32: "Wahoo", 123: "Polar", 255: "FIT development", 260: "Zwift", 265: "Strava", 294: "Coros"]
+        let makers: [Int64: String] = [
+            1: "Garmin", 15: "Dynastream", 23: "Suunto", 32: "Wahoo", 123: "Polar", 255: "FIT development", 260: "Zwift", 265: "Strava", 294: "Coros",
+        ]
         let maker = makers[manufacturer] ?? "FIT manufacturer \(manufacturer)"
         return message.integer(2).map { "\(maker) (product \($0))" } ?? maker
     }

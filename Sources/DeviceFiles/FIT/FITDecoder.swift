@@ -87,7 +87,8 @@ package enum FITDecoder {
         let dataStart = start + headerSize
         // The records, then a 2-byte CRC over the header and the records.
         guard dataSize <= bytes.count - dataStart - 2 else {
-            throw FITError(reason: "is cut off: its header announces \(dataSize) bytes of records, \(max(0, bytes.count - dataStart - 2)) follow\(which)")
+            throw FITError(
+                reason: "is cut off: its header announces \(dataSize) bytes of records, \(max(0, bytes.count - dataStart - 2)) follow\(which)")
         }
         let dataEnd = dataStart + dataSize
         let stored = UInt16(bytes[dataEnd]) | UInt16(bytes[dataEnd + 1]) << 8
@@ -219,7 +220,9 @@ struct FITRecordReader {
     }
 
     private mutating func readData(local: Int) throws(FITError) -> FITMessage {
-        guard let definition = definitions[local] else { throw failure("a data message uses local type \(local), which no definition message defined") }
+        guard let definition = definitions[local] else {
+            throw failure("a data message uses local type \(local), which no definition message defined")
+        }
         var message = FITMessage(global: definition.global, fields: [:])
         for field in definition.fields {
             let raw = try take(field.size, "a field of message \(definition.global)")

@@ -47,7 +47,8 @@ package enum TCXReader {
                 case "CoursePoint":
                     document.waypoints += 1
                 case "Lap" where !inCourse:
-                    if let start = attributes["StartTime"], !document.summaries.isEmpty, document.summaries[document.summaries.count - 1].start == nil {
+                    if let start = attributes["StartTime"], !document.summaries.isEmpty, document.summaries[document.summaries.count - 1].start == nil
+                    {
                         document.summaries[document.summaries.count - 1].start = start
                     }
                     lapSeconds = nil

@@ -165,34 +165,43 @@ package struct AppConfiguration: Sendable {
         }
         let ttl = try Self.integer(reader, "token.ttl.seconds", env: "TOKEN_TTL_SECONDS", default: 24 * 3600, range: 1...(365 * 24 * 3600))
         tokenLifetime = .seconds(ttl)
-        let requestTTL = try Self.integer(reader, "request.ttl.seconds", env: "REQUEST_TTL_SECONDS", default: 30 * 24 * 3600, range: 60...(366 * 24 * 3600))
+        let requestTTL = try Self.integer(
+            reader, "request.ttl.seconds", env: "REQUEST_TTL_SECONDS", default: 30 * 24 * 3600, range: 60...(366 * 24 * 3600))
         requestLifetime = .seconds(requestTTL)
         maxBodyBytes = try Self.integer(reader, "max.body.bytes", env: "MAX_BODY_BYTES", default: maxBodyBytes, range: 1024...(256 * 1024 * 1024))
-        importMaxBytes = Int64(try Self.integer(reader, "import.max.bytes", env: "IMPORT_MAX_BYTES", default: Int(importMaxBytes), range: 1024...(64 << 30)))
+        importMaxBytes = Int64(
+            try Self.integer(reader, "import.max.bytes", env: "IMPORT_MAX_BYTES", default: Int(importMaxBytes), range: 1024...(64 << 30)))
         importWorkers = try Self.integer(reader, "import.workers", env: "IMPORT_WORKERS", default: importWorkers, range: 0...16)
-        importSettings.lease = .seconds(try Self.integer(
-            reader, "import.lease.seconds", env: "IMPORT_LEASE_SECONDS", default: Int(importSettings.lease.components.seconds), range: 5...3600
-        ))
+        importSettings.lease = .seconds(
+            try Self.integer(
+                reader, "import.lease.seconds", env: "IMPORT_LEASE_SECONDS", default: Int(importSettings.lease.components.seconds), range: 5...3600
+            ))
         requestTimeout = .seconds(try Self.integer(reader, "request.timeout.seconds", env: "REQUEST_TIMEOUT_SECONDS", default: 30, range: 1...3600))
         idleTimeout = .seconds(try Self.integer(reader, "http.idle.timeout.seconds", env: "HTTP_IDLE_TIMEOUT_SECONDS", default: 75, range: 1...3600))
         if let text = reader.string(forKey: "trust.proxy.headers") {
             guard let trust = Bool(text.lowercased()) else { throw ConfigurationError("TRUST_PROXY_HEADERS must be true or false") }
             trustProxyHeaders = trust
         }
-        rateLimitRequests = try Self.integer(reader, "rate.limit.requests", env: "RATE_LIMIT_REQUESTS", default: rateLimitRequests, range: 1...1_000_000)
-        rateLimitWindow = .seconds(try Self.integer(reader, "rate.limit.window.seconds", env: "RATE_LIMIT_WINDOW_SECONDS", default: 60, range: 1...86_400))
-        loginThrottle.perAccount = Int32(try Self.integer(
-            reader, "login.failures.per.account", env: "LOGIN_FAILURES_PER_ACCOUNT", default: Int(loginThrottle.perAccount), range: 1...10_000
-        ))
-        loginThrottle.perAddress = Int32(try Self.integer(
-            reader, "login.failures.per.address", env: "LOGIN_FAILURES_PER_ADDRESS", default: Int(loginThrottle.perAddress), range: 1...1_000_000
-        ))
-        loginThrottle.window = .seconds(try Self.integer(
-            reader, "login.failure.window.seconds", env: "LOGIN_FAILURE_WINDOW_SECONDS", default: 900, range: 1...86_400
-        ))
-        requestExpirySweep = .seconds(try Self.integer(
-            reader, "request.expiry.sweep.seconds", env: "REQUEST_EXPIRY_SWEEP_SECONDS", default: 60, range: 1...86_400
-        ))
+        rateLimitRequests = try Self.integer(
+            reader, "rate.limit.requests", env: "RATE_LIMIT_REQUESTS", default: rateLimitRequests, range: 1...1_000_000)
+        rateLimitWindow = .seconds(
+            try Self.integer(reader, "rate.limit.window.seconds", env: "RATE_LIMIT_WINDOW_SECONDS", default: 60, range: 1...86_400))
+        loginThrottle.perAccount = Int32(
+            try Self.integer(
+                reader, "login.failures.per.account", env: "LOGIN_FAILURES_PER_ACCOUNT", default: Int(loginThrottle.perAccount), range: 1...10_000
+            ))
+        loginThrottle.perAddress = Int32(
+            try Self.integer(
+                reader, "login.failures.per.address", env: "LOGIN_FAILURES_PER_ADDRESS", default: Int(loginThrottle.perAddress), range: 1...1_000_000
+            ))
+        loginThrottle.window = .seconds(
+            try Self.integer(
+                reader, "login.failure.window.seconds", env: "LOGIN_FAILURE_WINDOW_SECONDS", default: 900, range: 1...86_400
+            ))
+        requestExpirySweep = .seconds(
+            try Self.integer(
+                reader, "request.expiry.sweep.seconds", env: "REQUEST_EXPIRY_SWEEP_SECONDS", default: 60, range: 1...86_400
+            ))
         webhookTimeout = .seconds(try Self.integer(reader, "webhook.timeout.seconds", env: "WEBHOOK_TIMEOUT_SECONDS", default: 10, range: 1...60))
         webhookWorkers = try Self.integer(reader, "webhook.workers", env: "WEBHOOK_WORKERS", default: webhookWorkers, range: 0...256)
         if let text = reader.string(forKey: "webhook.backoff.scale") {
@@ -208,12 +217,15 @@ package struct AppConfiguration: Sendable {
             webhookAllowPrivateNetworks = allow
         }
         aggregateMinimumGroup = try Self.integer(reader, "aggregate.min.group", env: "AGGREGATE_MIN_GROUP", default: 1000, range: 1...10_000_000)
-        privacyBudget.perQuery = try Self.epsilon(reader, "aggregate.epsilon.per.query", env: "AGGREGATE_EPSILON_PER_QUERY", default: privacyBudget.perQuery)
+        privacyBudget.perQuery = try Self.epsilon(
+            reader, "aggregate.epsilon.per.query", env: "AGGREGATE_EPSILON_PER_QUERY", default: privacyBudget.perQuery)
         privacyBudget.perDay = try Self.epsilon(reader, "aggregate.epsilon.per.day", env: "AGGREGATE_EPSILON_PER_DAY", default: privacyBudget.perDay)
-        privacyBudget.per30Days = try Self.epsilon(reader, "aggregate.epsilon.per.30.days", env: "AGGREGATE_EPSILON_PER_30_DAYS", default: privacyBudget.per30Days)
-        aggregateSubscriptionSweep = .seconds(try Self.integer(
-            reader, "aggregate.subscription.sweep.seconds", env: "AGGREGATE_SUBSCRIPTION_SWEEP_SECONDS", default: 60, range: 1...86_400
-        ))
+        privacyBudget.per30Days = try Self.epsilon(
+            reader, "aggregate.epsilon.per.30.days", env: "AGGREGATE_EPSILON_PER_30_DAYS", default: privacyBudget.per30Days)
+        aggregateSubscriptionSweep = .seconds(
+            try Self.integer(
+                reader, "aggregate.subscription.sweep.seconds", env: "AGGREGATE_SUBSCRIPTION_SWEEP_SECONDS", default: 60, range: 1...86_400
+            ))
         privacyBudget.defaultEpsilon = min(privacyBudget.defaultEpsilon, privacyBudget.perQuery)
         if let value = reader.string(forKey: "sos.dispatch.url"), !value.isEmpty {
             guard let url = URL(string: value), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {
@@ -229,15 +241,17 @@ package struct AppConfiguration: Sendable {
             guard value.utf8.count >= 16 else { throw ConfigurationError("METRICS_TOKEN must be at least 16 characters") }
             metricsToken = value
         }
-        liveUpdateInterval = .milliseconds(try Self.integer(
-            reader, "live.update.interval.ms", env: "LIVE_UPDATE_INTERVAL_MS", default: 50, range: 0...5_000
-        ))
+        liveUpdateInterval = .milliseconds(
+            try Self.integer(
+                reader, "live.update.interval.ms", env: "LIVE_UPDATE_INTERVAL_MS", default: 50, range: 0...5_000
+            ))
         if sosDispatchURL != nil, sosDispatchSecret == nil {
             throw ConfigurationError("SOS_DISPATCH_SECRET is required when SOS_DISPATCH_URL is set")
         }
-        sosDispatchTimeout = .seconds(try Self.integer(
-            reader, "sos.dispatch.timeout.seconds", env: "SOS_DISPATCH_TIMEOUT_SECONDS", default: 2, range: 1...4
-        ))
+        sosDispatchTimeout = .seconds(
+            try Self.integer(
+                reader, "sos.dispatch.timeout.seconds", env: "SOS_DISPATCH_TIMEOUT_SECONDS", default: 2, range: 1...4
+            ))
         if let value = reader.string(forKey: "public.base.url"), !value.isEmpty {
             guard let url = URL(string: value), ["http", "https"].contains(url.scheme ?? ""), url.host != nil, url.query == nil else {
                 throw ConfigurationError("PUBLIC_BASE_URL must be an http(s) URL without a query, like https://data4help.example")

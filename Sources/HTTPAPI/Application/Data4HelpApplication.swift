@@ -2,16 +2,16 @@ import AccessManager
 import Data4HelpCore
 import DatabaseLink
 import Foundation
+import HealthSharing
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import Mustache
-import HealthSharing
 import Prometheus
-import ServiceLifecycle
 import RunEvents
 import SOSManager
+import ServiceLifecycle
 
 /// Wires configuration → database → components → controllers → router, and returns the
 /// application ready to run. `data4help serve` and the tests build it the same way.
@@ -42,10 +42,12 @@ package func buildApplication(
         )
     }
     let components = Components(database: database, replica: replica, configuration: configuration, logger: logger)
-    let dispatcher = configuration.webhookWorkers > 0 ? WebhookDispatcher(
-        database: database, events: components.partyEvents, encoder: WireWebhookEncoder(), signal: components.changes,
-        schemaReady: components.schemaReady, settings: configuration.webhookSettings, logger: logger
-    ) : nil
+    let dispatcher =
+        configuration.webhookWorkers > 0
+        ? WebhookDispatcher(
+            database: database, events: components.partyEvents, encoder: WireWebhookEncoder(), signal: components.changes,
+            schemaReady: components.schemaReady, settings: configuration.webhookSettings, logger: logger
+        ) : nil
     let held = HeldResourceGauges(
         counts: components.held, components: components, rateLimiter: components.rateLimiter, webhookAttempts: dispatcher?.attemptsInFlight
     )
@@ -64,37 +66,42 @@ package func buildApplication(
     var services: [any Service] = [
         database.client,
         TokenJanitor(database: database, logger: logger),
-        EventListener(database: database, handlers: [
-            EventListener.channel: EventListener.notifying(components.changes),
-            EventListener.sosChannel: EventListener.notifying(components.sosChanges),
-            AggregateQueryStore.channel: EventListener.notifying(components.aggregateAnswers),
-            ImportStore.channel: EventListener.notifying(components.importsQueued),
-            RunPositionStore.channel: { [hub = components.liveHub] in hub.receive($0) },
-        ], logger: logger),
+        EventListener(
+            database: database,
+            handlers: [
+                EventListener.channel: EventListener.notifying(components.changes),
+                EventListener.sosChannel: EventListener.notifying(components.sosChanges),
+                AggregateQueryStore.channel: EventListener.notifying(components.aggregateAnswers),
+                ImportStore.channel: EventListener.notifying(components.importsQueued),
+                RunPositionStore.channel: { [hub = components.liveHub] in hub.receive($0) },
+            ], logger: logger),
         RequestExpiry(database: database, interval: configuration.requestExpirySweep, schemaReady: components.schemaReady, logger: logger),
         AggregateSubscriptionRunner(
             subscriptions: components.aggregateSubscriptions, interval: configuration.aggregateSubscriptionSweep,
             schemaReady: components.schemaReady, logger: logger
         ),
     ]
-    services.append(MailDispatcher(
-        database: database, transport: mailTransport(configuration, logger: logger), sender: configuration.mailSender,
-        queued: components.mailQueued, schemaReady: components.schemaReady, logger: logger
-    ))
-    for _ in 0..<configuration.importWorkers {
-        services.append(ImportWorker(
-            database: database, dataManager: components.dataManager, queued: components.importsQueued, schemaReady: components.schemaReady,
-            settings: configuration.importSettings, logger: logger
+    services.append(
+        MailDispatcher(
+            database: database, transport: mailTransport(configuration, logger: logger), sender: configuration.mailSender,
+            queued: components.mailQueued, schemaReady: components.schemaReady, logger: logger
         ))
+    for _ in 0..<configuration.importWorkers {
+        services.append(
+            ImportWorker(
+                database: database, dataManager: components.dataManager, queued: components.importsQueued, schemaReady: components.schemaReady,
+                settings: configuration.importSettings, logger: logger
+            ))
     }
     if let replica { services.append(replica) }
     if let dispatcher { services.append(dispatcher) }
 
     if let url = configuration.sosDispatchURL, let secret = configuration.sosDispatchSecret {
-        services.append(HTTPDispatchCentreService(
-            url: url, secret: secret, timeout: configuration.sosDispatchTimeout, database: database, signal: components.sosChanges,
-            schemaReady: components.schemaReady, logger: logger
-        ))
+        services.append(
+            HTTPDispatchCentreService(
+                url: url, secret: secret, timeout: configuration.sosDispatchTimeout, database: database, signal: components.sosChanges,
+                schemaReady: components.schemaReady, logger: logger
+            ))
     } else {
         logger.warning("SOS_DISPATCH_URL is not set: this instance detects emergencies but dispatches none")
     }
@@ -105,10 +112,11 @@ package func buildApplication(
     var app = Application(
         router: router,
         server: HTTPServerBuilder { [webSocketResponder = webSockets.buildResponder(), idleTimeout = configuration.idleTimeout] responder in
-            ProblemAnsweringChannel(inner: HTTP1WebSocketUpgradeChannel(
-                responder: responder, webSocketResponder: webSocketResponder,
-                configuration: .init(http1: .init(idleTimeout: .nanoseconds(Int64(idleTimeout.inSeconds * 1e9))), ws: .init())
-            ))
+            ProblemAnsweringChannel(
+                inner: HTTP1WebSocketUpgradeChannel(
+                    responder: responder, webSocketResponder: webSocketResponder,
+                    configuration: .init(http1: .init(idleTimeout: .nanoseconds(Int64(idleTimeout.inSeconds * 1e9))), ws: .init())
+                ))
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "data4help"),
         services: services,
@@ -116,9 +124,11 @@ package func buildApplication(
     )
     app.beforeServerStarts {
         let report = try await migrator.migrate()
-        logger.info("database schema is current", metadata: [
-            "migrations.applied": "\(report.applied.count)", "migrations.previously": "\(report.alreadyApplied)",
-        ])
+        logger.info(
+            "database schema is current",
+            metadata: [
+                "migrations.applied": "\(report.applied.count)", "migrations.previously": "\(report.alreadyApplied)",
+            ])
         try await components.partitions.ensureAround(Date())
         try await components.cursorKey.load(from: database)
         components.schemaReady.open()
@@ -129,7 +139,8 @@ package func buildApplication(
 /// Where e-mail goes: the SMTP relay when one is set, else `.eml` files in a pickup directory.
 private func mailTransport(_ configuration: AppConfiguration, logger: Logger) -> any MailTransport {
     if let relay = configuration.mailRelay {
-        return SMTPTransport(host: relay.host, port: relay.port, heloName: URL(string: configuration.registrationSettings.publicBaseURL)?.host ?? "localhost")
+        return SMTPTransport(
+            host: relay.host, port: relay.port, heloName: URL(string: configuration.registrationSettings.publicBaseURL)?.host ?? "localhost")
     }
     let directory = configuration.mailPickupDirectory ?? URL(fileURLWithPath: configuration.dataDirectory).appendingPathComponent("mail").path
     logger.notice("MAIL_SMTP_URL is not set: e-mail is written to a pickup directory, not sent", metadata: ["mail.directory": "\(directory)"])
@@ -189,7 +200,8 @@ struct Components {
     init(database: Database, replica: ReadReplica? = nil, configuration: AppConfiguration, logger: Logger) {
         let hasher = PasswordHasher()
         authenticator = Authenticator(tokens: AccessTokenStore(database: database), apiKeys: APIKeyStore(database: database))
-        sessions = SessionService(database: database, hasher: hasher, tokenLifetime: configuration.tokenLifetime, throttle: configuration.loginThrottle)
+        sessions = SessionService(
+            database: database, hasher: hasher, tokenLifetime: configuration.tokenLifetime, throttle: configuration.loginThrottle)
         individuals = IndividualAccounts(database: database, hasher: hasher, throttle: configuration.loginThrottle)
         thirdParties = ThirdPartyAccounts(database: database, hasher: hasher)
         registrations = RegistrationService(database: database, hasher: hasher, settings: configuration.registrationSettings, mailQueued: mailQueued)
@@ -278,7 +290,8 @@ func buildRouter(
     let userSessions = SessionController<IndividualRequestContext>(sessions: components.sessions, body: body)
     userAccounts.addRegistration(to: users)
     userSessions.addLogin(to: users)
-    let authenticatedUsers = users
+    let authenticatedUsers =
+        users
         .add(middleware: BearerAuthenticationMiddleware(authenticator: components.authenticator, surface: .individual))
         .add(middleware: rateLimit)
         .group(context: IndividualRequestContext.self)
@@ -287,8 +300,10 @@ func buildRouter(
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
     ImportController(imports: components.imports).addRoutes(to: authenticatedUsers)
     WorkoutController(workouts: components.workouts).addRoutes(to: authenticatedUsers)
-    UserExportController(accounts: components.individuals, sos: components.sosSettings, sources: { ExportSource(database: await components.exportDatabase()) })
-        .addRoutes(to: authenticatedUsers)
+    UserExportController(
+        accounts: components.individuals, sos: components.sosSettings, sources: { ExportSource(database: await components.exportDatabase()) }
+    )
+    .addRoutes(to: authenticatedUsers)
     UserRequestController(requests: components.accessRequests, accessLog: components.accessLog, body: body).addRoutes(to: authenticatedUsers)
     WebhookController<IndividualRequestContext>(endpoints: components.webhooks, body: body, prefix: "notifications").addRoutes(to: authenticatedUsers)
     SOSSettingsController(settings: components.sosSettings, body: body, allowPrivateNetworks: configuration.webhookAllowPrivateNetworks)
@@ -304,7 +319,8 @@ func buildRouter(
     let partySessions = SessionController<ThirdPartyRequestContext>(sessions: components.sessions, body: body)
     partyAccounts.addRegistration(to: thirdParties)
     partySessions.addLogin(to: thirdParties)
-    let authenticatedParties = thirdParties
+    let authenticatedParties =
+        thirdParties
         .add(middleware: BearerAuthenticationMiddleware(authenticator: components.authenticator, surface: .thirdParty))
         .add(middleware: rateLimit)
         .group(context: ThirdPartyRequestContext.self)
@@ -317,8 +333,10 @@ func buildRouter(
     GrantedDataController(granted: components.grantedData).addRoutes(to: authenticatedParties)
     SubscriptionFeedController(feed: components.subscriptionFeed).addRoutes(to: authenticatedParties)
     WebhookController<ThirdPartyRequestContext>(endpoints: components.webhooks, body: body, prefix: "webhook").addRoutes(to: partyManagement)
-    EventStreamController(events: components.partyEvents, signal: components.changes, open: components.held.eventStreams).addRoutes(to: authenticatedParties)
-    AggregateController(aggregates: components.aggregates, subscriptions: components.aggregateSubscriptions, body: body).addRoutes(to: authenticatedParties)
+    EventStreamController(events: components.partyEvents, signal: components.changes, open: components.held.eventStreams).addRoutes(
+        to: authenticatedParties)
+    AggregateController(aggregates: components.aggregates, subscriptions: components.aggregateSubscriptions, body: body).addRoutes(
+        to: authenticatedParties)
 
     // /api/dispatch — the AutomatedSOS dispatch centre reports back (signed, not an account).
     DispatchCentreController(incidents: components.sosIncidents, secret: configuration.sosDispatchSecret, body: body)

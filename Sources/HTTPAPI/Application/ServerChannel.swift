@@ -55,7 +55,7 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
         context.write(data, promise: promise)
         switch part {
         case .head(let head) where head.status == .switchingProtocols:
-            upgraded = true   // WebSocket frames follow, in both directions: hands off from now
+            upgraded = true  // WebSocket frames follow, in both directions: hands off from now
         case .head(let head) where head.status.code >= 200: responding = true
         case .end:
             responding = false
@@ -110,15 +110,21 @@ final class MalformedRequestHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private static func problem(for error: HTTPParserError) -> (HTTPResponseStatus, ByteBuffer) {
         if case .invalidMethod = error {
-            return (.notImplemented, body(
-                status: 501, slug: "method-not-implemented", title: "Method not implemented",
-                detail: "This server does not implement the request's method; the API uses GET, POST, PUT, PATCH and DELETE."
-            ))
+            return (
+                .notImplemented,
+                body(
+                    status: 501, slug: "method-not-implemented", title: "Method not implemented",
+                    detail: "This server does not implement the request's method; the API uses GET, POST, PUT, PATCH and DELETE."
+                )
+            )
         }
-        return (.badRequest, body(
-            status: 400, slug: "malformed-request", title: "Malformed request",
-            detail: "The request is not valid HTTP/1.1: \(reason(error))."
-        ))
+        return (
+            .badRequest,
+            body(
+                status: 400, slug: "malformed-request", title: "Malformed request",
+                detail: "The request is not valid HTTP/1.1: \(reason(error))."
+            )
+        )
     }
 
     private static func reason(_ error: HTTPParserError) -> String {
@@ -159,7 +165,7 @@ final class EventStreamHangupHandler: ChannelDuplexHandler, RemovableChannelHand
         if !upgraded {
             switch unwrapOutboundIn(data) {
             case .head(let head) where head.status == .switchingProtocols:
-                upgraded = true   // as in MalformedRequestHandler: frames follow, hands off
+                upgraded = true  // as in MalformedRequestHandler: frames follow, hands off
             case .head(let head): streaming = head.headers["Content-Type"].contains { $0.lowercased().hasPrefix("text/event-stream") }
             case .end: streaming = false
             case .body: break

@@ -1,9 +1,9 @@
 import AccessManager
 import Data4HelpCore
+import Foundation
 import Hummingbird
 import Logging
 import NIOCore
-import Foundation
 
 /// The request context of every route: Hummingbird's core storage plus the caller's
 /// principal once a `BearerAuthenticationMiddleware` has established it.

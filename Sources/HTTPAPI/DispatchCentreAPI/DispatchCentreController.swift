@@ -28,20 +28,23 @@ struct DispatchCentreController {
                 let bytes = try await body.bytes(of: request) ?? ByteBuffer()
                 // The signature covers the method and path too: it cannot move another incident.
                 guard let secret, let signature = request.headers[.init(WebhookSignature.header)!],
-                      WebhookSignature.verify(
-                          header: signature, secret: secret, request: "\(request.method.rawValue) \(request.uri.path)", body: Array(bytes.readableBytesView)
-                      )
+                    WebhookSignature.verify(
+                        header: signature, secret: secret, request: "\(request.method.rawValue) \(request.uri.path)",
+                        body: Array(bytes.readableBytesView)
+                    )
                 else {
-                    throw Problem(.unauthorized, slug: "signature", title: "Signature required",
-                                  detail: "Sign the report with the dispatch secret in the \(WebhookSignature.header) header.")
+                    throw Problem(
+                        .unauthorized, slug: "signature", title: "Signature required",
+                        detail: "Sign the report with the dispatch secret in the \(WebhookSignature.header) header.")
                 }
                 let form = bytes.readableBytes == 0 ? ReportForm() : try body.decode(ReportForm.self, bytes: bytes)
                 if let reference = form.reference, reference.isEmpty || reference.count > 200 {
                     throw Problem.invalidField("reference", "must be 1 to 200 characters")
                 }
-                return SOSIncidentBody(try await incidents.record(
-                    report, on: try SOSIncidentController.incidentId(context), reference: form.reference, signature: signature
-                ))
+                return SOSIncidentBody(
+                    try await incidents.record(
+                        report, on: try SOSIncidentController.incidentId(context), reference: form.reference, signature: signature
+                    ))
             }
         }
     }

@@ -75,8 +75,8 @@ package final class DispatchCentreSimulator: Sendable {
         router.post("dispatches") { request, _ -> Response in
             let body = Array(try await request.body.collect(upTo: 1024 * 1024).readableBytesView)
             guard let signature = request.headers[.init(WebhookSignature.header)!],
-                  WebhookSignature.verify(header: signature, secret: self.secret, body: body),
-                  let key = request.headers[.init("Idempotency-Key")!], !key.isEmpty
+                WebhookSignature.verify(header: signature, secret: self.secret, body: body),
+                let key = request.headers[.init("Idempotency-Key")!], !key.isEmpty
             else {
                 self.state.withLock { $0.refusals += 1 }
                 return Response(status: .unauthorized)
@@ -123,10 +123,12 @@ package final class DispatchCentreSimulator: Sendable {
         let location = call["location"] as? [String: Any] ?? [:]
         let vitals = call["vitals"] as? [String: Any] ?? [:]
         let values = (vitals["readings"] as? [[String: Any]] ?? []).compactMap { $0["value"] as? Double }.map { $0.formatted() }
-        let place = (location["stale"] as? Bool ?? true)
+        let place =
+            (location["stale"] as? Bool ?? true)
             ? "location stale, home area \(location["homeArea"] as? String ?? "?")"
             : "at \(location["latitude"] as? Double ?? 0), \(location["longitude"] as? Double ?? 0) (±\(location["accuracy"] as? Double ?? 0) m)"
-        print("""
+        print(
+            """
             \(dispatch.reference) incident \(dispatch.incidentId): \(person["name"] as? String ?? "?"), \(person["age"] as? Int ?? 0), \
             \(person["sex"] as? String ?? "?"); \(vitals["type"] as? String ?? "?") \(values.joined(separator: ", ")) \(vitals["unit"] as? String ?? ""); \(place)
             """)

@@ -10,12 +10,14 @@ struct AccessLogMiddleware<Context: RequestContext>: RouterMiddleware {
         let response = try await next(request, context)
         let elapsed = ContinuousClock.now - start
         let milliseconds = elapsed.inSeconds * 1000
-        context.logger.info("request", metadata: [
-            "http.method": "\(request.method.rawValue)",
-            "http.route": "\(context.endpointPath ?? "unmatched")",
-            "http.status": "\(response.status.code)",
-            "duration.ms": "\((milliseconds * 10).rounded() / 10)",
-        ])
+        context.logger.info(
+            "request",
+            metadata: [
+                "http.method": "\(request.method.rawValue)",
+                "http.route": "\(context.endpointPath ?? "unmatched")",
+                "http.status": "\(response.status.code)",
+                "duration.ms": "\((milliseconds * 10).rounded() / 10)",
+            ])
         return response
     }
 }

@@ -12,7 +12,7 @@ struct ClientAddressMiddleware: RouterMiddleware {
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         guard trustForwardedFor, let forwarded = request.headers[values: .xForwardedFor].last,
-              let last = forwarded.split(separator: ",").last?.trimmingCharacters(in: .whitespaces), !last.isEmpty
+            let last = forwarded.split(separator: ",").last?.trimmingCharacters(in: .whitespaces), !last.isEmpty
         else { return try await next(request, context) }
         var context = context
         context.clientAddress = last

@@ -90,7 +90,8 @@ struct RateLimitMiddleware: RouterMiddleware {
             fields[.retryAfter] = String(decision.retryAfterSeconds)
             throw Problem(
                 .tooManyRequests, slug: "rate-limited", title: "Too many requests",
-                detail: "This credential may make \(limiter.limit) requests per \(Int(limiter.window.inSeconds)) seconds; retry after \(decision.retryAfterSeconds) seconds.",
+                detail:
+                    "This credential may make \(limiter.limit) requests per \(Int(limiter.window.inSeconds)) seconds; retry after \(decision.retryAfterSeconds) seconds.",
                 headers: fields
             )
         }

@@ -21,7 +21,7 @@ struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
     /// 1–128 characters of letters, digits and `-_.:`; anything else could forge log lines.
     private static func acceptable(_ candidate: String) -> String? {
         guard (1...128).contains(candidate.count),
-              candidate.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) })
+            candidate.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "-_.:".contains($0)) })
         else { return nil }
         return candidate
     }

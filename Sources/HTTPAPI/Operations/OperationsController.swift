@@ -66,7 +66,10 @@ struct OperationsController {
         return Response(
             status: .ok,
             headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
-            body: .init(byteBuffer: { beforeScrape(); return ByteBuffer(bytes: metrics.emitToBuffer()) }())
+            body: .init(
+                byteBuffer: {
+                    beforeScrape(); return ByteBuffer(bytes: metrics.emitToBuffer())
+                }())
         )
     }
 

@@ -71,7 +71,8 @@ struct HTML: ResponseGenerator {
             headers: [
                 .contentType: "text/html; charset=utf-8",
                 // Scripts from this origin only (no inline script, no eval); styles stay inline in the pages.
-                .contentSecurityPolicy: "default-src 'self'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+                .contentSecurityPolicy:
+                    "default-src 'self'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
             ],
             body: .init(byteBuffer: ByteBuffer(string: text))
         )

@@ -22,7 +22,8 @@ enum AggregateChart {
         switch statistic {
         case "histogram":
             return (groups.first?.histogram ?? []).map { bin in
-                Bar(label: "\(short(bin.from))–\(short(bin.to))", value: Double(bin.count),
+                Bar(
+                    label: "\(short(bin.from))–\(short(bin.to))", value: Double(bin.count),
                     low: bin.interval.first.map(Double.init), high: bin.interval.last.map(Double.init))
             }
         case "quantiles":
@@ -31,12 +32,14 @@ enum AggregateChart {
             }
         case "count":
             return groups.map { group in
-                Bar(label: label(group), value: Double(group.count),
+                Bar(
+                    label: label(group), value: Double(group.count),
                     low: group.countInterval.first.map(Double.init), high: group.countInterval.last.map(Double.init))
             }
         default:
             return groups.map { group in
-                Bar(label: label(group), value: group.value,
+                Bar(
+                    label: label(group), value: group.value,
                     low: group.interval?.first, high: group.interval?.last)
             }
         }
@@ -50,24 +53,31 @@ enum AggregateChart {
         let highest = max(bars.compactMap { $0.high ?? $0.value }.max() ?? 1, 1e-9)
         let lowest = min(bars.compactMap { $0.low ?? $0.value }.min() ?? 0, 0)
         func y(_ value: Double) -> Double { top + plotHeight * (1 - (value - lowest) / (highest - lowest)) }
-        var svg = #"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 \#(Int(width)) \#(Int(height))" role="img" aria-labelledby="chart-title">"#
+        var svg =
+            #"<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 \#(Int(width)) \#(Int(height))" role="img" aria-labelledby="chart-title">"#
         svg += #"<title id="chart-title">\#(escape(title))</title>"#
         for tick in 0...4 {
             let value = lowest + (highest - lowest) * Double(tick) / 4
             svg += #"<line x1="\#(left)" x2="\#(width - right)" y1="\#(f(y(value)))" y2="\#(f(y(value)))" class="grid"/>"#
             svg += #"<text x="\#(left - 6)" y="\#(f(y(value) + 4))" text-anchor="end" class="tick">\#(escape(short(value)))</text>"#
         }
-        if let unit { svg += #"<text x="12" y="\#(f(top + plotHeight / 2))" transform="rotate(-90 12 \#(f(top + plotHeight / 2)))" text-anchor="middle" class="tick">\#(escape(unit))</text>"# }
+        if let unit {
+            svg +=
+                #"<text x="12" y="\#(f(top + plotHeight / 2))" transform="rotate(-90 12 \#(f(top + plotHeight / 2)))" text-anchor="middle" class="tick">\#(escape(unit))</text>"#
+        }
         for (index, bar) in bars.enumerated() {
             let x = left + slot * Double(index), centre = x + slot / 2, barWidth = slot * 0.6
             if let value = bar.value {
-                svg += #"<rect x="\#(f(centre - barWidth / 2))" y="\#(f(min(y(value), y(0))))" width="\#(f(barWidth))" height="\#(f(abs(y(0) - y(value))))" class="bar"><title>\#(escape(bar.label)): \#(escape(short(value)))</title></rect>"#
+                svg +=
+                    #"<rect x="\#(f(centre - barWidth / 2))" y="\#(f(min(y(value), y(0))))" width="\#(f(barWidth))" height="\#(f(abs(y(0) - y(value))))" class="bar"><title>\#(escape(bar.label)): \#(escape(short(value)))</title></rect>"#
                 if let low = bar.low, let high = bar.high {
                     let cap = min(barWidth / 3, 8)
-                    svg += #"<path d="M\#(f(centre)) \#(f(y(low)))V\#(f(y(high)))M\#(f(centre - cap)) \#(f(y(low)))h\#(f(2 * cap))M\#(f(centre - cap)) \#(f(y(high)))h\#(f(2 * cap))" class="error-bar"/>"#
+                    svg +=
+                        #"<path d="M\#(f(centre)) \#(f(y(low)))V\#(f(y(high)))M\#(f(centre - cap)) \#(f(y(low)))h\#(f(2 * cap))M\#(f(centre - cap)) \#(f(y(high)))h\#(f(2 * cap))" class="error-bar"/>"#
                 }
             }
-            svg += #"<text x="\#(f(centre))" y="\#(f(height - bottom + 16))" text-anchor="end" transform="rotate(-35 \#(f(centre)) \#(f(height - bottom + 16)))" class="tick">\#(escape(bar.label))</text>"#
+            svg +=
+                #"<text x="\#(f(centre))" y="\#(f(height - bottom + 16))" text-anchor="end" transform="rotate(-35 \#(f(centre)) \#(f(height - bottom + 16)))" class="tick">\#(escape(bar.label))</text>"#
         }
         svg += #"<line x1="\#(left)" x2="\#(width - right)" y1="\#(f(y(0)))" y2="\#(f(y(0)))" class="axis"/></svg>"#
         return svg

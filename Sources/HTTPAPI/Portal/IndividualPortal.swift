@@ -59,9 +59,11 @@ struct IndividualPortal {
         }
         me.get("access-log") { _, context in
             let entries = try await accessLog.entries(for: try context.signedInIndividual(), beforeId: nil, limit: 200)
-            return try await site.page("me-access-log", title: "Access log", context, values: [
-                "entries": PortalPages.values(of: entries.map(DisclosureBody.init)), "hasEntries": !entries.isEmpty,
-            ])
+            return try await site.page(
+                "me-access-log", title: "Access log", context,
+                values: [
+                    "entries": PortalPages.values(of: entries.map(DisclosureBody.init)), "hasEntries": !entries.isEmpty,
+                ])
         }
         MeHealthPage(site: site, ownData: ownData).addRoutes(to: me)
         MeSOSPages(site: site, settings: sosSettings, incidents: sosIncidents).addRoutes(to: me)
@@ -114,9 +116,13 @@ struct MeHealthPage {
         for (type, statistic, title) in [(SampleType.heartRate, "mean", "Heart rate (mean)"), (.stepCount, "sum", "Steps (total)")] {
             let body = SummaryBody(try await ownData.summary(of: individual, type: type, bucket: bucket, from: from, to: to))
             let bars = body.items.map { item in
-                AggregateChart.Bar(label: Self.label(item.start, week: week), value: statistic == "sum" ? (item.sum ?? item.mean * Double(item.count)) : item.mean)
+                AggregateChart.Bar(
+                    label: Self.label(item.start, week: week), value: statistic == "sum" ? (item.sum ?? item.mean * Double(item.count)) : item.mean)
             }
-            charts.append(["title": title, "svg": AggregateChart.svg(bars, title: "\(title), \(week ? "last 7 days" : "last 24 hours")", unit: body.unit), "empty": bars.isEmpty])
+            charts.append([
+                "title": title, "svg": AggregateChart.svg(bars, title: "\(title), \(week ? "last 7 days" : "last 24 hours")", unit: body.unit),
+                "empty": bars.isEmpty,
+            ])
         }
         return try await site.page("me-health", title: "My data", context, values: ["charts": charts, "week": week])
     }
@@ -142,12 +148,16 @@ struct MeSOSPages {
         }
         group.post("sos") { request, context in
             var typed: [String: Any] = [:]
-            return try await site.submit(request, context, showing: { context, values, status in
-                try await page(context, values: values.merging(typed) { $1 }, status: status)
-            }) { form in
+            return try await site.submit(
+                request, context,
+                showing: { context, values, status in
+                    try await page(context, values: values.merging(typed) { $1 }, status: status)
+                }
+            ) { form in
                 let settingsForm = try Self.form(form)
                 typed = ["typed": PortalPages.values(of: settingsForm)]
-                _ = try await settings.replace(try settingsForm.settings(allowPrivateNetworks: site.allowPrivateWebhooks), for: try context.signedInIndividual())
+                _ = try await settings.replace(
+                    try settingsForm.settings(allowPrivateNetworks: site.allowPrivateWebhooks), for: try context.signedInIndividual())
                 return PortalForm.redirect(to: "/me/sos")
             }
         }
@@ -164,7 +174,7 @@ struct MeSOSPages {
         let (current, updatedAt) = try await settings.settings(of: individual)
         let incidents = try await incidents.incidents(of: individual, before: nil, limit: 50)
         var shown = PortalPages.values(of: SOSSettingsBody(current, updatedAt: updatedAt)) as? [String: Any] ?? [:]
-        if let typed = values["typed"] as? [String: Any] { shown.merge(typed) { $1 } }   // what was typed, beside its problems
+        if let typed = values["typed"] as? [String: Any] { shown.merge(typed) { $1 } }  // what was typed, beside its problems
         var contacts = shown["contacts"] as? [[String: Any]] ?? []
         while contacts.count < SOSSettings.maximumContacts { contacts.append([:]) }
         let errors = values["errors"] as? [String: String] ?? [:]

@@ -16,9 +16,11 @@ struct MeImportPages {
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
         group.get("imports") { _, context in
             let list = try await imports.list(for: try context.signedInIndividual())
-            return try await site.page("me-imports", title: "Import my data", context, values: [
-                "imports": list.map(Self.shown), "hasImports": !list.isEmpty,
-            ])
+            return try await site.page(
+                "me-imports", title: "Import my data", context,
+                values: [
+                    "imports": list.map(Self.shown), "hasImports": !list.isEmpty,
+                ])
         }
         // The script's upload: the file is the body, the CSRF token in `X-CSRF-Token`.
         group.post("imports") { request, context in
@@ -26,7 +28,7 @@ struct MeImportPages {
         }
         group.get("imports/{importId}/status") { _, context -> ImportBody in
             guard let id = context.parameters.get("importId", as: UUID.self),
-                  let record = try await imports.find(id, for: try context.signedInIndividual())
+                let record = try await imports.find(id, for: try context.signedInIndividual())
             else { throw Problem.notFound("import") }
             return ImportBody(record)
         }

@@ -17,15 +17,17 @@ struct MeWorkoutPages {
     /// `GET /me/workouts`: the individual's workouts, newest first.
     @Sendable func workoutsPage(_ request: Request, context: AppRequestContext) async throws -> Response {
         let list = try await workouts.list(of: try context.signedInIndividual(), limit: 200, before: nil)
-        return try await site.page("me-workouts", title: "My workouts", context, values: [
-            "workouts": list.map(Self.shown), "hasWorkouts": !list.isEmpty,
-        ])
+        return try await site.page(
+            "me-workouts", title: "My workouts", context,
+            values: [
+                "workouts": list.map(Self.shown), "hasWorkouts": !list.isEmpty,
+            ])
     }
 
     /// `GET /me/workouts/{workoutId}`: one workout with its route drawn and its heart-rate curve.
     @Sendable func workoutPage(_ request: Request, context: AppRequestContext) async throws -> Response {
         guard let id = context.parameters.get("workoutId", as: UUID.self),
-              let detail = try await workouts.detail(id, of: try context.signedInIndividual())
+            let detail = try await workouts.detail(id, of: try context.signedInIndividual())
         else { throw Problem.notFound("workout") }
         var values = Self.shown(detail.workout)
         let route = WorkoutFigures.routeSVG(detail.route.map { ($0.latitude, $0.longitude) })

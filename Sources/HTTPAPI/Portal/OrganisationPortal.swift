@@ -24,13 +24,15 @@ struct OrganisationPortal {
             try PortalPages.checkAnonymousCSRF(form, request)
             do {
                 let receipt = try await site.accounts.registrations.register(try form.decode(ThirdPartyRegistrationBody.self).validated())
-                return site.pages.anonymousPage("portal-check-email", title: "Check your e-mail", request: request,
-                                                values: site.headerValues.merging(["email": receipt.email]) { $1 })
+                return site.pages.anonymousPage(
+                    "portal-check-email", title: "Check your e-mail", request: request,
+                    values: site.headerValues.merging(["email": receipt.email]) { $1 })
             } catch {
                 let (values, status) = PortalPages.errorValues(error, logger: context.logger)
-                return site.pages.anonymousPage("portal-signup", title: "Sign up", request: request,
-                                                values: values.merging(site.headerValues) { $1 }.merging(["name": form["name"] ?? "", "email": form["email"] ?? ""]) { $1 },
-                                                status: status)
+                return site.pages.anonymousPage(
+                    "portal-signup", title: "Sign up", request: request,
+                    values: values.merging(site.headerValues) { $1 }.merging(["name": form["name"] ?? "", "email": form["email"] ?? ""]) { $1 },
+                    status: status)
             }
         }
         portal.get { _, context in

@@ -21,9 +21,12 @@ struct PortalAggregatePages {
     /// `POST /portal/aggregates`: asks the form's question, or shows the form again with what was wrong.
     @Sendable func askAggregate(_ request: Request, context: AppRequestContext) async throws -> Response {
         var typed: [String: Any] = [:]
-        return try await portal.submit(request, context, showing: { context, values, status in
-            try await formPage(context, values: values.merging(typed) { $1 }, status: status)
-        }) { form in
+        return try await portal.submit(
+            request, context,
+            showing: { context, values, status in
+                try await formPage(context, values: values.merging(typed) { $1 }, status: status)
+            }
+        ) { form in
             typed = Self.typed(form)
             let party = try context.signedInParty()
             let before = try await aggregates.status(for: party)
@@ -58,17 +61,25 @@ struct PortalAggregatePages {
         return try await portal.page("portal-aggregates", title: "Aggregates", context, values: all, status: status)
     }
 
-    private func resultPage(_ context: AppRequestContext, _ result: AggregateResult, before: BudgetStatus?, status: HTTPResponse.Status) async throws -> Response {
+    private func resultPage(
+        _ context: AppRequestContext, _ result: AggregateResult, before: BudgetStatus?, status: HTTPResponse.Status
+    ) async throws -> Response {
         let after = try await aggregates.status(for: try context.signedInParty())
         let body = AggregateResultBody(result)
         let bars = AggregateChart.bars(statistic: body.spec.statistic, groups: body.groups)
-        let unit: String? = if case .quantity(let unit, _, _) = SampleType(rawValue: body.spec.type)?.definition {
-            body.spec.statistic == "count" || body.spec.statistic == "histogram" ? "individuals" : unit
-        } else { nil }
+        let unit: String? =
+            if case .quantity(let unit, _, _) = SampleType(rawValue: body.spec.type)?.definition {
+                body.spec.statistic == "count" || body.spec.statistic == "histogram" ? "individuals" : unit
+            } else { nil }
         var values: [String: Any] = [
             "result": PortalPages.values(of: body),
             "after": Self.shown(after),
-            "rows": bars.map { ["label": $0.label, "value": $0.value.map(AggregateChart.short) ?? "", "low": $0.low.map(AggregateChart.short) ?? "", "high": $0.high.map(AggregateChart.short) ?? ""] },
+            "rows": bars.map {
+                [
+                    "label": $0.label, "value": $0.value.map(AggregateChart.short) ?? "", "low": $0.low.map(AggregateChart.short) ?? "",
+                    "high": $0.high.map(AggregateChart.short) ?? "",
+                ]
+            },
             "chart": AggregateChart.svg(bars, title: "\(body.spec.statistic) of \(body.spec.type), \(body.spec.from) to \(body.spec.to)", unit: unit),
             "answered": !body.groups.isEmpty,
         ]
@@ -80,7 +91,10 @@ struct PortalAggregatePages {
     private static func shown(_ status: BudgetStatus) -> [String: Any] {
         let body = BudgetBody(status)
         func window(_ window: BudgetBody.Window) -> [String: String] {
-            ["limit": AggregateChart.short(window.limit), "spent": AggregateChart.short(window.spent), "remaining": AggregateChart.short(window.remaining)]
+            [
+                "limit": AggregateChart.short(window.limit), "spent": AggregateChart.short(window.spent),
+                "remaining": AggregateChart.short(window.remaining),
+            ]
         }
         return ["perQuery": AggregateChart.short(body.perQuery), "day": window(body.day), "days30": window(body.days30)]
     }
@@ -115,7 +129,8 @@ struct PortalAggregatePages {
 
 extension AggregateSpecForm {
     init(
-        type: String?, statistic: String?, areas: [String]?, ageBands: [String]?, sex: String?, from: String?, to: String?, groupBy: String?, epsilon: Double?
+        type: String?, statistic: String?, areas: [String]?, ageBands: [String]?, sex: String?, from: String?, to: String?, groupBy: String?,
+        epsilon: Double?
     ) {
         self.type = type
         self.statistic = statistic

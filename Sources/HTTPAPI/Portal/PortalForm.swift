@@ -13,8 +13,9 @@ struct PortalForm {
         let text = String(buffer: buffer)
         let contentType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
         guard text.isEmpty || contentType == "application/x-www-form-urlencoded" else {
-            throw Problem(.unsupportedMediaType, slug: "form-expected", title: "Form expected",
-                          detail: "Portal forms are sent as application/x-www-form-urlencoded.")
+            throw Problem(
+                .unsupportedMediaType, slug: "form-expected", title: "Form expected",
+                detail: "Portal forms are sent as application/x-www-form-urlencoded.")
         }
         self.init(text: text)
     }

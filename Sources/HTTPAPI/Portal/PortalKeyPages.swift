@@ -37,6 +37,7 @@ struct PortalKeyPages {
                 "revoked": key.revokedAt != nil,
             ]
         }
-        return try await portal.page("portal-keys", title: "API keys", context, values: values.merging(["keys": listed, "hasKeys": !listed.isEmpty]) { $1 }, status: status)
+        return try await portal.page(
+            "portal-keys", title: "API keys", context, values: values.merging(["keys": listed, "hasKeys": !listed.isEmpty]) { $1 }, status: status)
     }
 }

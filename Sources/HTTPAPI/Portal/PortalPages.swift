@@ -17,14 +17,16 @@ struct PortalPages {
         all["csrf"] = csrf
         var response = HTML(library.render(all, withTemplate: template) ?? "").response
         response.status = status
-        response.headers[.cacheControl] = "no-store"   // pages show secrets once, and personal data
+        response.headers[.cacheControl] = "no-store"  // pages show secrets once, and personal data
         return response
     }
 
     /// A sign-in or sign-up page: its form token is a fresh random value also set as a cookie.
     /// Never the client's own cookie: a value chosen by someone else (a planted cookie) must not
     /// become a form token, and nothing a client sent is ever echoed into `Set-Cookie`.
-    func anonymousPage(_ template: String, title: String, request: Request, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) -> Response {
+    func anonymousPage(
+        _ template: String, title: String, request: Request, values: [String: Any] = [:], status: HTTPResponse.Status = .ok
+    ) -> Response {
         let token = WebSession.randomToken()
         var response = page(template, title: title, csrf: token, values: values, status: status)
         response.setCookie(WebSession.anonymousCSRFCookie(token, request: request))
@@ -48,7 +50,7 @@ struct PortalPages {
     /// A pre-session form's token must match its cookie.
     static func checkAnonymousCSRF(_ form: PortalForm, _ request: Request) throws {
         guard let cookie = request.cookies[WebSession.anonymousCSRFCookie]?.value, !cookie.isEmpty,
-              let sent = form[WebSession.csrfField], WebSession.same(sent, cookie)
+            let sent = form[WebSession.csrfField], WebSession.same(sent, cookie)
         else { throw PortalForm.csrfRefused }
     }
 }

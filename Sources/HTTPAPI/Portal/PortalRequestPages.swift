@@ -27,9 +27,12 @@ struct PortalRequestPages {
     /// `POST /portal/requests`: files the form's request, or shows the form again with what was wrong.
     @Sendable func fileRequest(_ request: Request, context: AppRequestContext) async throws -> Response {
         var typed: [String: Any] = [:]
-        return try await portal.submit(request, context, showing: { context, values, status in
-            try await listPage(context, values: values.merging(typed) { $1 }, status: status)
-        }) { form in
+        return try await portal.submit(
+            request, context,
+            showing: { context, values, status in
+                try await listPage(context, values: values.merging(typed) { $1 }, status: status)
+            }
+        ) { form in
             let types = form.values("types")
             typed = [
                 "fiscalCode": form["fiscalCode"] ?? "", "purpose": form["purpose"] ?? "", "dataFrom": form["dataFrom"] ?? "",
@@ -54,10 +57,11 @@ struct PortalRequestPages {
         if filed.record.status == .granted {
             do {
                 let query = try SampleListingQuery(request)
-                let page = query.page(try await grantedData.samples(
-                    for: party, request: id, types: query.types, from: query.range.from, to: query.range.to,
-                    order: query.range.order, limit: min(query.range.limit, 50), after: query.after
-                ))
+                let page = query.page(
+                    try await grantedData.samples(
+                        for: party, request: id, types: query.types, from: query.range.from, to: query.range.to,
+                        order: query.range.order, limit: min(query.range.limit, 50), after: query.after
+                    ))
                 values["samples"] = PortalPages.values(of: page.items)
                 values["hasSamples"] = !page.items.isEmpty
                 if let cursor = page.nextCursor?.addingPercentEncoding(withAllowedCharacters: .alphanumerics) {

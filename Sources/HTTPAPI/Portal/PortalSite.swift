@@ -28,7 +28,8 @@ struct PortalSite {
 
     /// The portal's two groups of routes, both showing errors as HTML pages: `open` (sign-in,
     /// and sign-up where there is one) and `signedIn` (behind the session; sign-out is added here).
-    func routes(on router: some RouterMethods<AppRequestContext>) -> (open: RouterGroup<AppRequestContext>, signedIn: RouterGroup<AppRequestContext>) {
+    func routes(on router: some RouterMethods<AppRequestContext>) -> (open: RouterGroup<AppRequestContext>, signedIn: RouterGroup<AppRequestContext>)
+    {
         let open = router.group(RouterPath(String(base.dropFirst()))).add(middleware: PortalErrorMiddleware(site: self))
         open.get("login") { request, _ in
             pages.anonymousPage("portal-login", title: "Sign in", request: request, values: headerValues)
@@ -39,18 +40,21 @@ struct PortalSite {
             try PortalPages.checkAnonymousCSRF(form, request)
             do {
                 let (email, password) = try form.decode(LoginBody.self).validated()
-                return signedIn(try await accounts.sessions.login(on: surface, email: email, password: password, from: context.clientAddress), request: request)
+                return signedIn(
+                    try await accounts.sessions.login(on: surface, email: email, password: password, from: context.clientAddress), request: request)
             } catch {
                 let (values, status) = PortalPages.errorValues(error, logger: context.logger)
-                return pages.anonymousPage("portal-login", title: "Sign in", request: request,
-                                           values: values.merging(headerValues) { $1 }.merging(["email": form["email"] ?? ""]) { $1 }, status: status)
+                return pages.anonymousPage(
+                    "portal-login", title: "Sign in", request: request,
+                    values: values.merging(headerValues) { $1 }.merging(["email": form["email"] ?? ""]) { $1 }, status: status)
             }
         }
         // The link in a confirmation message opens a page with a button: confirming is a POST, so a
         // mail scanner that fetches every link creates nothing.
         open.get("confirm") { request, _ in
-            pages.anonymousPage("portal-confirm", title: "Confirm your account", request: request,
-                                values: headerValues.merging(["token": request.uri.queryParameters.get("token") ?? ""]) { $1 })
+            pages.anonymousPage(
+                "portal-confirm", title: "Confirm your account", request: request,
+                values: headerValues.merging(["token": request.uri.queryParameters.get("token") ?? ""]) { $1 })
         }
         open.post("confirm") { request, context in
             var request = request
@@ -58,14 +62,16 @@ struct PortalSite {
             try PortalPages.checkAnonymousCSRF(form, request)
             do {
                 let token = try ConfirmationBody(token: form["token"]).validated()
-                let account: AccountReference = surface == .thirdParty
+                let account: AccountReference =
+                    surface == .thirdParty
                     ? .thirdParty(try await accounts.registrations.confirmThirdParty(token: token).id)
                     : .individual(try await accounts.registrations.confirmIndividual(token: token).id)
                 return signedIn(try await accounts.sessions.issue(for: account), request: request)
             } catch {
                 let (values, status) = PortalPages.errorValues(error, logger: context.logger)
-                return pages.anonymousPage("portal-confirm", title: "Confirm your account", request: request,
-                                           values: values.merging(headerValues) { $1 }.merging(["token": form["token"] ?? ""]) { $1 }, status: status)
+                return pages.anonymousPage(
+                    "portal-confirm", title: "Confirm your account", request: request,
+                    values: values.merging(headerValues) { $1 }.merging(["token": form["token"] ?? ""]) { $1 }, status: status)
             }
         }
         let session = open.group()
@@ -80,14 +86,19 @@ struct PortalSite {
 
     /// Sets the session cookie and goes to the portal's first page.
     func signedIn(_ issued: IssuedToken, request: Request) -> Response {
-        PortalForm.redirect(to: base, setting: WebSession.sessionCookie(surface, token: issued.token, expires: issued.record.expiresAt, request: request))
+        PortalForm.redirect(
+            to: base, setting: WebSession.sessionCookie(surface, token: issued.token, expires: issued.record.expiresAt, request: request))
     }
 
     /// What the shared header needs: the portal's name, its links, where to sign in.
     var headerValues: [String: Any] {
-        let links: [(String, String)] = surface == .thirdParty
+        let links: [(String, String)] =
+            surface == .thirdParty
             ? [("", "Overview"), ("/keys", "API keys"), ("/requests", "Access requests"), ("/aggregates", "Aggregates"), ("/webhook", "Webhook")]
-            : [("", "Requests"), ("/access-log", "Access log"), ("/health", "My data"), ("/workouts", "Workouts"), ("/imports", "Import"), ("/sos", "AutomatedSOS")]
+            : [
+                ("", "Requests"), ("/access-log", "Access log"), ("/health", "My data"), ("/workouts", "Workouts"), ("/imports", "Import"),
+                ("/sos", "AutomatedSOS"),
+            ]
         return [
             "base": base,
             "brand": surface == .thirdParty ? "Data4Help for organisations" : "Data4Help — my data",
@@ -100,10 +111,13 @@ struct PortalSite {
     func page(
         _ template: String, title: String, _ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok
     ) async throws -> Response {
-        let name = surface == .thirdParty
+        let name =
+            surface == .thirdParty
             ? try await accounts.thirdParties.profile(of: try context.signedInParty()).name
             : try await accounts.individuals.profile(of: try context.signedInIndividual()).fullName
-        return pages.page(template, title: title, csrf: context.csrfToken ?? "", values: values.merging(headerValues) { $1 }.merging(["account": name]) { $1 }, status: status)
+        return pages.page(
+            template, title: title, csrf: context.csrfToken ?? "", values: values.merging(headerValues) { $1 }.merging(["account": name]) { $1 },
+            status: status)
     }
 
     /// A page of a portal, given the values to show besides its own (a form's problems) and the status.
@@ -158,6 +172,7 @@ extension LoginBody {
 extension PortalPages {
     /// A time as pages show it: UTC, to the second.
     static func shown(_ date: Date) -> String {
-        date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day().dateTimeSeparator(.space).time(includingFractionalSeconds: false)) + " UTC"
+        date.formatted(Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day().dateTimeSeparator(.space).time(includingFractionalSeconds: false))
+            + " UTC"
     }
 }

@@ -17,7 +17,8 @@ struct PortalWebhookPages {
         }
         group.post("webhook") { request, context in
             try await portal.submit(request, context, showing: page) { form in
-                let (_, secret) = try await endpoints.register(try context.signedIn().account, url: try form.decode(WebhookEndpointForm.self).validated())
+                let (_, secret) = try await endpoints.register(
+                    try context.signedIn().account, url: try form.decode(WebhookEndpointForm.self).validated())
                 return try await page(context, values: secret.map { ["secret": $0] } ?? ["saved": true], status: secret == nil ? .ok : .created)
             }
         }

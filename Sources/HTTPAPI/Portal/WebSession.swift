@@ -66,7 +66,8 @@ enum WebSession {
     }
 
     private static func base64URL(_ data: Data) -> String {
-        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(of: "=", with: "")
+        data.base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_").replacingOccurrences(
+            of: "=", with: "")
     }
 }
 
@@ -84,8 +85,8 @@ struct WebSessionMiddleware: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
         // Only a login token opens a portal: an API key placed in the cookie does not.
         guard let token = request.cookies[WebSession.cookieName(surface)]?.value, !token.isEmpty,
-              let principal = try? await authenticator.authenticate(bearer: token, on: surface),
-              case .accessToken = principal.credential
+            let principal = try? await authenticator.authenticate(bearer: token, on: surface),
+            case .accessToken = principal.credential
         else {
             return PortalForm.redirect(to: WebSession.path(surface) + "/login", clearing: WebSession.clearedSessionCookie(surface, request: request))
         }

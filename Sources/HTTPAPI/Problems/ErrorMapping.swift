@@ -34,38 +34,44 @@ enum ErrorMapping {
             switch error {
             case .notFound: return .notFound("request")
             case .duplicatePending:
-                return Problem(.conflict, slug: "duplicate-request", title: "Request already pending",
-                               detail: "You already have a pending request for this person.")
+                return Problem(
+                    .conflict, slug: "duplicate-request", title: "Request already pending",
+                    detail: "You already have a pending request for this person.")
             case .wrongState(let current):
-                return Problem(.conflict, slug: "request-state", title: "Request not in that state",
-                               detail: "The request is \(current.rawValue); this change needs another state.")
+                return Problem(
+                    .conflict, slug: "request-state", title: "Request not in that state",
+                    detail: "The request is \(current.rawValue); this change needs another state.")
             case .invalid(let field, let reason), .widens(let field, let reason):
                 return .invalidField(field, reason)
             case .unknownOrganisation:
                 return .invalidField("organisationId", "is not an organisation")
             case .notGranted(let status):
-                return Problem(.forbidden, slug: "grant-not-active", title: "No active grant",
-                               detail: "The request is \(status.rawValue); no data can be read under it.")
+                return Problem(
+                    .forbidden, slug: "grant-not-active", title: "No active grant",
+                    detail: "The request is \(status.rawValue); no data can be read under it.")
             case .notCovered(let kind):
-                return Problem(.forbidden, slug: "grant-not-active", title: "No active grant",
-                               detail: "The request is granted without \(kind); no such data can be read under it.")
+                return Problem(
+                    .forbidden, slug: "grant-not-active", title: "No active grant",
+                    detail: "The request is granted without \(kind); no such data can be read under it.")
             }
         case let error as WebhookError:
             switch error {
             case .invalidURL(let reason): return .invalidField("url", reason)
             case .notFound: return .notFound("webhook endpoint or delivery")
             case .stillPending:
-                return Problem(.conflict, slug: "delivery-pending", title: "Delivery still pending",
-                               detail: "The delivery is still being attempted; redeliver it once it has been delivered or has failed.")
+                return Problem(
+                    .conflict, slug: "delivery-pending", title: "Delivery still pending",
+                    detail: "The delivery is still being attempted; redeliver it once it has been delivered or has failed.")
             }
         case let error as AggregateError:
             switch error {
             case .invalid(let field, let reason): return .invalidField(field, reason)
             case .notFound: return .notFound("aggregate query")
             case .budgetExhausted(let window, let retryAfter):
-                return Problem(.tooManyRequests, slug: "privacy-budget-exhausted", title: "Privacy budget exhausted",
-                               detail: "This query's ε does not fit in your budget for the rolling \(window); it frees up as earlier queries leave the window.",
-                               headers: [.retryAfter: String(retryAfter)])
+                return Problem(
+                    .tooManyRequests, slug: "privacy-budget-exhausted", title: "Privacy budget exhausted",
+                    detail: "This query's ε does not fit in your budget for the rolling \(window); it frees up as earlier queries leave the window.",
+                    headers: [.retryAfter: String(retryAfter)])
             }
         case let error as SOSError:
             switch error {
@@ -74,8 +80,9 @@ enum ErrorMapping {
             case .reportConflict(let detail):
                 return Problem(.conflict, slug: "incident-state", title: "Incident not in that state", detail: detail + ".")
             case .replayedReport:
-                return Problem(.conflict, slug: "report-replayed", title: "Report already received",
-                               detail: "This signature was already used; sign each report afresh.")
+                return Problem(
+                    .conflict, slug: "report-replayed", title: "Report already received",
+                    detail: "This signature was already used; sign each report afresh.")
             }
         case let error as RunEventError:
             switch error {

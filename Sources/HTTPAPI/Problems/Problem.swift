@@ -1,6 +1,6 @@
+import Foundation
 import Hummingbird
 import Logging
-import Foundation
 
 /// An RFC 9457 problem: the body of every error response (`application/problem+json`).
 ///

@@ -1,6 +1,6 @@
 import Data4HelpCore
-import HealthSharing
 import Foundation
+import HealthSharing
 import Hummingbird
 import HummingbirdWebSocket
 import Logging
@@ -20,24 +20,27 @@ struct RunLiveSocket {
     let open: InFlightCount
 
     func addRoutes(to router: Router<LiveSocketContext>) {
-        router.ws("api/runs/{runId}/live", shouldUpgrade: { _, context in
-            context.parameters.get("runId", as: UUID.self) == nil ? .dontUpgrade : .upgrade([:])
-        }, onUpgrade: { inbound, outbound, context in
-            guard let runId = context.requestContext.parameters.get("runId", as: UUID.self) else { return }
-            open.enter()
-            defer { open.leave() }
-            let writer = LiveFrameWriter(channel: context.requestContext.channel)
-            let subscription: LiveRunHub.Subscription
-            do {
-                subscription = try await hub.subscribe(to: runId, wake: writer.wake)
-            } catch RunEventError.refused(.notFound) {
-                try await outbound.write(.text(#"{"type":"error","detail":"No such run event."}"#))
-                return   // returning closes the socket
-            }
-            writer.start(subscription)
-            defer { hub.unsubscribe(subscription) }
-            for try await _ in inbound {}   // the spectator says nothing; this ends when they leave
-        })
+        router.ws(
+            "api/runs/{runId}/live",
+            shouldUpgrade: { _, context in
+                context.parameters.get("runId", as: UUID.self) == nil ? .dontUpgrade : .upgrade([:])
+            },
+            onUpgrade: { inbound, outbound, context in
+                guard let runId = context.requestContext.parameters.get("runId", as: UUID.self) else { return }
+                open.enter()
+                defer { open.leave() }
+                let writer = LiveFrameWriter(channel: context.requestContext.channel)
+                let subscription: LiveRunHub.Subscription
+                do {
+                    subscription = try await hub.subscribe(to: runId, wake: writer.wake)
+                } catch RunEventError.refused(.notFound) {
+                    try await outbound.write(.text(#"{"type":"error","detail":"No such run event."}"#))
+                    return  // returning closes the socket
+                }
+                writer.start(subscription)
+                defer { hub.unsubscribe(subscription) }
+                for try await _ in inbound {}  // the spectator says nothing; this ends when they leave
+            })
     }
 
     /// The same path over plain HTTP (no upgrade asked for): 426, saying how to connect.
@@ -88,7 +91,7 @@ final class LiveFrameWriter: Sendable {
         state.value.writing = true
         channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: message)).whenComplete { result in
             self.state.value.writing = false
-            if case .success = result { self.writeNext() }   // a failed write: the connection is closing
+            if case .success = result { self.writeNext() }  // a failed write: the connection is closing
         }
     }
 }

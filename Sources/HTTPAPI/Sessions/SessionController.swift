@@ -29,7 +29,7 @@ struct SessionController<Context: AuthenticatedRequestContext> {
         }
         group.delete("tokens/{tokenId}") { _, context in
             guard let id = context.parameters.get("tokenId", as: UUID.self),
-                  try await sessions.revokeToken(of: context.principal.account, publicId: id)
+                try await sessions.revokeToken(of: context.principal.account, publicId: id)
             else { throw Problem.notFound("token") }
             return Response(status: .noContent)
         }

@@ -19,8 +19,8 @@ enum AuthorizationHeader: Equatable {
             self = credentials.isEmpty ? .none : .bearer(credentials)
         case "basic":
             guard let data = Data(base64Encoded: credentials),
-                  let decoded = String(data: data, encoding: .utf8),
-                  let colon = decoded.firstIndex(of: ":")
+                let decoded = String(data: data, encoding: .utf8),
+                let colon = decoded.firstIndex(of: ":")
             else { self = .none; return }
             self = .basic(user: String(decoded[..<colon]), password: String(decoded[decoded.index(after: colon)...]))
         default:

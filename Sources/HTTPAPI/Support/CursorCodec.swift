@@ -27,7 +27,8 @@ enum CursorCodec {
     /// anything else.
     static func decode(_ cursor: String, tag: String, fieldCount: Int) -> [String]? {
         guard cursor.utf8.count <= maximumLength,
-              let bytes = bytes(ofBase64URL: cursor), bytes.count > tagLength else { return nil }
+            let bytes = bytes(ofBase64URL: cursor), bytes.count > tagLength
+        else { return nil }
         let payload = Array(bytes.dropLast(tagLength)), received = bytes.suffix(tagLength)
         // HMAC's own comparison is constant-time; the truncated tag is compared the same way.
         let expected = authenticationTag(payload, key: key ?? fallbackKey)

@@ -1,8 +1,8 @@
 import Data4HelpCore
 import Foundation
 import Hummingbird
-import NIOCore
 import Logging
+import NIOCore
 
 /// Reads and decodes a JSON request body, turning each way it can be wrong into the right problem:
 /// not JSON → 415/400, too large → 413, JSON of the wrong shape → 422 naming the field.
@@ -82,7 +82,9 @@ struct JSONBody {
             return value
         }
         for path in candidates {
-            guard let changed = try? JSONSerialization.data(withJSONObject: replacing(document, at: path[...]), options: [.fragmentsAllowed]) else { continue }
+            guard let changed = try? JSONSerialization.data(withJSONObject: replacing(document, at: path[...]), options: [.fragmentsAllowed]) else {
+                continue
+            }
             do {
                 _ = try WireFormat.decoder().decode(Value.self, from: changed)
             } catch DecodingError.dataCorrupted(let context) where context.codingPath.isEmpty {

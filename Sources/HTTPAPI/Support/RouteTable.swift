@@ -26,9 +26,10 @@ final class RouteTable: Sendable {
     }
 
     private static func matches(_ template: [String], _ path: [String]) -> Bool {
-        template.count == path.count && zip(template, path).allSatisfy { pattern, segment in
-            (pattern.hasPrefix("{") && pattern.hasSuffix("}")) || pattern == segment
-        }
+        template.count == path.count
+            && zip(template, path).allSatisfy { pattern, segment in
+                (pattern.hasPrefix("{") && pattern.hasSuffix("}")) || pattern == segment
+            }
     }
 }
 

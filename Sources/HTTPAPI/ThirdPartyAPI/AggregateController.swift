@@ -139,7 +139,9 @@ struct AggregateSpecForm: Decodable {
             return type
         }
         let statistic = fields.required("statistic", statistic) { (raw: String) throws(InvalidValue) -> AggregateStatistic in
-            guard let statistic = AggregateStatistic(rawValue: raw) else { throw InvalidValue("must be one of count, mean, sum, histogram, quantiles") }
+            guard let statistic = AggregateStatistic(rawValue: raw) else {
+                throw InvalidValue("must be one of count, mean, sum, histogram, quantiles")
+            }
             return statistic
         }
         let areas = fields.optional("areas", areas) { (raw: [String]) throws(InvalidValue) in try raw.map(AreaCode.init(parsing:)) } ?? []
@@ -151,7 +153,9 @@ struct AggregateSpecForm: Decodable {
             guard let dimension = AggregateDimension(rawValue: raw) else { throw InvalidValue("must be one of area, ageBand, sex, day, week") }
             return dimension
         }
-        let epsilon = fields.optional("epsilon", epsilon) { (raw: Double) throws(InvalidValue) in try Epsilon(parsing: raw, maximum: maximum) } ?? defaultEpsilon
+        let epsilon =
+            fields.optional("epsilon", epsilon) { (raw: Double) throws(InvalidValue) in try Epsilon(parsing: raw, maximum: maximum) }
+            ?? defaultEpsilon
         try fields.finish()
         return try AggregateSpec(
             type: type!, statistic: statistic!, areas: areas, ageBands: bands, sex: sex, from: from!, to: to!, groupBy: groupBy, epsilon: epsilon
@@ -207,7 +211,11 @@ struct BudgetBody: ResponseEncodable {
 
     init(_ status: BudgetStatus) {
         perQuery = status.budget.perQuery.value
-        day = Window(limit: status.budget.perDay.value, spent: status.spentToday.value, remaining: max(0, status.budget.perDay.value - status.spentToday.value))
-        days30 = Window(limit: status.budget.per30Days.value, spent: status.spent30Days.value, remaining: max(0, status.budget.per30Days.value - status.spent30Days.value))
+        day = Window(
+            limit: status.budget.perDay.value, spent: status.spentToday.value, remaining: max(0, status.budget.perDay.value - status.spentToday.value)
+        )
+        days30 = Window(
+            limit: status.budget.per30Days.value, spent: status.spent30Days.value,
+            remaining: max(0, status.budget.per30Days.value - status.spent30Days.value))
     }
 }

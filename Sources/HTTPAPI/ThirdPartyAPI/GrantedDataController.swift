@@ -14,18 +14,20 @@ struct GrantedDataController {
         group.get("requests/{requestId}/data") { request, context -> Page<SampleBody> in
             let id = try AccessScopeFields.requestId(context.parameters)
             let query = try SampleListingQuery(request)
-            return try await query.page(granted.samples(
-                for: context.party, request: id, types: query.types, from: query.range.from, to: query.range.to,
-                order: query.range.order, limit: query.range.limit, after: query.after
-            ))
+            return try await query.page(
+                granted.samples(
+                    for: context.party, request: id, types: query.types, from: query.range.from, to: query.range.to,
+                    order: query.range.order, limit: query.range.limit, after: query.after
+                ))
         }
         group.get("requests/{requestId}/data/locations") { request, context -> Page<LocationFixBody> in
             let id = try AccessScopeFields.requestId(context.parameters)
             let query = try LocationListingQuery(request)
-            return try await query.page(granted.locations(
-                for: context.party, request: id, from: query.range.from, to: query.range.to,
-                order: query.range.order, limit: query.range.limit, after: query.after
-            ))
+            return try await query.page(
+                granted.locations(
+                    for: context.party, request: id, from: query.range.from, to: query.range.to,
+                    order: query.range.order, limit: query.range.limit, after: query.after
+                ))
         }
     }
 }

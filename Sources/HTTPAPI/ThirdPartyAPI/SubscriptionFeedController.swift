@@ -18,12 +18,13 @@ struct SubscriptionFeedController {
     @Sendable func feed(_ request: Request, context: ThirdPartyRequestContext) async throws -> Page<FeedItemBody> {
         var fields = FieldValidator()
         let cursor = request.uri.queryParameters["cursor"].map(String.init)
-        let after = fields.optional("cursor", cursor) { (raw: String) throws(InvalidValue) -> Int64 in
-            guard let parts = CursorCodec.decode(raw, tag: "f1", fieldCount: 1), let id = Int64(parts[0]), id >= 0 else {
-                throw InvalidValue("is not a cursor of this feed")
-            }
-            return id
-        } ?? 0
+        let after =
+            fields.optional("cursor", cursor) { (raw: String) throws(InvalidValue) -> Int64 in
+                guard let parts = CursorCodec.decode(raw, tag: "f1", fieldCount: 1), let id = Int64(parts[0]), id >= 0 else {
+                    throw InvalidValue("is not a cursor of this feed")
+                }
+                return id
+            } ?? 0
         try fields.finish()
         let page = try await feed.page(for: context.party, afterEventId: after)
         let next = page.lastEventId.map { CursorCodec.encode("f1", [String($0)]) } ?? cursor

@@ -1,7 +1,7 @@
 import Data4HelpCore
 import Foundation
-import HealthSharing
 import HTTPTypes
+import HealthSharing
 import Hummingbird
 import NIOCore
 
@@ -57,7 +57,8 @@ struct ImportController {
         let complete = try Self.uploadComplete(request.headers)
         let created = try await imports.create(for: individual, format: format)
         try await receive(request.body, into: created.publicId, from: 0, for: individual)
-        let status = complete ? try await imports.complete(created.publicId, for: individual) : try await imports.find(created.publicId, for: individual)
+        let status =
+            complete ? try await imports.complete(created.publicId, for: individual) : try await imports.find(created.publicId, for: individual)
         guard let status else { throw Problem.notFound("import") }
         return Self.response(status, code: complete ? .accepted : .created, location: true)
     }
@@ -204,12 +205,14 @@ struct ImportBody: ResponseEncodable, Sendable {
         try container.encode(status.bytesProcessed, forKey: .bytesProcessed)
         try container.encode(status.records, forKey: .records)
         let figures = status.result
-        try container.encode(Result(types: figures.types, rejected: figures.rejected, skipped: figures.skipped, workouts: figures.workouts), forKey: .result)
+        try container.encode(
+            Result(types: figures.types, rejected: figures.rejected, skipped: figures.skipped, workouts: figures.workouts), forKey: .result)
         try container.encode(status.failure, forKey: .failure)
-        let note: String? = switch status.state {
-        case .failed, .cancelled: "What was stored before the import stopped stays; importing the file again stores only what is missing."
-        default: nil
-        }
+        let note: String? =
+            switch status.state {
+            case .failed, .cancelled: "What was stored before the import stopped stays; importing the file again stores only what is missing."
+            default: nil
+            }
         try container.encode(note, forKey: .note)
     }
 }

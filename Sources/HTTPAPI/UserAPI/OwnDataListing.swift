@@ -20,16 +20,18 @@ struct TimeRangeQuery {
         let query = request.uri.queryParameters
         from = fields.optional("from", query["from"].map(String.init), Self.instant)
         to = fields.optional("to", query["to"].map(String.init), Self.instant)
-        order = fields.optional("order", query["order"].map(String.init)) { (raw: String) throws(InvalidValue) -> ListingOrder in
-            guard let order = ListingOrder(rawValue: raw) else { throw InvalidValue("must be asc or desc") }
-            return order
-        } ?? .descending
-        limit = fields.optional("limit", query["limit"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int in
-            guard let value = Int(raw), (1...Self.maximumLimit).contains(value) else {
-                throw InvalidValue("must be an integer from 1 to \(Self.maximumLimit)")
-            }
-            return value
-        } ?? Self.defaultLimit
+        order =
+            fields.optional("order", query["order"].map(String.init)) { (raw: String) throws(InvalidValue) -> ListingOrder in
+                guard let order = ListingOrder(rawValue: raw) else { throw InvalidValue("must be asc or desc") }
+                return order
+            } ?? .descending
+        limit =
+            fields.optional("limit", query["limit"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int in
+                guard let value = Int(raw), (1...Self.maximumLimit).contains(value) else {
+                    throw InvalidValue("must be an integer from 1 to \(Self.maximumLimit)")
+                }
+                return value
+            } ?? Self.defaultLimit
         cursor = query["cursor"].map(String.init)
         if let from, let to, from >= to { fields.fail("to", "must be later than from") }
     }
@@ -104,7 +106,7 @@ enum OwnDataCursor {
 
     static func decodeSample(_ cursor: String, order: ListingOrder) throws(InvalidValue) -> SamplePosition {
         guard let fields = CursorCodec.decode(cursor, tag: "s1", fieldCount: 4), fields[0] == order.rawValue,
-              let start = Int64(fields[1]), let type = Int16(fields[2]), let key = Int64(fields[3])
+            let start = Int64(fields[1]), let type = Int16(fields[2]), let key = Int64(fields[3])
         else { throw InvalidValue("is not a cursor of this listing (cursors keep the order they were made with)") }
         return SamplePosition(startMs: start, type: type, key: key)
     }
@@ -115,7 +117,7 @@ enum OwnDataCursor {
 
     static func decodeLocation(_ cursor: String, order: ListingOrder) throws(InvalidValue) -> (timeMs: Int64, key: Int64) {
         guard let fields = CursorCodec.decode(cursor, tag: "l1", fieldCount: 3), fields[0] == order.rawValue,
-              let time = Int64(fields[1]), let key = Int64(fields[2])
+            let time = Int64(fields[1]), let key = Int64(fields[2])
         else { throw InvalidValue("is not a cursor of this listing (cursors keep the order they were made with)") }
         return (time, key)
     }

@@ -27,7 +27,8 @@ struct RunEventController {
         group.get("runs") { request, context -> Page<RunEventBody> in
             let pagination = try KeysetPagination(request)
             var fields = FieldValidator()
-            let role = fields.optional("role", request.uri.queryParameters["role"].map(String.init)) { (raw: String) throws(InvalidValue) -> RunRole in
+            let role = fields.optional("role", request.uri.queryParameters["role"].map(String.init)) {
+                (raw: String) throws(InvalidValue) -> RunRole in
                 guard let role = RunRole(rawValue: raw) else { throw InvalidValue("must be organiser or participant") }
                 return role
             }
@@ -45,7 +46,8 @@ struct RunEventController {
         group.post("runs/{runId}/enrolment") { request, context -> EditedResponse<RunnerBody> in
             let form = try await body.decode(EnrolmentForm.self, from: request, context: context)
             guard let name = form.displayName else { throw Problem.invalidField("displayName", "is required") }
-            return EditedResponse(status: .created, response: RunnerBody(try await runs.enrol(in: try Self.runId(context), by: context.individual, displayName: name)))
+            return EditedResponse(
+                status: .created, response: RunnerBody(try await runs.enrol(in: try Self.runId(context), by: context.individual, displayName: name)))
         }
         group.delete("runs/{runId}/enrolment") { _, context -> Response in
             try await runs.withdraw(from: try Self.runId(context), by: context.individual)
@@ -67,7 +69,8 @@ struct PublicRunController {
         router.get("api/runs") { request, _ -> Page<RunEventBody> in
             let pagination = try KeysetPagination(request)
             var fields = FieldValidator()
-            let phase = fields.optional("status", request.uri.queryParameters["status"].map(String.init)) { (raw: String) throws(InvalidValue) -> RunPhase in
+            let phase = fields.optional("status", request.uri.queryParameters["status"].map(String.init)) {
+                (raw: String) throws(InvalidValue) -> RunPhase in
                 guard let phase = RunPhase(rawValue: raw) else { throw InvalidValue("must be upcoming, live, finished or cancelled") }
                 return phase
             }
@@ -153,9 +156,9 @@ struct RunEventForm: Decodable {
         if creating, maxParticipants == nil { fields.fail("maxParticipants", "is required") }
         try fields.finish()
         guard let startsAt = starts ?? current?.startsAt, let endsAt = ends ?? current?.endsAt,
-              let enrolmentDeadline = deadline ?? current?.enrolmentDeadline, let maxParticipants = maxParticipants ?? current?.maxParticipants,
-              let course
-        else { throw Problem.invalidField("path", "is required") }   // unreachable: the checks above name what is missing
+            let enrolmentDeadline = deadline ?? current?.enrolmentDeadline, let maxParticipants = maxParticipants ?? current?.maxParticipants,
+            let course
+        else { throw Problem.invalidField("path", "is required") }  // unreachable: the checks above name what is missing
         return try RunEventPlan(
             name: name ?? current?.name ?? "", description: description ?? current?.description ?? "", startsAt: startsAt, endsAt: endsAt,
             enrolmentDeadline: enrolmentDeadline, maxParticipants: maxParticipants, path: course

@@ -91,18 +91,23 @@ struct PublicRunLiveController {
         }
         let from = fields.optional("from", query["from"].map(String.init), time)
         let to = fields.optional("to", query["to"].map(String.init), time)
-        let limit = fields.optional("limit", query["limit"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int in
-            guard let value = Int(raw), (1...1000).contains(value) else { throw InvalidValue("must be an integer from 1 to 1000") }
-            return value
-        } ?? 500
-        let after = fields.optional("cursor", query["cursor"].map(String.init)) { (raw: String) throws(InvalidValue) -> (timeMs: Int64, runnerId: UUID) in
-            guard let parts = CursorCodec.decode(raw, tag: "rp", fieldCount: 2), let timeMs = Int64(parts[0]), let runnerId = UUID(uuidString: parts[1]) else {
+        let limit =
+            fields.optional("limit", query["limit"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int in
+                guard let value = Int(raw), (1...1000).contains(value) else { throw InvalidValue("must be an integer from 1 to 1000") }
+                return value
+            } ?? 500
+        let after = fields.optional("cursor", query["cursor"].map(String.init)) {
+            (raw: String) throws(InvalidValue) -> (timeMs: Int64, runnerId: UUID) in
+            guard let parts = CursorCodec.decode(raw, tag: "rp", fieldCount: 2), let timeMs = Int64(parts[0]),
+                let runnerId = UUID(uuidString: parts[1])
+            else {
                 throw InvalidValue("is not a cursor this server issued")
             }
             return (timeMs, runnerId)
         }
         try fields.finish()
-        let rows = try await live.replay(of: try RunEventController.runId(context), runner: runner, from: from, to: to, after: after, limit: limit + 1)
+        let rows = try await live.replay(
+            of: try RunEventController.runId(context), runner: runner, from: from, to: to, after: after, limit: limit + 1)
         let visible = rows.prefix(limit)
         let next = rows.count > limit ? visible.last.map { CursorCodec.encode("rp", [String($0.position.timeMs), $0.runnerId.uuidString]) } : nil
         return Page(items: visible.map(ReplayPositionBody.init), nextCursor: next)

@@ -18,7 +18,8 @@ struct SOSSettingsController {
         }
         group.put("sos") { request, context in
             let form = try await body.decode(SOSSettingsForm.self, from: request, context: context)
-            let (stored, updatedAt) = try await settings.replace(try form.settings(allowPrivateNetworks: allowPrivateNetworks), for: context.individual)
+            let (stored, updatedAt) = try await settings.replace(
+                try form.settings(allowPrivateNetworks: allowPrivateNetworks), for: context.individual)
             return SOSSettingsBody(stored, updatedAt: updatedAt)
         }
     }
@@ -46,8 +47,12 @@ struct SOSSettingsForm: Codable {
     func settings(allowPrivateNetworks: Bool) throws -> SOSSettings {
         let defaults = SOSSettings()
         var fields = FieldValidator()
-        let minimum = fields.optional("minHeartRate", minHeartRate) { (value: Double) throws(InvalidValue) in try SOSSettings.heartRate(value, in: 20...120) }
-        let maximum = fields.optional("maxHeartRate", maxHeartRate) { (value: Double) throws(InvalidValue) in try SOSSettings.heartRate(value, in: 60...250) }
+        let minimum = fields.optional("minHeartRate", minHeartRate) { (value: Double) throws(InvalidValue) in
+            try SOSSettings.heartRate(value, in: 20...120)
+        }
+        let maximum = fields.optional("maxHeartRate", maxHeartRate) { (value: Double) throws(InvalidValue) in
+            try SOSSettings.heartRate(value, in: 60...250)
+        }
         let oxygen = fields.optional("minOxygenSaturation", minOxygenSaturation, SOSSettings.oxygenSaturation)
         let consecutive = fields.optional("consecutiveReadings", consecutiveReadings, SOSSettings.consecutive)
         let window = fields.optional("cancelWindowSeconds", cancelWindowSeconds, SOSSettings.cancelWindow)
@@ -131,8 +136,8 @@ struct SOSSettingsBody: ResponseEncodable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(enabled, forKey: .enabled)
         try container.encode(minHeartRate, forKey: .minHeartRate)
-        try container.encode(maxHeartRate, forKey: .maxHeartRate)                 // explicit null: no maximum
-        try container.encode(minOxygenSaturation, forKey: .minOxygenSaturation)   // explicit null: not watched
+        try container.encode(maxHeartRate, forKey: .maxHeartRate)  // explicit null: no maximum
+        try container.encode(minOxygenSaturation, forKey: .minOxygenSaturation)  // explicit null: not watched
         try container.encode(consecutiveReadings, forKey: .consecutiveReadings)
         try container.encode(cancelWindowSeconds, forKey: .cancelWindowSeconds)
         try container.encode(contacts, forKey: .contacts)

@@ -37,7 +37,8 @@ struct UserAccountController {
         }
         group.patch("me") { request, context in
             let patch = try await body.decode(IndividualProfilePatch.self, from: request, context: context)
-            return try await IndividualProfileBody(accounts.update(context.individual, signedInWith: context.principal.credential, with: patch.validated()))
+            return try await IndividualProfileBody(
+                accounts.update(context.individual, signedInWith: context.principal.credential, with: patch.validated()))
         }
     }
 }

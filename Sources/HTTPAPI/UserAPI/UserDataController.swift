@@ -37,10 +37,11 @@ struct UserDataController {
     /// `GET /api/users/data`: the individual's samples.
     @Sendable func samples(_ request: Request, context: IndividualRequestContext) async throws -> Page<SampleBody> {
         let query = try SampleListingQuery(request)
-        return try await query.page(ownData.samples(
-            of: context.individual, types: query.types, from: query.range.from, to: query.range.to,
-            order: query.range.order, limit: query.range.limit, after: query.after
-        ))
+        return try await query.page(
+            ownData.samples(
+                of: context.individual, types: query.types, from: query.range.from, to: query.range.to,
+                order: query.range.order, limit: query.range.limit, after: query.after
+            ))
     }
 
     /// `GET data/summary?type=&from=&to=&bucket=hour|day|week`.
@@ -52,17 +53,19 @@ struct UserDataController {
             guard type.hasDailyRollup else { throw InvalidValue("must be a quantity type; \(raw) has no summary") }
             return type
         }
-        let bucket = fields.optional("bucket", query["bucket"].map(String.init)) { (raw: String) throws(InvalidValue) -> SummaryBucket in
-            guard let bucket = SummaryBucket(rawValue: raw) else { throw InvalidValue("must be hour, day or week") }
-            return bucket
-        } ?? .day
+        let bucket =
+            fields.optional("bucket", query["bucket"].map(String.init)) { (raw: String) throws(InvalidValue) -> SummaryBucket in
+                guard let bucket = SummaryBucket(rawValue: raw) else { throw InvalidValue("must be hour, day or week") }
+                return bucket
+            } ?? .day
         let window = TimeRangeQuery(request, fields: &fields)
         let to = window.to ?? Date()
-        let defaultDays: Double = switch bucket {
-        case .hour: 1
-        case .day: 30
-        case .week: 26 * 7
-        }
+        let defaultDays: Double =
+            switch bucket {
+            case .hour: 1
+            case .day: 30
+            case .week: 26 * 7
+            }
         let from = window.from ?? to.addingTimeInterval(-defaultDays * 86_400)
         let maximumDays = OwnDataReader.maximumWindowDays(bucket)
         if from < to, to.timeIntervalSince(from) > Double(maximumDays) * 86_400 {
@@ -76,9 +79,11 @@ struct UserDataController {
     /// `GET /api/users/data/locations`: the individual's location fixes.
     @Sendable func locations(_ request: Request, context: IndividualRequestContext) async throws -> Page<LocationFixBody> {
         let query = try LocationListingQuery(request)
-        return try await query.page(ownData.locations(
-            of: context.individual, from: query.range.from, to: query.range.to, order: query.range.order, limit: query.range.limit, after: query.after
-        ))
+        return try await query.page(
+            ownData.locations(
+                of: context.individual, from: query.range.from, to: query.range.to, order: query.range.order, limit: query.range.limit,
+                after: query.after
+            ))
     }
 
     /// `type=heartRate,stepCount` or `type=heartRate&type=stepCount`; none means every type.

@@ -3,10 +3,10 @@ import Data4HelpCore
 import Foundation
 import HealthSharing
 import Hummingbird
-import RunEvents
-import SOSManager
 import Logging
 import NIOCore
+import RunEvents
+import SOSManager
 
 /// `GET /api/users/export`: everything the platform holds about me, as NDJSON streamed page by
 /// page (GDPR art. 20). Memory stays bounded by one page whatever the size of the history.
@@ -153,7 +153,9 @@ struct ExportSource {
             try await lines.write("enrolment", ExportEnrolmentBody(enrolment), to: &writer)
             try await lines.writePages(
                 "runPosition", counted: \.runPositions, to: &writer,
-                fetch: { try await runPositions.replay(of: enrolment.runId, runner: enrolment.state.runnerId, from: nil, to: nil, after: $0, limit: $1) },
+                fetch: {
+                    try await runPositions.replay(of: enrolment.runId, runner: enrolment.state.runnerId, from: nil, to: nil, after: $0, limit: $1)
+                },
                 cursor: { ($0.position.timeMs, $0.runnerId) }, record: { ExportRunPositionBody(runId: enrolment.runId, $0) }
             )
         }

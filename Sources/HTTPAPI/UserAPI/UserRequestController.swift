@@ -17,11 +17,13 @@ struct UserRequestController {
             let status = AccessScopeFields.status(request, fields: &fields)
             try fields.finish()
             let pagination = try KeysetPagination(request)
-            let rows = try await requests.requests(for: context.individual, status: status, beforeId: pagination.beforeId, limit: pagination.limit + 1)
+            let rows = try await requests.requests(
+                for: context.individual, status: status, beforeId: pagination.beforeId, limit: pagination.limit + 1)
             return pagination.page(rows, id: \.record.id) { AccessRequestBody($0, for: .individual) }
         }
         group.get("requests/{requestId}") { _, context in
-            try await AccessRequestBody(requests.request(for: context.individual, id: AccessScopeFields.requestId(context.parameters)), for: .individual)
+            try await AccessRequestBody(
+                requests.request(for: context.individual, id: AccessScopeFields.requestId(context.parameters)), for: .individual)
         }
         group.put("requests/{requestId}") { request, context in
             let id = try AccessScopeFields.requestId(context.parameters)
@@ -40,7 +42,9 @@ struct UserRequestController {
         }
         group.get("blocked-parties") { _, context -> Page<BlockedPartyBody> in
             let blocked = try await requests.blocked(by: context.individual)
-            return Page(items: blocked.map { BlockedPartyBody(organisationId: $0.organisation.wireString, name: $0.name, blockedAt: $0.since) }, nextCursor: nil)
+            return Page(
+                items: blocked.map { BlockedPartyBody(organisationId: $0.organisation.wireString, name: $0.name, blockedAt: $0.since) },
+                nextCursor: nil)
         }
         group.post("blocked-parties") { request, context in
             let form = try await body.decode(BlockForm.self, from: request, context: context)

@@ -21,7 +21,7 @@ struct WorkoutController {
 
     @Sendable func detail(_ request: Request, context: IndividualRequestContext) async throws -> WorkoutBody {
         guard let id = context.parameters.get("workoutId", as: UUID.self),
-              let detail = try await workouts.detail(id, of: context.individual)
+            let detail = try await workouts.detail(id, of: context.individual)
         else { throw Problem.notFound("workout") }
         return WorkoutBody(detail.workout, detail: detail)
     }
@@ -70,7 +70,8 @@ struct WorkoutBody: ResponseEncodable, Sendable {
         try container.encode(workout.importId?.wireString, forKey: .importId)
         guard let detail else { return }
         // A route needs two points to be a LineString; fewer fixes give no route.
-        let route = detail.route.count >= 2
+        let route =
+            detail.route.count >= 2
             ? Route(
                 coordinates: detail.route.map { fix in [fix.longitude, fix.latitude] + (fix.altitude.map { [$0] } ?? []) },
                 times: detail.route.map { WireFormat.timestamp($0.time) }

@@ -1,9 +1,9 @@
 import AccessManager
 import Data4HelpCore
 import Foundation
+import HTTPTypes
 import HealthSharing
 import Hummingbird
-import HTTPTypes
 import NIOCore
 import ServiceLifecycle
 
@@ -32,16 +32,18 @@ struct EventStreamController {
         // A stream never ends on its own: only clients that ask for one get it (EventSource
         // always sends this), so a client expecting an ordinary response does not hang.
         guard request.headers[values: .accept].contains(where: { $0.lowercased().contains("text/event-stream") }) else {
-            throw Problem(.notAcceptable, slug: "not-acceptable", title: "Not acceptable",
-                          detail: "This is a server-sent event stream; send 'Accept: text/event-stream'.")
+            throw Problem(
+                .notAcceptable, slug: "not-acceptable", title: "Not acceptable",
+                detail: "This is a server-sent event stream; send 'Accept: text/event-stream'.")
         }
         var fields = FieldValidator()
-        let lastEventId = fields.optional("Last-Event-ID", request.headers[.lastEventID]) { (raw: String) throws(InvalidValue) -> Int64 in
-            guard let id = Int64(raw.trimmingCharacters(in: .whitespaces)), id >= 0 else {
-                throw InvalidValue("must be the id of an event this stream sent")
-            }
-            return id
-        } ?? 0
+        let lastEventId =
+            fields.optional("Last-Event-ID", request.headers[.lastEventID]) { (raw: String) throws(InvalidValue) -> Int64 in
+                guard let id = Int64(raw.trimmingCharacters(in: .whitespaces)), id >= 0 else {
+                    throw InvalidValue("must be the id of an event this stream sent")
+                }
+                return id
+            } ?? 0
         try fields.finish()
         let party = context.party
         return Response(
@@ -80,7 +82,7 @@ struct EventStreamController {
             let batch = try await events.after(last, thirdPartyId: party, dataOnly: false, limit: 100)
             for event in batch {
                 last = event.id
-                if event.type == "data.created", event.items.isEmpty { continue }   // nothing left to give
+                if event.type == "data.created", event.items.isEmpty { continue }  // nothing left to give
                 let json = try encoder.encode(EventBody(id: String(event.id), event: event))
                 var buffer = ByteBuffer(string: "id: \(event.id)\nevent: \(event.type)\ndata: ")
                 buffer.writeBytes(json)

@@ -106,7 +106,7 @@ struct DeliveryBody: ResponseEncodable, Sendable {
             try container.encode(attempt, forKey: .attempt)
             try container.encode(at, forKey: .at)
             try container.encode(durationMs, forKey: .durationMs)
-            try container.encode(statusCode, forKey: .statusCode)   // explicit null: no answer came
+            try container.encode(statusCode, forKey: .statusCode)  // explicit null: no answer came
             try container.encode(error, forKey: .error)
         }
     }

@@ -28,10 +28,12 @@ package struct AccessRequestService: Sendable {
         by party: ThirdPartyID, fiscalCode: FiscalCode, scope: AccessScope, purpose: AccessPurpose, subscribe: Bool, now: Date = Date()
     ) async throws -> AccessRequest {
         do {
-            let record = try await store.create(NewAccessRequest(
-                thirdPartyId: party.rowId, fiscalCode: fiscalCode.value, purpose: purpose.value, subscribe: subscribe,
-                scope: scope.record, expiresAt: now.addingTimeInterval(Double(pendingLifetime.components.seconds))
-            )) { try RequestCreatedNotice($0).message }
+            let record = try await store.create(
+                NewAccessRequest(
+                    thirdPartyId: party.rowId, fiscalCode: fiscalCode.value, purpose: purpose.value, subscribe: subscribe,
+                    scope: scope.record, expiresAt: now.addingTimeInterval(Double(pendingLifetime.components.seconds))
+                )
+            ) { try RequestCreatedNotice($0).message }
             return AccessRequest(record: record)
         } catch let error where DatabaseFailure(error)?.isUniqueViolation == true {
             throw AccessRequestError.duplicatePending

@@ -64,7 +64,8 @@ package struct PartyEvents: Sendable {
     /// Logs that the event's data went to its party (nothing to log for state changes).
     package func recordDisclosure(of event: PartyEvent, via channel: DisclosureChannel) async throws {
         guard let data = event.record.data, let individualId = event.record.individualId, let requestId = event.record.requestId,
-              !event.items.isEmpty else { return }
+            !event.items.isEmpty
+        else { return }
         try await disclosures.record(
             individualId: individualId, thirdPartyId: event.record.thirdPartyId, requestId: requestId,
             channel: channel.rawValue, types: data.kinds.sorted(), itemCount: event.items.count

@@ -32,7 +32,8 @@ extension SampleType {
                 throw SampleRejection("unit \(unit!) does not fit \(rawValue) (use \(accepted))")
             }
             guard range.contains(converted) else {
-                throw SampleRejection("\(rawValue) must be between \(range.lowerBound.formattedValue) and \(range.upperBound.formattedValue) \(canonical)")
+                throw SampleRejection(
+                    "\(rawValue) must be between \(range.lowerBound.formattedValue) and \(range.upperBound.formattedValue) \(canonical)")
             }
             return converted
         case (.quantity(let canonical, _, _), .word):

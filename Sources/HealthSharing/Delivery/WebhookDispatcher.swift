@@ -141,7 +141,7 @@ package struct WebhookDispatcher: Service {
             var event: PartyEvent?
             if let eventId = delivery.eventId {
                 event = try await events.event(id: eventId)
-                if event == nil {   // the grant ended or the data is gone: nothing may be sent
+                if event == nil {  // the grant ended or the data is gone: nothing may be sent
                     try await store.finish(delivery, attempt: nil, outcome: .cancelled)
                     return
                 }
@@ -155,9 +155,11 @@ package struct WebhookDispatcher: Service {
             )
             let delivered = result.status.map { (200..<300).contains($0) } ?? false
             let outcome: DeliveryOutcome =
-                delivered ? .delivered
-                : delivery.roundAttempt >= settings.maxAttempts ? .failed
-                : .retry(at: Date().addingTimeInterval(backoff(after: delivery.roundAttempt)))
+                delivered
+                ? .delivered
+                : delivery.roundAttempt >= settings.maxAttempts
+                    ? .failed
+                    : .retry(at: Date().addingTimeInterval(backoff(after: delivery.roundAttempt)))
             if let event, result.possiblyReceived {
                 try await events.recordDisclosure(of: event, via: .webhook)
             }
@@ -168,9 +170,11 @@ package struct WebhookDispatcher: Service {
             }
         } catch {
             // The attempt could not even be recorded: leave the lease to run out and try again then.
-            logger.warning("webhook attempt not recorded", metadata: [
-                "delivery.id": "\(delivery.publicId)", "error.type": "\(String(reflecting: type(of: error)))",
-            ])
+            logger.warning(
+                "webhook attempt not recorded",
+                metadata: [
+                    "delivery.id": "\(delivery.publicId)", "error.type": "\(String(reflecting: type(of: error)))",
+                ])
         }
     }
 

@@ -40,10 +40,11 @@ package final class WebhookEgressProxy: Sendable {
                     let encoder = HTTPResponseEncoder()
                     try child.pipeline.syncOperations.addHandler(decoder)
                     try child.pipeline.syncOperations.addHandler(encoder)
-                    try child.pipeline.syncOperations.addHandler(ConnectHandler(
-                        expectedAuthorization: expected, policy: policy, connectTimeout: connectTimeout,
-                        httpHandlers: [decoder, encoder], logger: logger
-                    ))
+                    try child.pipeline.syncOperations.addHandler(
+                        ConnectHandler(
+                            expectedAuthorization: expected, policy: policy, connectTimeout: connectTimeout,
+                            httpHandlers: [decoder, encoder], logger: logger
+                        ))
                 }
             }
             .bind(host: "127.0.0.1", port: 0).get()
@@ -144,7 +145,7 @@ private final class ConnectHandler: ChannelInboundHandler, RemovableChannelHandl
         let head = HTTPResponseHead(version: .http1_1, status: .ok, headers: ["Content-Length": "0"])
         context.write(wrapOutboundOut(.head(head)), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil))).assumeIsolated().whenComplete { [self] _ in
-            let (local, remote) = Splice.pair()   // same event loop: the upstream was made on this one
+            let (local, remote) = Splice.pair()  // same event loop: the upstream was made on this one
             do {
                 try context.pipeline.syncOperations.addHandler(local)
                 // This handler first: the decoder hands on any bytes after the CONNECT as it goes.

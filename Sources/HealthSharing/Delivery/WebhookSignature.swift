@@ -39,7 +39,7 @@ package enum WebhookSignature {
         let signed = Data("\(timestamp).".utf8) + Data((request.map { "\($0)." } ?? "").utf8) + Data(body)
         return signatures.contains { candidate in
             guard let code = bytes(hex: candidate) else { return false }
-            return HMAC<SHA256>.isValidAuthenticationCode(code, authenticating: signed, using: key)   // constant time
+            return HMAC<SHA256>.isValidAuthenticationCode(code, authenticating: signed, using: key)  // constant time
         }
     }
 

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import NIOPosix
+
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -17,7 +18,7 @@ package struct WebhookURL: Sendable, Equatable {
     package init(parsing text: String, allowPrivateNetworks: Bool) throws(WebhookURLError) {
         guard text.utf8.count <= 2048 else { throw .invalid("must be at most 2048 characters") }
         guard let components = URLComponents(string: text), let scheme = components.scheme?.lowercased(),
-              let url = components.url, url.host(percentEncoded: false)?.isEmpty == false
+            let url = components.url, url.host(percentEncoded: false)?.isEmpty == false
         else { throw .invalid("must be an absolute http or https URL") }
         guard scheme == "http" || scheme == "https" else { throw .invalid("must use http or https") }
         guard components.user == nil, components.password == nil else { throw .invalid("must not carry credentials") }
@@ -100,19 +101,19 @@ package enum IPAddress: Sendable, Equatable {
             ]
             return !blocked.contains { prefix, bits in a >> (32 - bits) == prefix >> (32 - bits) }
         case .v6(let b):
-            if b[0..<12].allSatisfy({ $0 == 0 }) { return false }                    // ::, ::1 and IPv4-compatible ::a.b.c.d (deprecated)
-            if b[0..<10].allSatisfy({ $0 == 0 }), b[10] == 0xFF, b[11] == 0xFF {       // ::ffff:a.b.c.d
+            if b[0..<12].allSatisfy({ $0 == 0 }) { return false }  // ::, ::1 and IPv4-compatible ::a.b.c.d (deprecated)
+            if b[0..<10].allSatisfy({ $0 == 0 }), b[10] == 0xFF, b[11] == 0xFF {  // ::ffff:a.b.c.d
                 return IPAddress.v4(b[12..<16].reduce(0) { $0 << 8 | UInt32($1) }).isPublic
             }
-            if b[0] == 0x00, b[1] == 0x64, b[2] == 0xFF, b[3] == 0x9B { return false } // NAT64 64:ff9b::/96 and 64:ff9b:1::/48
-            if b[0] == 0x01, b[1..<8].allSatisfy({ $0 == 0 }) { return false }          // 100::/64 discard-only
-            if b[0] == 0x20, b[1] == 0x01, b[2] == 0x00, b[3] == 0x00 { return false } // Teredo 2001::/32 (embeds any IPv4)
-            if b[0] == 0xFE, b[1] & 0xC0 == 0xC0 { return false }                      // fec0::/10 site-local (deprecated)
-            if b[0] & 0xFE == 0xFC { return false }                                    // fc00::/7 unique local
-            if b[0] == 0xFE, b[1] & 0xC0 == 0x80 { return false }                      // fe80::/10 link-local
-            if b[0] == 0xFF { return false }                                           // multicast
-            if b[0] == 0x20, b[1] == 0x01, b[2] == 0x0D, b[3] == 0xB8 { return false } // 2001:db8::/32 documentation
-            if b[0] == 0x20, b[1] == 0x02 { return false }                             // 6to4 (embeds any IPv4)
+            if b[0] == 0x00, b[1] == 0x64, b[2] == 0xFF, b[3] == 0x9B { return false }  // NAT64 64:ff9b::/96 and 64:ff9b:1::/48
+            if b[0] == 0x01, b[1..<8].allSatisfy({ $0 == 0 }) { return false }  // 100::/64 discard-only
+            if b[0] == 0x20, b[1] == 0x01, b[2] == 0x00, b[3] == 0x00 { return false }  // Teredo 2001::/32 (embeds any IPv4)
+            if b[0] == 0xFE, b[1] & 0xC0 == 0xC0 { return false }  // fec0::/10 site-local (deprecated)
+            if b[0] & 0xFE == 0xFC { return false }  // fc00::/7 unique local
+            if b[0] == 0xFE, b[1] & 0xC0 == 0x80 { return false }  // fe80::/10 link-local
+            if b[0] == 0xFF { return false }  // multicast
+            if b[0] == 0x20, b[1] == 0x01, b[2] == 0x0D, b[3] == 0xB8 { return false }  // 2001:db8::/32 documentation
+            if b[0] == 0x20, b[1] == 0x02 { return false }  // 6to4 (embeds any IPv4)
             return true
         }
     }

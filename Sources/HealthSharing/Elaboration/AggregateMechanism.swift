@@ -53,14 +53,16 @@ package struct AggregateMechanism: Sendable {
     }
 
     package func release(_ groups: [ExactGroup], spec: AggregateSpec) -> AggregateAnswer {
-        guard let domain = AggregateDomain(spec.type) else { return AggregateAnswer(status: .refused, reason: AggregateAnswer.groupTooSmall, groups: []) }
+        guard let domain = AggregateDomain(spec.type) else {
+            return AggregateAnswer(status: .refused, reason: AggregateAnswer.groupTooSmall, groups: [])
+        }
         let shares = shares(spec, domain: domain)
         let threshold = minimumGroup + shares.count.margin(forFalsePositive: falsePositive)
         let countWidth = shares.count.halfWidth(coverage: coverage)
         var released: [AggregateAnswer.Group] = []
         for group in groups {
             let count = group.individuals + shares.count.sample()
-            guard count >= threshold else { continue }   // suppressed, whatever its size
+            guard count >= threshold else { continue }  // suppressed, whatever its size
             var answer = AggregateAnswer.Group(
                 key: key(group.key, spec: spec), count: count, countInterval: [max(0, count - countWidth), count + countWidth]
             )
@@ -76,9 +78,11 @@ package struct AggregateMechanism: Sendable {
                 let centred = Double(group.centredSum + noise.sample())
                 let n = Double(count)
                 let mean = clamp(domain.midpoint + centred / (domain.resolution * n), domain)
-                let bounds = [(centred - sumWidth, n + wideCount), (centred - sumWidth, max(1, n - wideCount)),
-                              (centred + sumWidth, n + wideCount), (centred + sumWidth, max(1, n - wideCount))]
-                    .map { clamp(domain.midpoint + $0.0 / (domain.resolution * $0.1), domain) }
+                let bounds = [
+                    (centred - sumWidth, n + wideCount), (centred - sumWidth, max(1, n - wideCount)),
+                    (centred + sumWidth, n + wideCount), (centred + sumWidth, max(1, n - wideCount)),
+                ]
+                .map { clamp(domain.midpoint + $0.0 / (domain.resolution * $0.1), domain) }
                 answer.value = rounded(mean)
                 answer.interval = [rounded(bounds.min()!), rounded(bounds.max()!)]
             case .sum:
@@ -90,7 +94,7 @@ package struct AggregateMechanism: Sendable {
             case .histogram, .quantiles:
                 let noise = shares.statistic!
                 let width = noise.halfWidth(coverage: coverage)
-                let bins = group.bins.map { max(0, $0 + noise.sample()) }   // clamping is post-processing
+                let bins = group.bins.map { max(0, $0 + noise.sample()) }  // clamping is post-processing
                 if spec.statistic == .histogram {
                     answer.histogram = zip(domain.bins, bins).map { edges, count in
                         AggregateAnswer.Bin(from: edges.from, to: edges.to, count: count, interval: [max(0, count - width), count + width])

@@ -53,7 +53,8 @@ package struct AggregateService: Sendable {
     /// `answers` wakes a repeated question's wait for the first answer; without a listener
     /// bumping it, the wait re-reads once a second.
     package init(
-        database: Database, readDatabase: Database? = nil, budget: PrivacyBudget, mechanism: AggregateMechanism, answers: ChangeSignal = ChangeSignal()
+        database: Database, readDatabase: Database? = nil, budget: PrivacyBudget, mechanism: AggregateMechanism,
+        answers: ChangeSignal = ChangeSignal()
     ) {
         self.answers = answers
         self.queries = AggregateQueryStore(database: database)
@@ -90,7 +91,8 @@ package struct AggregateService: Sendable {
                 let exact = try await groups.exactGroups(groupQuery(spec))
                 let answer = mechanism.release(exact, spec: spec)
                 let text = String(decoding: try JSONEncoder.sorted.encode(answer), as: UTF8.self)
-                let stored = try await queries.finish(query, thirdParty: publicParty, status: answer.status, answer: text, fingerprint: spec.fingerprint)
+                let stored = try await queries.finish(
+                    query, thirdParty: publicParty, status: answer.status, answer: text, fingerprint: spec.fingerprint)
                 return (try AggregateResult(stored, repeated: false), stored.id)
             } catch {
                 try? await queries.fail(query)
@@ -137,19 +139,21 @@ package struct AggregateService: Sendable {
 
     private func groupQuery(_ spec: AggregateSpec) -> GroupQuery {
         let domain = AggregateDomain(spec.type)!
-        let key: GroupQuery.Key = switch spec.groupBy {
-        case nil: .none
-        case .area?: .area
-        case .ageBand?: .ageBand
-        case .sex?: .sex
-        case .day?: .day
-        case .week?: .week
-        }
+        let key: GroupQuery.Key =
+            switch spec.groupBy {
+            case nil: .none
+            case .area?: .area
+            case .ageBand?: .ageBand
+            case .sex?: .sex
+            case .day?: .day
+            case .week?: .week
+            }
         let (months, days) = spec.readPlan()
         var query = GroupQuery(
             sampleType: spec.type.storageCode, dailyTotal: domain.daily == .total, areas: spec.areas,
             ageBands: spec.ageBands.map { Int32($0.lower) }, sex: spec.sex?.rawValue, from: spec.from.text, to: spec.to.text,
-            months: months.map(\.text), dayRanges: days.map { ($0.from.text, $0.to.text, $0.sign) }, key: key, lower: domain.lower, upper: domain.upper, binWidth: domain.binWidth, binCount: Int32(domain.binCount),
+            months: months.map(\.text), dayRanges: days.map { ($0.from.text, $0.to.text, $0.sign) }, key: key, lower: domain.lower,
+            upper: domain.upper, binWidth: domain.binWidth, binCount: Int32(domain.binCount),
             resolution: domain.resolution
         )
         let (weeks, edges) = spec.wholeWeeks()

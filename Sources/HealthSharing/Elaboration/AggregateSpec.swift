@@ -55,9 +55,9 @@ package struct CalendarDay: Sendable, Hashable, Comparable {
     package init(parsing raw: String) throws(InvalidValue) {
         let parts = raw.split(separator: "-", omittingEmptySubsequences: false)
         guard parts.count == 3, parts[0].count == 4, parts[1].count == 2, parts[2].count == 2,
-              let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
-              let date = DateComponents(calendar: Self.calendar, timeZone: .gmt, year: year, month: month, day: day).date,
-              Self.calendar.dateComponents([.year, .month, .day], from: date) == DateComponents(year: year, month: month, day: day)
+            let year = Int(parts[0]), let month = Int(parts[1]), let day = Int(parts[2]),
+            let date = DateComponents(calendar: Self.calendar, timeZone: .gmt, year: year, month: month, day: day).date,
+            Self.calendar.dateComponents([.year, .month, .day], from: date) == DateComponents(year: year, month: month, day: day)
         else { throw InvalidValue("must be a date such as 2026-10-01") }
         ordinal = Int((date.timeIntervalSince1970 / 86_400).rounded(.down))
     }
@@ -142,7 +142,9 @@ package struct AggregateSpec: Sendable, Hashable {
         type: SampleType, statistic: AggregateStatistic, areas: [AreaCode], ageBands: [AgeBand], sex: Sex?,
         from: CalendarDay, to: CalendarDay, groupBy: AggregateDimension?, epsilon: Epsilon
     ) throws(AggregateError) {
-        guard AggregateDomain(type) != nil else { throw .invalid(field: "type", reason: "has no aggregate domain; use a quantity type such as heartRate") }
+        guard AggregateDomain(type) != nil else {
+            throw .invalid(field: "type", reason: "has no aggregate domain; use a quantity type such as heartRate")
+        }
         guard to >= from else { throw .invalid(field: "to", reason: "must not be before from") }
         guard to.ordinal - from.ordinal + 1 <= Self.maximumDays else { throw .invalid(field: "to", reason: "the window may cover at most 365 days") }
         guard areas.count <= Self.maximumAreas else { throw .invalid(field: "areas", reason: "at most 50 areas") }
@@ -218,7 +220,7 @@ package struct AggregateSpec: Sendable, Hashable {
 
     /// The Monday (ISO week start) on or before the day.
     package static func weekStart(_ day: CalendarDay) -> CalendarDay {
-        CalendarDay(ordinal: day.ordinal - ((day.ordinal + 3) % 7))   // 1970-01-01 was a Thursday
+        CalendarDay(ordinal: day.ordinal - ((day.ordinal + 3) % 7))  // 1970-01-01 was a Thursday
     }
 
     /// The spec as canonical JSON (sorted keys, normalised lists): what is stored and shown.

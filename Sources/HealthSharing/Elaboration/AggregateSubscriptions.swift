@@ -13,10 +13,11 @@ package enum AggregatePeriod: String, Sendable, CaseIterable {
     /// the next Monday (weekly), leaving late uploads an hour to arrive.
     func nextRun(after now: Date) -> Date {
         let today = CalendarDay(containing: now)
-        let next = switch self {
-        case .daily: CalendarDay(ordinal: today.ordinal + 1)
-        case .weekly: CalendarDay(ordinal: AggregateSpec.weekStart(today).ordinal + 7)
-        }
+        let next =
+            switch self {
+            case .daily: CalendarDay(ordinal: today.ordinal + 1)
+            case .weekly: CalendarDay(ordinal: AggregateSpec.weekStart(today).ordinal + 7)
+            }
         return next.date.addingTimeInterval(3600)
     }
 
@@ -44,9 +45,11 @@ package struct AggregateSubscriptions: Sendable {
     }
 
     package func subscribe(_ party: ThirdPartyID, query: UUID, period: AggregatePeriod) async throws -> (AggregateSubscriptionRecord, created: Bool) {
-        guard let (record, created) = try await store.subscribe(
-            thirdPartyId: party.rowId, query: query, period: period.rawValue, firstRun: period.nextRun(after: Date())
-        ) else { throw AggregateError.notFound }
+        guard
+            let (record, created) = try await store.subscribe(
+                thirdPartyId: party.rowId, query: query, period: period.rawValue, firstRun: period.nextRun(after: Date())
+            )
+        else { throw AggregateError.notFound }
         return (record, created)
     }
 

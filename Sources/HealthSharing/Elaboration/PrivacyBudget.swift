@@ -51,6 +51,6 @@ package struct PrivacyBudget: Sendable {
             total -= spend.hundredths
             if total + needed <= limit { return Int((spend.atMs + spanMs - ledger.nowMs + 999) / 1000) }
         }
-        return Int(spanMs / 1000)   // more than the window's limit: never (answered as the window's length)
+        return Int(spanMs / 1000)  // more than the window's limit: never (answered as the window's length)
     }
 }

@@ -164,7 +164,8 @@ enum AppleHealthType {
         "HKQuantityTypeIdentifierStepCount": Mapping(type: .stepCount, value: .quantity(["count": Conversion(unit: "count")])),
         "HKQuantityTypeIdentifierDistanceWalkingRunning": Mapping(type: .distance, value: .quantity(distances)),
         "HKQuantityTypeIdentifierBloodPressureSystolic": Mapping(type: .bloodPressureSystolic, value: .quantity(["mmHg": Conversion(unit: "mmHg")])),
-        "HKQuantityTypeIdentifierBloodPressureDiastolic": Mapping(type: .bloodPressureDiastolic, value: .quantity(["mmHg": Conversion(unit: "mmHg")])),
+        "HKQuantityTypeIdentifierBloodPressureDiastolic": Mapping(
+            type: .bloodPressureDiastolic, value: .quantity(["mmHg": Conversion(unit: "mmHg")])),
         // A fraction in the export: 0.97 is 97 %.
         "HKQuantityTypeIdentifierOxygenSaturation": Mapping(type: .oxygenSaturation, value: .quantity(["%": Conversion(unit: "%", factor: 100)])),
         "HKQuantityTypeIdentifierBodyTemperature": Mapping(
@@ -174,21 +175,24 @@ enum AppleHealthType {
         "HKQuantityTypeIdentifierBloodGlucose": Mapping(type: .bloodGlucose, value: .quantity(["mg/dL": Conversion(unit: "mg/dL")])),
         "HKQuantityTypeIdentifierRespiratoryRate": Mapping(type: .respiratoryRate, value: .quantity(["count/min": Conversion(unit: "breaths/min")])),
         "HKQuantityTypeIdentifierBodyMass": Mapping(
-            type: .bodyMass, value: .quantity(["kg": Conversion(unit: "kg"), "lb": Conversion(unit: "lb"), "g": Conversion(unit: "kg", factor: 0.001)])
+            type: .bodyMass,
+            value: .quantity(["kg": Conversion(unit: "kg"), "lb": Conversion(unit: "lb"), "g": Conversion(unit: "kg", factor: 0.001)])
         ),
         "HKQuantityTypeIdentifierActiveEnergyBurned": Mapping(
             type: .activeEnergy,
             value: .quantity(["kcal": Conversion(unit: "kcal"), "Cal": Conversion(unit: "kcal"), "kJ": Conversion(unit: "kJ")])
         ),
-        "HKCategoryTypeIdentifierSleepAnalysis": Mapping(type: .sleep, value: .category([
-            "HKCategoryValueSleepAnalysisInBed": .inBed,
-            "HKCategoryValueSleepAnalysisAsleep": .asleep,  // before iOS 16
-            "HKCategoryValueSleepAnalysisAsleepUnspecified": .asleep,
-            "HKCategoryValueSleepAnalysisAwake": .awake,
-            "HKCategoryValueSleepAnalysisAsleepCore": .light,
-            "HKCategoryValueSleepAnalysisAsleepDeep": .deep,
-            "HKCategoryValueSleepAnalysisAsleepREM": .rem,
-        ])),
+        "HKCategoryTypeIdentifierSleepAnalysis": Mapping(
+            type: .sleep,
+            value: .category([
+                "HKCategoryValueSleepAnalysisInBed": .inBed,
+                "HKCategoryValueSleepAnalysisAsleep": .asleep,  // before iOS 16
+                "HKCategoryValueSleepAnalysisAsleepUnspecified": .asleep,
+                "HKCategoryValueSleepAnalysisAwake": .awake,
+                "HKCategoryValueSleepAnalysisAsleepCore": .light,
+                "HKCategoryValueSleepAnalysisAsleepDeep": .deep,
+                "HKCategoryValueSleepAnalysisAsleepREM": .rem,
+            ])),
     ]
 
     static let distances: [String: Conversion] = [
@@ -200,7 +204,7 @@ enum AppleHealthType {
     /// mg/dL: 1 mmol/L = M/10 mg/dL (glucose: M = 180.156, 1 mmol/L = 18.0156 mg/dL).
     static func molarConversion(_ unit: String, for type: SampleType) -> Conversion? {
         guard type == .bloodGlucose, unit.hasPrefix("mmol<"), unit.hasSuffix(">/L"),
-              let mass = Double(unit.dropFirst(5).dropLast(3)), (1...10_000).contains(mass)
+            let mass = Double(unit.dropFirst(5).dropLast(3)), (1...10_000).contains(mass)
         else { return nil }
         return Conversion(unit: "mg/dL", factor: mass / 10)
     }
@@ -220,7 +224,7 @@ enum AppleHealthDate {
     static func rfc3339(_ text: String) -> String? {
         let bytes = Array(text.utf8)
         guard bytes.count == 25, bytes[10] == 0x20, bytes[19] == 0x20, bytes[20] == UInt8(ascii: "+") || bytes[20] == UInt8(ascii: "-"),
-              bytes[21...24].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+            bytes[21...24].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
         else { return nil }
         var out = bytes[0..<10]
         out.append(UInt8(ascii: "T"))

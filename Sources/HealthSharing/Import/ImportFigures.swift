@@ -54,11 +54,12 @@ package struct ImportFigures: Codable, Sendable, Equatable {
     }
 
     static func example(_ item: RawIngestItem) -> String {
-        let value: String = switch item.value {
-        case .number(let number): number.formattedValue
-        case .word(let word): word
-        case nil: "no value"
-        }
+        let value: String =
+            switch item.value {
+            case .number(let number): number.formattedValue
+            case .word(let word): word
+            case nil: "no value"
+            }
         return "\(item.type ?? "record") \(value)\(item.unit.map { " " + $0 } ?? "") at \(item.start ?? "no time")"
     }
 }

@@ -139,7 +139,8 @@ package struct ImportWorker: Service {
         var batch = ImportBatch(claim: claim)
         if claim.checkpoint == nil {
             guard claim.bytesReceived <= ActivityImport.maximumBytes else {
-                throw ImportFailure("the \(format.rawValue) file is larger than the \(ActivityImport.maximumBytes >> 20) MiB an activity import may be")
+                throw ImportFailure(
+                    "the \(format.rawValue) file is larger than the \(ActivityImport.maximumBytes >> 20) MiB an activity import may be")
             }
             var bytes: [UInt8] = []
             for try await piece in StoredChunks(store: store, claim: claim, offset: 0) { bytes += piece }
@@ -151,7 +152,8 @@ package struct ImportWorker: Service {
             }
             guard ActivityImport.hasRecordedPoints(document) else {
                 throw ImportFailure(
-                    "the \(format.rawValue) file has no track points (\(document.routes.joined().count) route points, \(document.waypoints) waypoints)")
+                    "the \(format.rawValue) file has no track points (\(document.routes.joined().count) route points, \(document.waypoints) waypoints)"
+                )
             }
             for item in ActivityImport.items(document) { batch.add(item) }
             try await commit(&batch, checkpoint: .complete(bytes: claim.bytesReceived), processed: claim.bytesReceived)
@@ -194,9 +196,10 @@ package struct ImportWorker: Service {
             try reader.finish { batch.add($0) }
         } catch let error as XMLReadError {
             try await commit(&batch, checkpoint: reader.checkpoint.map(ImportCheckpoint.init), processed: offset)
-            throw ImportFailure(error.reason.contains("ends inside") || error.reason.contains("is not closed")
-                ? "\(name) is cut off at line \(error.line.formatted(.number))"
-                : "\(name) cannot be read at line \(error.line.formatted(.number)): \(error.reason)")
+            throw ImportFailure(
+                error.reason.contains("ends inside") || error.reason.contains("is not closed")
+                    ? "\(name) is cut off at line \(error.line.formatted(.number))"
+                    : "\(name) cannot be read at line \(error.line.formatted(.number)): \(error.reason)")
         } catch let error as UntrustedXMLError {
             try await commit(&batch, checkpoint: reader.checkpoint.map(ImportCheckpoint.init), processed: offset)
             throw ImportFailure("\(name) \(error.reason)")

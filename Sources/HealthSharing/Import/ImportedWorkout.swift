@@ -53,7 +53,8 @@ package struct ImportedWorkout: Sendable, Equatable {
             }
         }
         if let distance = Self.number(attributes["totalDistance"]), let unit = attributes["totalDistanceUnit"],
-           let conversion = AppleHealthType.distances[unit] {
+            let conversion = AppleHealthType.distances[unit]
+        {
             distanceMetres = distance * conversion.factor
         }
         if let energy = Self.number(attributes["totalEnergyBurned"]) {

@@ -38,7 +38,9 @@ enum ZipEntryStream {
 
         /// A route file's bytes, inflated whole (a route is small: about 100 bytes a point).
         func bytes(of route: Route, limit: Int64) throws(Unreadable) -> [UInt8] {
-            guard route.entry.uncompressedSize <= UInt64(clamping: limit) else { throw Unreadable(reason: "\(route.entry.path) in the ZIP archive is too large") }
+            guard route.entry.uncompressedSize <= UInt64(clamping: limit) else {
+                throw Unreadable(reason: "\(route.entry.path) in the ZIP archive is too large")
+            }
             var bytes: [UInt8] = []
             do {
                 _ = try archive.extract(route.entry, skipCRC32: false) { bytes += $0 }
@@ -96,7 +98,8 @@ enum ZipEntryStream {
             } catch is CancellationError {
                 continuation.finish()
             } catch {
-                continuation.finish(throwing: Unreadable(reason: "\(entry.path) in the ZIP archive cannot be inflated (the archive is damaged or cut off)"))
+                continuation.finish(
+                    throwing: Unreadable(reason: "\(entry.path) in the ZIP archive cannot be inflated (the archive is damaged or cut off)"))
             }
         }
         thread.start()

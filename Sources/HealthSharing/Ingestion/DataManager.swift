@@ -74,7 +74,8 @@ package struct DataManager: Sendable {
             }
             let locations = (stored: transaction.newLocations, duplicates: batch.fixes.count - transaction.newLocations)
             committed = try await commit(
-                HistoryBatch(stored: stored, duplicates: duplicates.filter { $0.value > 0 }, locations: locations, rejected: batch.rejected), transaction
+                HistoryBatch(stored: stored, duplicates: duplicates.filter { $0.value > 0 }, locations: locations, rejected: batch.rejected),
+                transaction
             )
         }
         guard let committed else { preconditionFailure("HealthDataStore.ingest runs afterStoring in every transaction it commits") }
@@ -116,7 +117,9 @@ package struct DataManager: Sendable {
         }
         var locationColumns = LocationColumns()
         for fix in batch.fixes {
-            locationColumns.append(timeMs: fix.time.epochMilliseconds, key: fix.key, latitude: fix.latitude, longitude: fix.longitude, accuracy: fix.accuracy, altitude: fix.altitude)
+            locationColumns.append(
+                timeMs: fix.time.epochMilliseconds, key: fix.key, latitude: fix.latitude, longitude: fix.longitude, accuracy: fix.accuracy,
+                altitude: fix.altitude)
         }
         return try await store.ingest(individualId: individual.rowId, samples: sampleColumns, locations: locationColumns, receivedAt: now) {
             readings, transaction in

@@ -14,7 +14,9 @@ package enum DedupeKey {
     }
 
     package static func forFix(timeMilliseconds: Int64, latitude: Double, longitude: Double) -> Int64 {
-        hash("ll:", bytes(of: timeMilliseconds) + bytes(of: Int64(bitPattern: latitude.bitPattern)) + bytes(of: Int64(bitPattern: longitude.bitPattern)))
+        hash(
+            "ll:",
+            bytes(of: timeMilliseconds) + bytes(of: Int64(bitPattern: latitude.bitPattern)) + bytes(of: Int64(bitPattern: longitude.bitPattern)))
     }
 
     private static func bytes(of value: Int64) -> [UInt8] {

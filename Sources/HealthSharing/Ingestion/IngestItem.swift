@@ -1,5 +1,5 @@
-import Foundation
 import DatabaseLink
+import Foundation
 
 /// One item of an upload as the client sent it, field by field, before any rule is applied.
 /// The HTTP layer fills it from JSON; `fieldError` is set when a field had the wrong JSON type.
@@ -89,7 +89,9 @@ package struct IngestRules: Sendable {
             // Cheap first (an import checks millions of sources): at most 200 bytes of UTF-8 is at
             // most 200 characters; the control characters (Unicode's Cc) are U+0000–U+001F and
             // U+007F–U+009F, compared by value rather than looked up.
-            guard !source.isEmpty, source.utf8.count <= 200 || source.count <= 200 else { throw SampleRejection("source must be 1 to 200 characters") }
+            guard !source.isEmpty, source.utf8.count <= 200 || source.count <= 200 else {
+                throw SampleRejection("source must be 1 to 200 characters")
+            }
             guard !source.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
                 throw SampleRejection("source must not contain control characters")
             }
@@ -105,7 +107,8 @@ package struct IngestRules: Sendable {
         if let accuracy = raw.accuracy, !(0...100_000).contains(accuracy) { throw SampleRejection("accuracy must be between 0 and 100000 m") }
         if let altitude = raw.altitude, !(-1_000...20_000).contains(altitude) { throw SampleRejection("altitude must be between -1000 and 20000 m") }
         let time = try instant(raw.time, field: "time", now: now)
-        let key = raw.id.map(DedupeKey.forClientId)
+        let key =
+            raw.id.map(DedupeKey.forClientId)
             ?? DedupeKey.forFix(timeMilliseconds: time.epochMilliseconds, latitude: latitude, longitude: longitude)
         return NewLocationFix(
             time: time, latitude: latitude, longitude: longitude,

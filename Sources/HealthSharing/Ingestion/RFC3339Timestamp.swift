@@ -21,11 +21,11 @@ package enum RFC3339Timestamp {
             return allowed.contains(byte)
         }
         guard let year = digits(4), expect([45]), let month = digits(2), expect([45]), let day = digits(2),
-              expect([84, 116, 32]), let hour = digits(2), expect([58]), let minute = digits(2), expect([58]),
-              let second = digits(2)
+            expect([84, 116, 32]), let hour = digits(2), expect([58]), let minute = digits(2), expect([58]),
+            let second = digits(2)
         else { return nil }
         guard (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
-              hour < 24, minute < 60, second < 61
+            hour < 24, minute < 60, second < 61
         else { return nil }
         var milliseconds = 0
         var next = utf8.next()

@@ -36,7 +36,9 @@ package struct RunEventPlan: Sendable, Equatable {
         guard description.count <= 5_000 else { throw .invalid(field: "description", reason: "may be at most 5000 characters") }
         guard startsAt > now else { throw .invalid(field: "startsAt", reason: "must be in the future") }
         guard endsAt > startsAt else { throw .invalid(field: "endsAt", reason: "must be after startsAt") }
-        guard endsAt.timeIntervalSince(startsAt) <= Self.maximumDuration else { throw .invalid(field: "endsAt", reason: "an event may last at most 7 days") }
+        guard endsAt.timeIntervalSince(startsAt) <= Self.maximumDuration else {
+            throw .invalid(field: "endsAt", reason: "an event may last at most 7 days")
+        }
         guard enrolmentDeadline <= startsAt else { throw .invalid(field: "enrolmentDeadline", reason: "must not be after startsAt") }
         guard (1...Self.maximumParticipants).contains(maxParticipants) else {
             throw .invalid(field: "maxParticipants", reason: "must be from 1 to \(Self.maximumParticipants)")
@@ -124,7 +126,8 @@ package struct RunEvent: Sendable {
     }
 
     /// The event as it stands, as a plan to change (validation is redone on the merged result).
-    package var plan: (name: String, description: String, startsAt: Date, endsAt: Date, enrolmentDeadline: Date, maxParticipants: Int, path: GeoPath) {
+    package var plan: (name: String, description: String, startsAt: Date, endsAt: Date, enrolmentDeadline: Date, maxParticipants: Int, path: GeoPath)
+    {
         (name, description, startsAt, endsAt, enrolmentDeadline, maxParticipants, path)
     }
 }

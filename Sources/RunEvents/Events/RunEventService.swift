@@ -22,12 +22,13 @@ package struct RunEventService: Sendable {
         _ id: UUID, by individual: IndividualID, change: @escaping (RunEvent) throws -> RunEventPlan
     ) async throws -> RunEvent {
         do {
-            return try RunEvent(try await store.update(publicId: id, organiserId: individual.rowId) { locked in
-                try RunEventRules.checkEditable(locked)
-                let draft = try change(try RunEvent(locked.event)).draft
-                try RunEventRules.checkCapacity(locked, for: draft)
-                return draft
-            })
+            return try RunEvent(
+                try await store.update(publicId: id, organiserId: individual.rowId) { locked in
+                    try RunEventRules.checkEditable(locked)
+                    let draft = try change(try RunEvent(locked.event)).draft
+                    try RunEventRules.checkCapacity(locked, for: draft)
+                    return draft
+                })
         } catch let refusal as RunRefusal {
             throw RunEventError.refused(refusal)
         }
@@ -35,9 +36,11 @@ package struct RunEventService: Sendable {
 
     package func cancel(_ id: UUID, by individual: IndividualID) async throws -> RunEvent {
         do {
-            return try RunEvent(try await store.cancel(
-                publicId: id, organiserId: individual.rowId, decide: { try RunEventRules.mayCancel($0) }, notice: { try RunCancelledNotice($0).message }
-            ))
+            return try RunEvent(
+                try await store.cancel(
+                    publicId: id, organiserId: individual.rowId, decide: { try RunEventRules.mayCancel($0) },
+                    notice: { try RunCancelledNotice($0).message }
+                ))
         } catch let refusal as RunRefusal {
             throw RunEventError.refused(refusal)
         }

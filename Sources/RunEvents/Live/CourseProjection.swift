@@ -50,7 +50,8 @@ package struct CourseProjection: Sendable {
             let lowest = length > 0 ? max(0, (low - start) / length) : 0
             let highest = length > 0 ? min(1, (high - start) / length) : 1
             let clamped = min(max(fraction, lowest), highest)
-            let distance = clamped == fraction
+            let distance =
+                clamped == fraction
                 ? offset
                 : Self.nearest(fix, from: path.points[index], to: path.points[index + 1], at: clamped)
             candidates.append((start + clamped * length, distance))

@@ -63,9 +63,10 @@ package struct LivePositions: Sendable {
     /// Every runner's state, ranked (public).
     package func leaderboard(of runId: UUID) async throws -> [RunnerState] {
         guard let event = try await events.event(publicId: runId) else { throw RunEventError.notFound }
-        return RunnerState.ranked(try await store.states(runId: event.id).map {
-            RunnerState($0, startsAt: event.startsAt, lengthMeters: event.lengthMeters)
-        }, startsAt: event.startsAt)
+        return RunnerState.ranked(
+            try await store.states(runId: event.id).map {
+                RunnerState($0, startsAt: event.startsAt, lengthMeters: event.lengthMeters)
+            }, startsAt: event.startsAt)
     }
 
     /// The individual's enrolments, oldest first, with their runner's state (for their export).
@@ -97,7 +98,8 @@ package struct LivePositions: Sendable {
         do {
             let (write, stored) = try await store.apply(publicId: runId, individualId: individualId) { event, current, now in
                 guard event.cancelledAt == nil, event.startsAt <= now, now <= event.endsAt else {
-                    throw RunEventError.invalid(field: "positions", reason: "the event is not under way (positions are taken from its start to its end)")
+                    throw RunEventError.invalid(
+                        field: "positions", reason: "the event is not under way (positions are taken from its start to its end)")
                 }
                 let projection = try courses.projection(for: event)
                 lengthAndStart = (event.lengthMeters, event.startsAt)
@@ -112,7 +114,9 @@ package struct LivePositions: Sendable {
                     }
                     if let accuracy = fix.accuracy, accuracy > Self.maximumAccuracy { dropped.inaccurate += 1; continue }
                     if let last = state.lastFixAt, fix.time <= last {
-                        if fix.time == last || positions.contains(where: { $0.timeMs == fix.time.epochMilliseconds }) { dropped.duplicate += 1; continue }
+                        if fix.time == last || positions.contains(where: { $0.timeMs == fix.time.epochMilliseconds }) {
+                            dropped.duplicate += 1; continue
+                        }
                         // A late fix: kept for replay where it belongs, the live state stays.
                         let late = projection.project(point, after: nil, reach: nil)
                         positions.append(Self.record(fix, along: min(late.distanceMeters, state.distanceMeters), offset: late.offsetMeters))

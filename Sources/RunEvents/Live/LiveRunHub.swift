@@ -64,7 +64,7 @@ package final class LiveRunHub: Sendable {
             unsubscribe(subscription)
             throw error
         }
-        subscription.wake()   // the snapshot is due
+        subscription.wake()  // the snapshot is due
         return subscription
     }
 
@@ -99,7 +99,8 @@ package final class LiveRunHub: Sendable {
             return
         }
         guard let announcement = LiveAnnouncement.decode(payload),
-              let run = runs.withLock({ $0[announcement.runId] }) else { return }
+            let run = runs.withLock({ $0[announcement.runId] })
+        else { return }
         if let state = announcement.state { run.announce(state) } else { run.reload() }
     }
 
@@ -280,7 +281,7 @@ final class LiveRun: Sendable {
         } catch {
             let waiting = state.withLock { state in
                 defer { state.waiting = [] }
-                state.lastBatchAt = .now + .seconds(1)   // the next try, if spectators stay
+                state.lastBatchAt = .now + .seconds(1)  // the next try, if spectators stay
                 if state.board != nil { state.reloadWanted = true }
                 return state.waiting
             }
@@ -306,11 +307,13 @@ final class LiveRun: Sendable {
 
     /// Applies the announced states, renders the runners that changed, and wakes every spectator.
     private func applyBatch() {
-        guard let (records, board) = state.withLock({ state -> ([RunnerStateRecord], LiveBoard)? in
-            guard let board = state.board else { return nil }
-            defer { state.pending = [] }
-            return (state.pending, board)
-        }) else { return }
+        guard
+            let (records, board) = state.withLock({ state -> ([RunnerStateRecord], LiveBoard)? in
+                guard let board = state.board else { return nil }
+                defer { state.pending = [] }
+                return (state.pending, board)
+            })
+        else { return }
         var updated = board
         let changed = updated.apply(records)
         let moved = changed.moved.map { ($0.runnerId, wire.state($0)) }
@@ -325,7 +328,7 @@ final class LiveRun: Sendable {
                 state.changedIn[runner] = state.batch
             }
             for (runner, bytes, rank) in reranked {
-                state.rendered[runner] = bytes   // for spectators that have not had its last change yet
+                state.rendered[runner] = bytes  // for spectators that have not had its last change yet
                 state.renderedRank[runner] = rank
                 state.rerankedIn[runner] = state.batch
             }

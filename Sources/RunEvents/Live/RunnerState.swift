@@ -52,7 +52,9 @@ package struct RunnerState: Sendable, Equatable, Codable {
     package static func ranked(_ states: [RunnerState], startsAt: Date) -> [RunnerState] {
         let newest = states.lazy.filter { !$0.finished }.compactMap(\.time).max()
         func standing(_ state: RunnerState) -> Double {
-            guard let newest, let time = state.time, case let elapsed = time.timeIntervalSince(startsAt), elapsed > 0 else { return state.distanceMeters }
+            guard let newest, let time = state.time, case let elapsed = time.timeIntervalSince(startsAt), elapsed > 0 else {
+                return state.distanceMeters
+            }
             return state.distanceMeters * (1 + min(newest.timeIntervalSince(time), rankingCarry) / elapsed)
         }
         let ordered = states.map { (state: $0, standing: standing($0)) }.sorted { a, b in

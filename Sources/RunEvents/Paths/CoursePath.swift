@@ -15,12 +15,15 @@ package enum CoursePath {
             var found: [String] = []
             let points = document.tracks.joined().count + document.routes.joined().count
             if points > 0 { found.append("\(points) points without a position") }
-            if document.waypoints > 0 { found.append("\(document.waypoints) \(format == .gpx ? "waypoints" : "course points"), which are places, not a path") }
-            let wanted = switch format {
-            case .gpx: "track points (trkpt) or route points (rtept)"
-            case .tcx: "track points with a position (Trackpoint/Position)"
-            case .fit: "record messages with a position"
+            if document.waypoints > 0 {
+                found.append("\(document.waypoints) \(format == .gpx ? "waypoints" : "course points"), which are places, not a path")
             }
+            let wanted =
+                switch format {
+                case .gpx: "track points (trkpt) or route points (rtept)"
+                case .tcx: "track points with a position (Trackpoint/Position)"
+                case .fit: "record messages with a position"
+                }
             throw PathError(field: "body", reason: "has no \(wanted)\(found.isEmpty ? "" : " (only \(found.joined(separator: " and ")))")")
         }
         return path.compactMap { point in point.position.map { GeoPoint(latitude: $0.latitude, longitude: $0.longitude) } }

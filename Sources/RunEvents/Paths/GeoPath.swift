@@ -81,7 +81,9 @@ package struct GeoPath: Sendable, Equatable {
     /// The point `meters` along the course (clamped to its ends), interpolated on its segment.
     package func point(at meters: Double) -> GeoPoint {
         guard meters > 0 else { return points[0] }
-        guard meters < lengthMeters, let index = cumulative.lastIndex(where: { $0 <= meters }), index < points.count - 1 else { return points[points.count - 1] }
+        guard meters < lengthMeters, let index = cumulative.lastIndex(where: { $0 <= meters }), index < points.count - 1 else {
+            return points[points.count - 1]
+        }
         let span = cumulative[index + 1] - cumulative[index]
         let fraction = span > 0 ? (meters - cumulative[index]) / span : 0
         let a = points[index], b = points[index + 1]

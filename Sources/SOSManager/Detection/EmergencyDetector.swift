@@ -22,16 +22,19 @@ package struct EmergencyDetector: IngestTransactionCheck {
             let new = readings.filter { $0.typeCode == type.storageCode }
             guard let first = new.map(\.timeMs).min(), let last = new.map(\.timeMs).max() else { continue }
             guard let stored = try await SOSDetectionQueries.readings(typeCode: type.storageCode, fromMs: first, toMs: last, in: transaction)
-            else { return }   // not enrolled: nothing else to look at
+            else { return }  // not enrolled: nothing else to look at
             let rule = AbnormalRunRule(stored)
             for run in rule.emergencies(type: type, new: Set(new.map(\.identity)), receivedAt: transaction.receivedAt) {
                 if let incident = try await SOSDetectionQueries.open(
-                    run, cancelWindowSeconds: stored.cancelWindowSeconds, locationStaleAfter: AbnormalRunRule.locationStaleAfter, in: transaction, notice: { try SOSDetectedNotice($0).message }
+                    run, cancelWindowSeconds: stored.cancelWindowSeconds, locationStaleAfter: AbnormalRunRule.locationStaleAfter, in: transaction,
+                    notice: { try SOSDetectedNotice($0).message }
                 ) {
                     Counter(label: "sos_incidents_detected_total").increment()
-                    logger.notice("sos incident detected", metadata: [
-                        "individual.id": "\(transaction.individualId)", "incident.id": "\(incident.publicId)",
-                    ])
+                    logger.notice(
+                        "sos incident detected",
+                        metadata: [
+                            "individual.id": "\(transaction.individualId)", "incident.id": "\(incident.publicId)",
+                        ])
                 }
             }
         }

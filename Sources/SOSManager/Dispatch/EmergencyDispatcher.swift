@@ -105,7 +105,7 @@ package struct HTTPDispatchCentreService: Service {
 
     package func run() async throws {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(1), read: .init(timeout)))
-        configuration.connectionPool.retryConnectionEstablishment = false   // our retries, our backoff
+        configuration.connectionPool.retryConnectionEstablishment = false  // our retries, our backoff
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         var settings = SOSDispatchSettings()
         settings.timeout = timeout

@@ -64,7 +64,9 @@ package struct SOSDispatchService: Service {
                             group.addTask { await attempt(incident) }
                         }
                         if claimed.count == settings.batch { continue }
-                        let wait = try await store.nextDue().map { Swift.max(Duration.zero, Swift.min(Self.idleCheck, .seconds($0.timeIntervalSinceNow))) }
+                        let wait = try await store.nextDue().map {
+                            Swift.max(Duration.zero, Swift.min(Self.idleCheck, .seconds($0.timeIntervalSinceNow)))
+                        }
                         await signal.wait(after: seen, timeout: wait ?? Self.idleCheck)
                     } catch {
                         if Task.isCancelled { return }
@@ -85,19 +87,25 @@ package struct SOSDispatchService: Service {
             outcome = .accepted(reference: receipt.reference)
             let sinceReceived = Date().timeIntervalSince(claimed.incident.receivedAt)
             Timer(label: "sos_dispatch_seconds").recordNanoseconds(Int64(sinceReceived * 1e9))
-            logger.notice("sos incident dispatched", metadata: [
-                "incident.id": "\(claimed.incident.publicId)", "attempt": "\(claimed.incident.dispatchAttempts)",
-                "call.ms": "\((ContinuousClock.now - started).wholeMilliseconds)",
-            ])
+            logger.notice(
+                "sos incident dispatched",
+                metadata: [
+                    "incident.id": "\(claimed.incident.publicId)", "attempt": "\(claimed.incident.dispatchAttempts)",
+                    "call.ms": "\((ContinuousClock.now - started).wholeMilliseconds)",
+                ])
         } catch let failure as DispatchFailure {
             outcome = .retry(at: Date().addingTimeInterval(backoff(after: claimed.incident.dispatchAttempts)), error: failure.reason)
-            logger.warning("sos dispatch attempt failed; retrying", metadata: [
-                "incident.id": "\(claimed.incident.publicId)", "attempt": "\(claimed.incident.dispatchAttempts)", "reason": "\(failure.reason)",
-            ])
+            logger.warning(
+                "sos dispatch attempt failed; retrying",
+                metadata: [
+                    "incident.id": "\(claimed.incident.publicId)", "attempt": "\(claimed.incident.dispatchAttempts)", "reason": "\(failure.reason)",
+                ])
         } catch {
-            outcome = .retry(at: Date().addingTimeInterval(backoff(after: claimed.incident.dispatchAttempts)), error: "the incident could not be read")
+            outcome = .retry(
+                at: Date().addingTimeInterval(backoff(after: claimed.incident.dispatchAttempts)), error: "the incident could not be read")
         }
-        Counter(label: "sos_dispatch_attempts_total", dimensions: [("result", { if case .accepted = outcome { "accepted" } else { "failed" } }())]).increment()
+        Counter(label: "sos_dispatch_attempts_total", dimensions: [("result", { if case .accepted = outcome { "accepted" } else { "failed" } }())])
+            .increment()
         do {
             try await store.finishAttempt(claimed, outcome: outcome)
         } catch {

@@ -99,7 +99,7 @@ package struct SOSSettings: Sendable, Equatable {
     package static func phone(_ raw: String) throws(InvalidValue) -> String {
         let compact = raw.filter { $0 != " " }
         guard compact.first == "+", compact.count >= 8, compact.count <= 16, compact.dropFirst().allSatisfy({ $0.isASCII && $0.isNumber }),
-              compact.dropFirst().first != "0"
+            compact.dropFirst().first != "0"
         else { throw InvalidValue("must be an international number such as +39 333 1234567") }
         return compact
     }

@@ -25,11 +25,13 @@ package struct SOSSettingsService: Sendable {
             urls[position] = url
             secrets[position] = BearerSecret.newWebhookSecret()
         }
-        let record = try await store.replace(individualId: individual.rowId, with: SOSSettingsRecord(
-            enabled: settings.enabled, minHeartRate: Float(settings.minHeartRate), maxHeartRate: settings.maxHeartRate.map(Float.init),
-            minOxygenSaturation: settings.minOxygenSaturation.map(Float.init), consecutiveReadings: Int16(settings.consecutiveReadings),
-            cancelWindowSeconds: Int16(settings.cancelWindowSeconds), contacts: contacts, medicalNotes: settings.medicalNotes
-        ), contactURLs: urls, newSecrets: secrets)
+        let record = try await store.replace(
+            individualId: individual.rowId,
+            with: SOSSettingsRecord(
+                enabled: settings.enabled, minHeartRate: Float(settings.minHeartRate), maxHeartRate: settings.maxHeartRate.map(Float.init),
+                minOxygenSaturation: settings.minOxygenSaturation.map(Float.init), consecutiveReadings: Int16(settings.consecutiveReadings),
+                cancelWindowSeconds: Int16(settings.cancelWindowSeconds), contacts: contacts, medicalNotes: settings.medicalNotes
+            ), contactURLs: urls, newSecrets: secrets)
         return (try Self.settings(record), record.updatedAt)
     }
 

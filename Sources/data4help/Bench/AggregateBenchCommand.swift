@@ -48,30 +48,46 @@ struct AggregateBenchCommand: AsyncParsableCommand {
                 ("sum, steps", #""type":"stepCount","statistic":"sum","from":"\#(from.text)","to":"\#(to.text)""#),
                 ("histogram, heart rate", #""type":"heartRate","statistic":"histogram","from":"\#(from.text)","to":"\#(to.text)""#),
                 ("quantiles, steps", #""type":"stepCount","statistic":"quantiles","from":"\#(from.text)","to":"\#(to.text)""#),
-                ("mean by age band, heart rate", #""type":"heartRate","statistic":"mean","groupBy":"ageBand","from":"\#(from.text)","to":"\#(to.text)""#),
-                ("mean by area, heart rate", #""type":"heartRate","statistic":"mean","groupBy":"area","areas":\#(PopulationSeeder.areas),"from":"\#(from.text)","to":"\#(to.text)""#),
+                (
+                    "mean by age band, heart rate",
+                    #""type":"heartRate","statistic":"mean","groupBy":"ageBand","from":"\#(from.text)","to":"\#(to.text)""#
+                ),
+                (
+                    "mean by area, heart rate",
+                    #""type":"heartRate","statistic":"mean","groupBy":"area","areas":\#(PopulationSeeder.areas),"from":"\#(from.text)","to":"\#(to.text)""#
+                ),
                 ("mean by sex, steps", #""type":"stepCount","statistic":"mean","groupBy":"sex","from":"\#(from.text)","to":"\#(to.text)""#),
-                ("mean by week (49 weeks), heart rate", #""type":"heartRate","statistic":"mean","groupBy":"week","from":"\#(week.text)","to":"\#(to.text)""#),
-                ("mean by day (50 days), heart rate", #""type":"heartRate","statistic":"mean","groupBy":"day","from":"\#(last50.text)","to":"\#(to.text)""#),
+                (
+                    "mean by week (49 weeks), heart rate",
+                    #""type":"heartRate","statistic":"mean","groupBy":"week","from":"\#(week.text)","to":"\#(to.text)""#
+                ),
+                (
+                    "mean by day (50 days), heart rate",
+                    #""type":"heartRate","statistic":"mean","groupBy":"day","from":"\#(last50.text)","to":"\#(to.text)""#
+                ),
             ]
             print("")
             print("query (whole window unless said)              p50 (ms)   p95 (ms)   groups released")
             for (index, (name, body)) in queries.enumerated() {
-                let token = try await server.thirdPartySession(index)   // a budget of its own
+                let token = try await server.thirdPartySession(index)  // a budget of its own
                 var latencies: [Double] = []
                 var released = 0
                 for run in 0..<runs {
                     let epsilon = String(format: "%.2f", 1.0 - Double(run) * 0.01)
                     let started = ContinuousClock.now
-                    let (status, answer) = try await server.send(.POST, "/api/thirdparties/aggregates", token: token, json: "{\(body),\"epsilon\":\(epsilon)}")
+                    let (status, answer) = try await server.send(
+                        .POST, "/api/thirdparties/aggregates", token: token, json: "{\(body),\"epsilon\":\(epsilon)}")
                     latencies.append((ContinuousClock.now - started).inSeconds * 1000)
                     guard status == .created else { throw ValidationError("\(name) answered \(status): \(answer)") }
                     released = (answer["groups"] as? [Any])?.count ?? 0
                 }
                 latencies.sort()
-                print(String(format: "%@ %8.1f   %8.1f   %d", name.padding(toLength: 46, withPad: " ", startingAt: 0),
-                             percentile(latencies, 0.5), percentile(latencies, 0.95), released))
-                BenchSummary.record("aggregates", "\(name), p50 / p95 (ms)", format: "%.1f / %.1f", percentile(latencies, 0.5), percentile(latencies, 0.95))
+                print(
+                    String(
+                        format: "%@ %8.1f   %8.1f   %d", name.padding(toLength: 46, withPad: " ", startingAt: 0),
+                        percentile(latencies, 0.5), percentile(latencies, 0.95), released))
+                BenchSummary.record(
+                    "aggregates", "\(name), p50 / p95 (ms)", format: "%.1f / %.1f", percentile(latencies, 0.5), percentile(latencies, 0.95))
             }
         }
     }

@@ -5,7 +5,10 @@ struct BenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "bench",
         abstract: "Run a benchmark against a throwaway server and database, and print its figures.",
-        subcommands: [AllBenchCommand.self, IngestBenchCommand.self, WebhookBenchCommand.self, AggregateBenchCommand.self, SOSBenchCommand.self, LiveBenchCommand.self, ImportBenchCommand.self]
+        subcommands: [
+            AllBenchCommand.self, IngestBenchCommand.self, WebhookBenchCommand.self, AggregateBenchCommand.self, SOSBenchCommand.self,
+            LiveBenchCommand.self, ImportBenchCommand.self,
+        ]
     )
 }
 

@@ -54,7 +54,8 @@ struct BenchServer: Sendable {
     }
 
     private static func serve(
-        databaseURL: DatabaseURL, mailbox: PickupMailbox, instances: Int, clientConnections: Int, configure: (inout AppConfiguration) -> Void, logger: Logger,
+        databaseURL: DatabaseURL, mailbox: PickupMailbox, instances: Int, clientConnections: Int, configure: (inout AppConfiguration) -> Void,
+        logger: Logger,
         _ body: (BenchServer) async throws -> Void
     ) async throws {
         var services: [ServiceGroupConfiguration.ServiceConfiguration] = []
@@ -67,7 +68,8 @@ struct BenchServer: Sendable {
             configuration.logLevel = .warning
             configuration.mailPickupDirectory = mailbox.directory.path
             configure(&configuration)
-            let app = try buildApplication(configuration: configuration, databaseURL: databaseURL, metrics: PrometheusCollectorRegistry(), logger: logger)
+            let app = try buildApplication(
+                configuration: configuration, databaseURL: databaseURL, metrics: PrometheusCollectorRegistry(), logger: logger)
             services.append(.init(service: app))
             bases.append("http://127.0.0.1:\(configuration.port)")
         }
@@ -115,7 +117,9 @@ struct BenchServer: Sendable {
 
     /// Sends a request with an optional JSON body; answers the status and the JSON object returned.
     @discardableResult
-    func send(_ method: HTTPMethod, _ path: String, token: String? = nil, json: String? = nil) async throws -> (status: HTTPResponseStatus, body: [String: Any]) {
+    func send(
+        _ method: HTTPMethod, _ path: String, token: String? = nil, json: String? = nil
+    ) async throws -> (status: HTTPResponseStatus, body: [String: Any]) {
         var request = HTTPClientRequest(url: base + path)
         request.method = method
         if let token { request.headers.add(name: "Authorization", value: "Bearer \(token)") }
@@ -132,10 +136,12 @@ struct BenchServer: Sendable {
     /// Registers bench individual `index` (confirming with the mailed link) and returns a login token.
     func individualSession(_ index: Int) async throws -> String {
         let password = "bench password \(index)"
-        try await send(.POST, "/api/users/registration", json: """
-            {"email":"bench\(index)@bench.example","password":"\(password)","fiscalCode":"\(Self.fiscalCode(index))",
-             "fullName":"Bench \(index)","birthDate":"1950-01-01","sex":"other","homeArea":"IT-MI"}
-            """)
+        try await send(
+            .POST, "/api/users/registration",
+            json: """
+                {"email":"bench\(index)@bench.example","password":"\(password)","fiscalCode":"\(Self.fiscalCode(index))",
+                 "fullName":"Bench \(index)","birthDate":"1950-01-01","sex":"other","homeArea":"IT-MI"}
+                """)
         try await confirm("/api/users/registration/confirmation", email: "bench\(index)@bench.example")
         return try await login("/api/users/login", email: "bench\(index)@bench.example", password: password)
     }
@@ -143,7 +149,9 @@ struct BenchServer: Sendable {
     /// Registers bench organisation `index` (confirming with the mailed link) and returns a login token.
     func thirdPartySession(_ index: Int) async throws -> String {
         let password = "bench password \(index)"
-        try await send(.POST, "/api/thirdparties/registration", json: #"{"name":"Bench Org \#(index)","email":"org\#(index)@bench.example","password":"\#(password)"}"#)
+        try await send(
+            .POST, "/api/thirdparties/registration",
+            json: #"{"name":"Bench Org \#(index)","email":"org\#(index)@bench.example","password":"\#(password)"}"#)
         try await confirm("/api/thirdparties/registration/confirmation", email: "org\(index)@bench.example")
         return try await login("/api/thirdparties/login", email: "org\(index)@bench.example", password: password)
     }

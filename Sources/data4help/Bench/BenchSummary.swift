@@ -35,9 +35,11 @@ enum BenchSummary {
     static func text(_ figures: [Figure]) -> String {
         let benchWidth = max(9, figures.map(\.bench.count).max() ?? 0), nameWidth = max(6, figures.map(\.name.count).max() ?? 0)
         func line(_ bench: String, _ name: String, _ value: String) -> String {
-            bench.padding(toLength: benchWidth, withPad: " ", startingAt: 0) + "  " + name.padding(toLength: nameWidth, withPad: " ", startingAt: 0) + "  " + value
+            bench.padding(toLength: benchWidth, withPad: " ", startingAt: 0) + "  " + name.padding(toLength: nameWidth, withPad: " ", startingAt: 0)
+                + "  " + value
         }
-        return ([line("benchmark", "figure", "value"), String(repeating: "-", count: benchWidth + nameWidth + 16)]
+        return
+            ([line("benchmark", "figure", "value"), String(repeating: "-", count: benchWidth + nameWidth + 16)]
             + figures.map { line($0.bench, $0.name, $0.value) }).joined(separator: "\n")
     }
 }
@@ -51,7 +53,7 @@ struct AllBenchCommand: AsyncParsableCommand {
     @Option(help: "Write the table into this README's performance section.") var readme: String?
 
     func run() async throws {
-        lineBufferStandardOutput()   // each report line as it comes, also into a file or a pipe
+        lineBufferStandardOutput()  // each report line as it comes, also into a file or a pipe
         let benches: [(String, any AsyncParsableCommand.Type)] = [
             ("ingest", IngestBenchCommand.self), ("webhooks", WebhookBenchCommand.self), ("aggregates", AggregateBenchCommand.self),
             ("sos", SOSBenchCommand.self), ("live", LiveBenchCommand.self), ("import", ImportBenchCommand.self),

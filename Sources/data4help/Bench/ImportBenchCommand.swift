@@ -29,11 +29,17 @@ struct ImportBenchCommand: AsyncParsableCommand {
         let generated = ContinuousClock.now
         let written = try ExportWriter(records: records, workouts: workouts).write(to: file)
         let size = (try FileManager.default.attributesOfItem(atPath: file.path)[.size] as? NSNumber)?.int64Value ?? 0
-        print("data4help bench import — \(written.records) records (\(written.stored) of stored types), \(workouts) workouts, "
-            + String(format: "%.0f MB, written in %.0f s; %d individuals uploading meanwhile", Double(size) / 1e6, (ContinuousClock.now - generated).inSeconds, uploaders))
+        print(
+            "data4help bench import — \(written.records) records (\(written.stored) of stored types), \(workouts) workouts, "
+                + String(
+                    format: "%.0f MB, written in %.0f s; %d individuals uploading meanwhile", Double(size) / 1e6,
+                    (ContinuousClock.now - generated).inSeconds, uploaders))
 
         let parsing = try readAlone(file)
-        print(String(format: "reading and checking the export alone, one thread (no database): %.0f records/s (%.2f µs per record)", parsing, 1e6 / parsing))
+        print(
+            String(
+                format: "reading and checking the export alone, one thread (no database): %.0f records/s (%.2f µs per record)", parsing, 1e6 / parsing
+            ))
         BenchSummary.record("import", "reading and checking alone, one thread (records/s)", format: "%.0f", parsing)
 
         try await BenchServer.run { server in
@@ -64,20 +70,27 @@ struct ImportBenchCommand: AsyncParsableCommand {
             let total = (finished - started).inSeconds, reading = (finished - uploaded).inSeconds
             let read = job["records"] as? Int ?? 0
             let above = Double(peak.withLock { $0 } - idle) / 1_048_576
-            print(String(format: "upload: %.1f s (%.0f MB/s); reading: %.1f s", (uploaded - started).inSeconds, Double(size) / 1e6 / (uploaded - started).inSeconds, reading))
+            print(
+                String(
+                    format: "upload: %.1f s (%.0f MB/s); reading: %.1f s", (uploaded - started).inSeconds,
+                    Double(size) / 1e6 / (uploaded - started).inSeconds, reading))
             print(String(format: "records/s end to end (upload + reading): %.0f; reading alone: %.0f", Double(read) / total, Double(read) / reading))
             print(String(format: "server resident memory: idle %.0f MiB, peak during the import %.0f MiB above it", Double(idle) / 1_048_576, above))
             print(String(format: "storage: %.1f bytes per stored sample, indexes and TOAST included (%d samples)", storage.bytes, storage.samples))
-            print(String(
-                format: "other individuals' uploads of 100, p50 / p99: %.1f / %.1f ms without the import (%d), %.1f / %.1f ms during it (%d): p99 × %.2f",
-                percentile(baseline, 0.5), percentile(baseline, 0.99), baseline.count, percentile(loaded, 0.5), percentile(loaded, 0.99), loaded.count,
-                percentile(loaded, 0.99) / percentile(baseline, 0.99)
-            ))
+            print(
+                String(
+                    format:
+                        "other individuals' uploads of 100, p50 / p99: %.1f / %.1f ms without the import (%d), %.1f / %.1f ms during it (%d): p99 × %.2f",
+                    percentile(baseline, 0.5), percentile(baseline, 0.99), baseline.count, percentile(loaded, 0.5), percentile(loaded, 0.99),
+                    loaded.count,
+                    percentile(loaded, 0.99) / percentile(baseline, 0.99)
+                ))
             let types = (job["result"] as? [String: Any])?["types"] as? [String: [String: Int]] ?? [:]
             print("stored by type: " + types.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value["accepted"] ?? 0)" }.joined(separator: ", "))
             BenchSummary.record("import", "records/s end to end (upload + reading)", format: "%.0f", Double(read) / total)
             BenchSummary.record("import", "resident memory above idle during the import (MiB)", format: "%.0f", above)
-            BenchSummary.record("import", "others' upload p99 during / without the import", format: "× %.2f", percentile(loaded, 0.99) / percentile(baseline, 0.99))
+            BenchSummary.record(
+                "import", "others' upload p99 during / without the import", format: "× %.2f", percentile(loaded, 0.99) / percentile(baseline, 0.99))
         }
     }
 
@@ -118,7 +131,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
         let response = try await server.client.execute(request, timeout: .seconds(3600))
         let body = try await response.body.collect(upTo: 1 << 20)
         guard response.status == .accepted,
-              let json = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any], let id = json["id"] as? String
+            let json = try JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any], let id = json["id"] as? String
         else { throw ValidationError("the import answered \(response.status): \(String(buffer: body).prefix(300))") }
         return id
     }
@@ -166,7 +179,8 @@ private struct Uploaders: Sendable {
                             return #"{"type":"heartRate","value":\#(60 + second % 40),"start":"\#(time)"}"#
                         }
                         let sent = ContinuousClock.now
-                        let (status, _) = try await server.send(.POST, "/api/users/data", token: token, json: #"{"items":["# + items.joined(separator: ",") + "]}")
+                        let (status, _) = try await server.send(
+                            .POST, "/api/users/data", token: token, json: #"{"items":["# + items.joined(separator: ",") + "]}")
                         guard status == .ok else { throw ValidationError("an upload answered \(status)") }
                         latencies.append((ContinuousClock.now - sent).inSeconds * 1000)
                         batch += 1
@@ -193,7 +207,15 @@ private struct ExportWriter {
         ("HKQuantityTypeIdentifierBasalEnergyBurned", "Cal", 0.20, { String(format: "%.3f", 1.0 + Double($0 % 10) / 10) }, 60),
         ("HKQuantityTypeIdentifierStepCount", "count", 0.11, { String(10 + $0 % 120) }, 120),
         ("HKQuantityTypeIdentifierDistanceWalkingRunning", "km", 0.11, { String(format: "%.4f", 0.01 + Double($0 % 90) / 1000) }, 120),
-        ("HKCategoryTypeIdentifierSleepAnalysis", nil, 0.02, { ["HKCategoryValueSleepAnalysisAsleepCore", "HKCategoryValueSleepAnalysisAsleepDeep", "HKCategoryValueSleepAnalysisAsleepREM", "HKCategoryValueSleepAnalysisAwake"][$0 % 4] }, 600),
+        (
+            "HKCategoryTypeIdentifierSleepAnalysis", nil, 0.02,
+            {
+                [
+                    "HKCategoryValueSleepAnalysisAsleepCore", "HKCategoryValueSleepAnalysisAsleepDeep", "HKCategoryValueSleepAnalysisAsleepREM",
+                    "HKCategoryValueSleepAnalysisAwake",
+                ][$0 % 4]
+            }, 600
+        ),
         ("HKQuantityTypeIdentifierOxygenSaturation", "%", 0.02, { String(format: "%.2f", 0.94 + Double($0 % 5) / 100) }, 0),
         ("HKQuantityTypeIdentifierRespiratoryRate", "count/min", 0.02, { String(12 + $0 % 8) }, 0),
     ]
@@ -225,7 +247,8 @@ private struct ExportWriter {
                 let startText = Self.date(start)
                 let endText = kind.interval > 0 ? Self.date(start.addingTimeInterval(kind.interval)) : startText
                 let unit = kind.unit.map { #" unit="\#($0)""# } ?? ""
-                buffer += #" <Record type="\#(kind.type)" sourceName="Bench’s Apple Watch" sourceVersion="10.1"\#(unit) creationDate="\#(endText)" startDate="\#(startText)" endDate="\#(endText)" value="\#(kind.value(n))"/>"#
+                buffer +=
+                    #" <Record type="\#(kind.type)" sourceName="Bench’s Apple Watch" sourceVersion="10.1"\#(unit) creationDate="\#(endText)" startDate="\#(startText)" endDate="\#(endText)" value="\#(kind.value(n))"/>"#
                 buffer += "\n"
                 written += 1
                 if !kind.type.contains("Basal") { stored += 1 }
@@ -260,7 +283,8 @@ private struct ExportWriter {
         let seconds = Int64(date.timeIntervalSince1970.rounded(.down))
         let (civil, secondOfDay) = CivilDate.split(unixSeconds: Int(truncatingIfNeeded: seconds))
         return String(
-            format: "%04ld-%02ld-%02ld %02ld:%02ld:%02ld +0000", civil.year, civil.month, civil.day, secondOfDay / 3600, secondOfDay / 60 % 60, secondOfDay % 60
+            format: "%04ld-%02ld-%02ld %02ld:%02ld:%02ld +0000", civil.year, civil.month, civil.day, secondOfDay / 3600, secondOfDay / 60 % 60,
+            secondOfDay % 60
         )
     }
 }

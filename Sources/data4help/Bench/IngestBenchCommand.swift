@@ -35,11 +35,13 @@ struct IngestBenchCommand: AsyncParsableCommand {
             let raw = try await rawPhase(server.databaseURL, logger: server.logger)
             let size = try await bytesPerSample(server.databaseURL, logger: server.logger)
             report(http: http, raw: raw, decoding: decoding, bytesPerSample: size)
-            print(String(
-                format: "a year of daily summaries (365 buckets), %d requests: p50 %.1f ms, p99 %.1f ms",
-                summaries.count, percentile(summaries, 0.5), percentile(summaries, 0.99)
-            ))
-            BenchSummary.record("ingest", "a year of daily summaries, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(summaries, 0.5), percentile(summaries, 0.99))
+            print(
+                String(
+                    format: "a year of daily summaries (365 buckets), %d requests: p50 %.1f ms, p99 %.1f ms",
+                    summaries.count, percentile(summaries, 0.5), percentile(summaries, 0.99)
+                ))
+            BenchSummary.record(
+                "ingest", "a year of daily summaries, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(summaries, 0.5), percentile(summaries, 0.99))
         }
     }
 
@@ -66,7 +68,8 @@ struct IngestBenchCommand: AsyncParsableCommand {
             json.reserveCapacity(batchSize * 110)
             for second in 0..<batchSize {
                 if second > 0 { json += "," }
-                json += #"{"id":"b\#(batch)-\#(second)","type":"heartRate","value":\#(55 + (batch * 7 + second) % 60),"unit":"bpm","start":"\#(formatter.string(from: start.addingTimeInterval(Double(second))))"}"#
+                json +=
+                    #"{"id":"b\#(batch)-\#(second)","type":"heartRate","value":\#(55 + (batch * 7 + second) % 60),"unit":"bpm","start":"\#(formatter.string(from: start.addingTimeInterval(Double(second))))"}"#
             }
             json += "]}"
             return ByteBuffer(string: json)
@@ -163,10 +166,13 @@ struct IngestBenchCommand: AsyncParsableCommand {
             let store = IndividualStore(database: database)
             var ids: [Int64] = []
             for index in 0..<individuals {
-                ids.append(try await store.insert(NewIndividual(
-                    email: "raw\(index)@bench.example", passwordHash: "-", fiscalCode: "RAW\(100_000 + index)",
-                    fullName: "Raw \(index)", birthDate: "1950-01-01", sex: "other", homeArea: "IT-MI"
-                )).id)
+                ids.append(
+                    try await store.insert(
+                        NewIndividual(
+                            email: "raw\(index)@bench.example", passwordHash: "-", fiscalCode: "RAW\(100_000 + index)",
+                            fullName: "Raw \(index)", birthDate: "1950-01-01", sex: "other", homeArea: "IT-MI"
+                        )
+                    ).id)
             }
             let writer = HealthDataStore(database: database, partitions: PartitionMaintainer(database: database))
             let columns: [SampleColumns] = (0..<batches).map { batch in
@@ -182,7 +188,8 @@ struct IngestBenchCommand: AsyncParsableCommand {
             }
             let identifiers = ids
             return try await runConcurrently { batch in
-                let outcome = try await writer.ingest(individualId: identifiers[batch % individuals], samples: columns[batch], locations: LocationColumns())
+                let outcome = try await writer.ingest(
+                    individualId: identifiers[batch % individuals], samples: columns[batch], locations: LocationColumns())
                 guard outcome.newSamples.count == batchSize else { throw ValidationError("raw upload \(batch) stored \(outcome.newSamples.count)") }
             }
         }
@@ -209,11 +216,19 @@ struct IngestBenchCommand: AsyncParsableCommand {
         print(row("HTTP + JSON, end to end", http))
         print(row("database ceiling (same SQL, no HTTP)", raw))
         print(String(format: "end to end / ceiling: %.0f %%", 100 * http.throughput / raw.throughput))
-        print(String(format: "decoding and validating uploads alone, one thread: %.0f samples/s (%.2f µs per sample)", decoding.throughput, 1e6 / decoding.throughput))
-        print(String(format: "storage: %.1f bytes per stored sample, indexes and TOAST included (%d samples)", bytesPerSample.bytes, bytesPerSample.samples))
+        print(
+            String(
+                format: "decoding and validating uploads alone, one thread: %.0f samples/s (%.2f µs per sample)", decoding.throughput,
+                1e6 / decoding.throughput))
+        print(
+            String(
+                format: "storage: %.1f bytes per stored sample, indexes and TOAST included (%d samples)", bytesPerSample.bytes, bytesPerSample.samples
+            ))
         BenchSummary.record("ingest", "end to end, HTTP + JSON (samples/s)", format: "%.0f", http.throughput)
         BenchSummary.record("ingest", "database ceiling, same SQL without HTTP (samples/s)", format: "%.0f", raw.throughput)
-        BenchSummary.record("ingest", "upload of \(batchSize) acknowledged, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(http.latencies, 0.5), percentile(http.latencies, 0.99))
+        BenchSummary.record(
+            "ingest", "upload of \(batchSize) acknowledged, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(http.latencies, 0.5),
+            percentile(http.latencies, 0.99))
         BenchSummary.record("ingest", "bytes per stored sample", format: "%.1f", bytesPerSample.bytes)
     }
 }

@@ -31,11 +31,16 @@ struct LiveBenchCommand: AsyncParsableCommand {
     func run() async throws {
         // Every runner is a phone of its own: posts must not queue behind a handful of client
         // connections (AsyncHTTPClient's default is 8 per host), or the benchmark measures that queue.
-        try await BenchServer.run(instances: 2, clientConnections: 128, configure: { [intervalMs] in
-            $0.databasePoolSize = 16
-            $0.liveUpdateInterval = .milliseconds(intervalMs)
-        }) { server in
-            print("data4help bench live — \(runners) runners at 1 Hz for \(seconds) s, \(spectators) spectators over 2 instances (\(measured) measuring), batches every ≥ \(intervalMs) ms")
+        try await BenchServer.run(
+            instances: 2, clientConnections: 128,
+            configure: { [intervalMs] in
+                $0.databasePoolSize = 16
+                $0.liveUpdateInterval = .milliseconds(intervalMs)
+            }
+        ) { server in
+            print(
+                "data4help bench live — \(runners) runners at 1 Hz for \(seconds) s, \(spectators) spectators over 2 instances (\(measured) measuring), batches every ≥ \(intervalMs) ms"
+            )
             let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 4), logger: server.logger)
             let tokens = try await database.whileRunning { () -> [String] in
                 let seeder = PopulationSeeder(database: database)
@@ -45,16 +50,21 @@ struct LiveBenchCommand: AsyncParsableCommand {
                 return try await BenchServer.concurrently(ids.count, 8) { try await sessions.issue(for: .individual(ids[$0])).token }
             }
             // A 5 km out-and-back course from the Arco della Pace, starting shortly.
-            let course = try GeoPath(points: [GeoPoint(latitude: 45.4755, longitude: 9.1725), GeoPoint(latitude: 45.4755 + 0.0225, longitude: 9.1725)])
+            let course = try GeoPath(points: [
+                GeoPoint(latitude: 45.4755, longitude: 9.1725), GeoPoint(latitude: 45.4755 + 0.0225, longitude: 9.1725),
+            ])
             let startsAt = Date().addingTimeInterval(20).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
-            let (created, event) = try await server.send(.POST, "/api/users/runs", token: tokens[runners], json: """
-                {"name":"Bench","startsAt":"\(startsAt.wireTime)","endsAt":"\(startsAt.addingTimeInterval(7200).wireTime)",
-                 "enrolmentDeadline":"\(startsAt.wireTime)","maxParticipants":\(runners),
-                 "path":{"type":"LineString","coordinates":[[9.1725,45.4755],[9.1725,45.498],[9.1725,45.4755]]}}
-                """)
+            let (created, event) = try await server.send(
+                .POST, "/api/users/runs", token: tokens[runners],
+                json: """
+                    {"name":"Bench","startsAt":"\(startsAt.wireTime)","endsAt":"\(startsAt.addingTimeInterval(7200).wireTime)",
+                     "enrolmentDeadline":"\(startsAt.wireTime)","maxParticipants":\(runners),
+                     "path":{"type":"LineString","coordinates":[[9.1725,45.4755],[9.1725,45.498],[9.1725,45.4755]]}}
+                    """)
             guard created == .created, let id = event["id"] as? String else { throw ValidationError("event not created: \(created)") }
             let runnerIds = try await BenchServer.concurrently(runners, 16) { index -> String in
-                let (status, body) = try await server.send(.POST, "/api/users/runs/\(id)/enrolment", token: tokens[index], json: #"{"displayName":"R\#(index)"}"#)
+                let (status, body) = try await server.send(
+                    .POST, "/api/users/runs/\(id)/enrolment", token: tokens[index], json: #"{"displayName":"R\#(index)"}"#)
                 guard status == .created, let runner = body["runnerId"] as? String else { throw ValidationError("enrolment \(index): \(status)") }
                 return runner
             }
@@ -65,7 +75,9 @@ struct LiveBenchCommand: AsyncParsableCommand {
             }
             let connecting = ContinuousClock.now
             while watchers.contains(where: { !$0.connected }) {
-                guard ContinuousClock.now - connecting < .seconds(60) else { throw ValidationError("only \(watchers.filter(\.connected).count) spectators connected") }
+                guard ContinuousClock.now - connecting < .seconds(60) else {
+                    throw ValidationError("only \(watchers.filter(\.connected).count) spectators connected")
+                }
                 try await Task.sleep(for: .milliseconds(50))
             }
             print(String(format: "set-up: %d spectators connected in %.1f s", spectators, (ContinuousClock.now - connecting).inSeconds))
@@ -89,9 +101,11 @@ struct LiveBenchCommand: AsyncParsableCommand {
                             let stamp = time.wireTime
                             tally.posted(runner: runnerIds[runner], time: stamp)
                             let postedAt = ContinuousClock.now
-                            let (status, _) = try await server.send(.POST, "/api/users/runs/\(id)/positions", token: tokens[runner], json: """
-                                {"positions":[{"latitude":\(point.latitude),"longitude":\(point.longitude),"accuracy":5,"time":"\(stamp)"}]}
-                                """)
+                            let (status, _) = try await server.send(
+                                .POST, "/api/users/runs/\(id)/positions", token: tokens[runner],
+                                json: """
+                                    {"positions":[{"latitude":\(point.latitude),"longitude":\(point.longitude),"accuracy":5,"time":"\(stamp)"}]}
+                                    """)
                             if status != .ok { tally.failed.withLock { $0 += 1 } }
                             tally.postLatencies.withLock { $0.append((ContinuousClock.now - postedAt).inSeconds * 1000) }
                             if second == duration { tally.finalTimes.withLock { $0[runner] = stamp } }
@@ -102,7 +116,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
             }
             let streamed = ContinuousClock.now - begin, cpu = processCPUSeconds() - cpuAtBegin
             let machine = machineBusySeconds().map { end in machineAtBegin.map { end - $0 } ?? .nan } ?? .nan
-            try await Task.sleep(for: .seconds(3))   // the last updates
+            try await Task.sleep(for: .seconds(3))  // the last updates
             let open = watchers.filter(\.open).count
             for watcher in watchers { watcher.stop() }
 
@@ -116,21 +130,37 @@ struct LiveBenchCommand: AsyncParsableCommand {
             let messages = watchers.reduce(0) { $0 + $1.messageCount }
             let bytes = watchers.reduce(0) { $0 + $1.byteCount }
             let statesPerSpectator = Double(watchers.prefix(measured).reduce(0) { $0 + $1.stateCount }) / Double(max(1, measured))
-            print(String(format: "posted %d positions in %.1f s (%.0f/s), %d failed", total, streamed.inSeconds, Double(total) / streamed.inSeconds, tally.failed.withLock { $0 }))
+            print(
+                String(
+                    format: "posted %d positions in %.1f s (%.0f/s), %d failed", total, streamed.inSeconds, Double(total) / streamed.inSeconds,
+                    tally.failed.withLock { $0 }))
             let posts = tally.postLatencies.withLock { $0 }.sorted()
-            print(String(format: "post round trip (fix stored and announced): p50 %.1f ms   p99 %.1f ms", percentile(posts, 0.5), percentile(posts, 0.99)))
-            print(String(format: "fix posted → update received (%d measuring spectators, %d samples): p50 %.1f ms   p99 %.1f ms   max %.1f ms",
-                         measured, latencies.count, percentile(latencies, 0.5), percentile(latencies, 0.99), latencies.last ?? .nan))
-            print(String(format: "messages delivered to spectators: %d (%.0f/s, %.1f MB/s); runner states per measuring spectator: %.0f for %d posted",
-                         messages, Double(messages) / streamed.inSeconds, Double(bytes) / streamed.inSeconds / 1e6, statesPerSpectator, total))
-            print(String(format: "CPU while posting: this process (both servers and every client) %.2f, whole machine (PostgreSQL included) %.2f of %d cores",
-                         cpu / streamed.inSeconds, machine / streamed.inSeconds, ProcessInfo.processInfo.activeProcessorCount))
+            print(
+                String(
+                    format: "post round trip (fix stored and announced): p50 %.1f ms   p99 %.1f ms", percentile(posts, 0.5), percentile(posts, 0.99)))
+            print(
+                String(
+                    format: "fix posted → update received (%d measuring spectators, %d samples): p50 %.1f ms   p99 %.1f ms   max %.1f ms",
+                    measured, latencies.count, percentile(latencies, 0.5), percentile(latencies, 0.99), latencies.last ?? .nan))
+            print(
+                String(
+                    format: "messages delivered to spectators: %d (%.0f/s, %.1f MB/s); runner states per measuring spectator: %.0f for %d posted",
+                    messages, Double(messages) / streamed.inSeconds, Double(bytes) / streamed.inSeconds / 1e6, statesPerSpectator, total))
+            print(
+                String(
+                    format:
+                        "CPU while posting: this process (both servers and every client) %.2f, whole machine (PostgreSQL included) %.2f of %d cores",
+                    cpu / streamed.inSeconds, machine / streamed.inSeconds, ProcessInfo.processInfo.activeProcessorCount))
             print("spectators still connected at the end: \(open) of \(spectators)")
             let reasons = Dictionary(grouping: watchers.compactMap(\.lostBecause), by: { $0 }).mapValues(\.count)
             for (reason, count) in reasons.sorted(by: { $0.value > $1.value }) { print("  lost \(count): \(reason)") }
             print("final states missing: \(missing) of \(finals.count * spectators) (runner × spectator)")
-            BenchSummary.record("live", "\(runners) runners, \(spectators) spectators: fix posted → update received, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(latencies, 0.5), percentile(latencies, 0.99))
-            BenchSummary.record("live", "positions posted per second; post round trip p99 (ms)", format: "%.0f; %.1f", Double(total) / streamed.inSeconds, percentile(posts, 0.99))
+            BenchSummary.record(
+                "live", "\(runners) runners, \(spectators) spectators: fix posted → update received, p50 / p99 (ms)", format: "%.1f / %.1f",
+                percentile(latencies, 0.5), percentile(latencies, 0.99))
+            BenchSummary.record(
+                "live", "positions posted per second; post round trip p99 (ms)", format: "%.0f; %.1f", Double(total) / streamed.inSeconds,
+                percentile(posts, 0.99))
         }
     }
 
@@ -148,16 +178,17 @@ func processCPUSeconds() -> Double {
 /// iowait), nil where there is no such file.
 func machineBusySeconds() -> Double? {
     guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-          let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") }) else { return nil }
+        let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") })
+    else { return nil }
     let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
     guard ticks.count >= 5 else { return nil }
-    let busy = ticks.reduce(0, +) - ticks[3] - ticks[4]   // idle, iowait
+    let busy = ticks.reduce(0, +) - ticks[3] - ticks[4]  // idle, iowait
     return busy / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
 /// What the posting side and the measuring spectators note down.
 final class LiveTally: Sendable {
-    let sent = Mutex<[String: ContinuousClock.Instant]>([:])   // "runnerId|time" → when its post began
+    let sent = Mutex<[String: ContinuousClock.Instant]>([:])  // "runnerId|time" → when its post began
     let latencies = Mutex<[Double]>([])
     /// Each post's round trip (ms): the part of the delivery latency spent before the fix is stored.
     let postLatencies = Mutex<[Double]>([])
@@ -177,7 +208,8 @@ final class LiveTally: Sendable {
 /// frames; a measuring spectator parses each, the others count them and, once the final
 /// positions are being posted, note each runner's newest time (a byte scan, not a JSON parse).
 final class LiveWatcher: Sendable {
-    private let state = Mutex<(connected: Bool, messages: Int, bytes: Int, states: Int, newest: [String: String], channel: (any Channel)?)>((false, 0, 0, 0, [:], nil))
+    private let state = Mutex<(connected: Bool, messages: Int, bytes: Int, states: Int, newest: [String: String], channel: (any Channel)?)>(
+        (false, 0, 0, 0, [:], nil))
     private let measuring: Bool
     private let tally: LiveTally
     /// Runner and time of the states already measured (a state re-sent because a rank changed is not a new delivery).
@@ -203,7 +235,7 @@ final class LiveWatcher: Sendable {
                     notUpgradingCompletionHandler: { channel in channel.eventLoop.makeCompletedFuture { channel.close(promise: nil) } }
                 )
                 var configuration = NIOUpgradableHTTPClientPipelineConfiguration(upgradeConfiguration: upgrade)
-                configuration.leftOverBytesStrategy = .forwardBytes   // the snapshot may arrive with the 101 response
+                configuration.leftOverBytesStrategy = .forwardBytes  // the snapshot may arrive with the 101 response
                 _ = try channel.pipeline.syncOperations.configureUpgradableHTTPClientPipeline(configuration: configuration)
             }
         }
@@ -250,7 +282,9 @@ final class LiveWatcher: Sendable {
         // Updates only: a snapshot re-sends states delivered before.
         guard measuring, message.readableBytesView.starts(with: Self.updatePrefix) else { return }
         for (id, time) in states {
-            guard measured.withLock({ $0.insert(id + "|" + time).inserted }), let sent = tally.sent.withLock({ $0[id + "|" + time] }) else { continue }
+            guard measured.withLock({ $0.insert(id + "|" + time).inserted }), let sent = tally.sent.withLock({ $0[id + "|" + time] }) else {
+                continue
+            }
             tally.latencies.withLock { $0.append((arrived - sent).inSeconds * 1000) }
         }
     }
@@ -289,7 +323,7 @@ final class LiveWatcher: Sendable {
     }
 
     private static let idKey = Array(#""runnerId":""#.utf8)
-    private static let idKeyMarkerOffset = 7   // where the `I` of `"runnerId":"` is
+    private static let idKeyMarkerOffset = 7  // where the `I` of `"runnerId":"` is
     private static let timeKey = Array(#","time":""#.utf8)
 }
 

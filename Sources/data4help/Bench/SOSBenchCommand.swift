@@ -30,10 +30,12 @@ struct SOSBenchCommand: AsyncParsableCommand {
         let centreReservation = try LoopbackPortReservation.forImmediateBind()
         let centrePort = centreReservation.port
         let tally = Tally()
-        let centre = DispatchCentreSimulator(secret: secret, onDispatch: { dispatch in
-            let name = ((dispatch.json["person"] as? [String: Any])?["name"] as? String) ?? ""
-            tally.received.withLock { $0[name] = dispatch.receivedAt }
-        })
+        let centre = DispatchCentreSimulator(
+            secret: secret,
+            onDispatch: { dispatch in
+                let name = ((dispatch.json["person"] as? [String: Any])?["name"] as? String) ?? ""
+                tally.received.withLock { $0[name] = dispatch.receivedAt }
+            })
         var centreLogger = Logger(label: "ems-sim")
         centreLogger.logLevel = .warning
         let centreTask = Task { try await centre.run(host: "127.0.0.1", port: centrePort, logger: centreLogger) }
@@ -43,7 +45,8 @@ struct SOSBenchCommand: AsyncParsableCommand {
             $0.sosDispatchSecret = secret
             $0.databasePoolSize = 16
         }) { server in
-            print("""
+            print(
+                """
                 data4help bench sos — \(individuals) individuals at 1 Hz, an upload every \(uploadEvery) s, \(seconds) s per phase, \
                 \(emergencies) emergencies, \(clients) connections
                 """)
@@ -62,7 +65,7 @@ struct SOSBenchCommand: AsyncParsableCommand {
             let lowFrom = Dictionary(uniqueKeysWithValues: chosen.map { ($0, Int.random(in: 2..<max(3, seconds - 3), using: &generator)) })
             let watched = try await stream(server, tokens: tokens, lowFrom: lowFrom, tally: tally)
             print(watched.line("everyone enrolled, \(emergencies) emergencies"))
-            try await Task.sleep(for: .seconds(2))   // the last dispatches
+            try await Task.sleep(for: .seconds(2))  // the last dispatches
 
             let arrivals = tally.received.withLock { $0 }
             var afterAck: [Double] = [], afterSend: [Double] = []
@@ -74,15 +77,22 @@ struct SOSBenchCommand: AsyncParsableCommand {
             afterAck.sort()
             afterSend.sort()
             func line(_ name: String, _ values: [Double]) -> String {
-                String(format: "%@ p50 %7.1f ms   p99 %7.1f ms   max %7.1f ms",
-                       name.padding(toLength: 52, withPad: " ", startingAt: 0), percentile(values, 0.5), percentile(values, 0.99), values.last ?? .nan)
+                String(
+                    format: "%@ p50 %7.1f ms   p99 %7.1f ms   max %7.1f ms",
+                    name.padding(toLength: 52, withPad: " ", startingAt: 0), percentile(values, 0.5), percentile(values, 0.99), values.last ?? .nan)
             }
             print("emergencies: \(emergencies), dispatched: \(arrivals.count), repeat calls: \(centre.dispatches.filter { $0.calls > 1 }.count)")
             print(line("triggering batch acknowledged → dispatch received", afterAck))
             print(line("triggering batch sent → dispatch received", afterSend))
-            BenchSummary.record("sos", "upload acknowledged p99, nobody / everyone enrolled (ms)", format: "%.1f / %.1f", percentile(baseline.acks, 0.99), percentile(watched.acks, 0.99))
-            BenchSummary.record("sos", "emergencies dispatched (repeat calls)", "\(arrivals.count) of \(emergencies) (\(centre.dispatches.filter { $0.calls > 1 }.count))")
-            BenchSummary.record("sos", "batch acknowledged → dispatch received, p50 / p99 / max (ms)", format: "%.1f / %.1f / %.1f", percentile(afterAck, 0.5), percentile(afterAck, 0.99), afterAck.last ?? .nan)
+            BenchSummary.record(
+                "sos", "upload acknowledged p99, nobody / everyone enrolled (ms)", format: "%.1f / %.1f", percentile(baseline.acks, 0.99),
+                percentile(watched.acks, 0.99))
+            BenchSummary.record(
+                "sos", "emergencies dispatched (repeat calls)",
+                "\(arrivals.count) of \(emergencies) (\(centre.dispatches.filter { $0.calls > 1 }.count))")
+            BenchSummary.record(
+                "sos", "batch acknowledged → dispatch received, p50 / p99 / max (ms)", format: "%.1f / %.1f / %.1f", percentile(afterAck, 0.5),
+                percentile(afterAck, 0.99), afterAck.last ?? .nan)
         }
     }
 
@@ -102,7 +112,9 @@ struct SOSBenchCommand: AsyncParsableCommand {
                     while case let j = next.take(), j < total {
                         let (round, person) = (j / individuals, j % individuals)
                         let due = start + .seconds(Double(j) / Double(individuals) * Double(every))
-                        if ContinuousClock.now < due { try await Task.sleep(until: due) } else if ContinuousClock.now - due > .seconds(1) {
+                        if ContinuousClock.now < due {
+                            try await Task.sleep(until: due)
+                        } else if ContinuousClock.now - due > .seconds(1) {
                             result.late.withLock { $0 += 1 }
                         }
                         let items = (0..<every).map { offset in
@@ -112,7 +124,9 @@ struct SOSBenchCommand: AsyncParsableCommand {
                             return #"{"type":"heartRate","value":\#(low ? 30 : 72),"start":"\#(time.wireTime)"}"#
                         }
                         let sent = ContinuousClock.now
-                        let status = try? await server.send(.POST, "/api/users/data", token: tokens[person], json: #"{"items":["# + items.joined(separator: ",") + "]}").status
+                        let status = try? await server.send(
+                            .POST, "/api/users/data", token: tokens[person], json: #"{"items":["# + items.joined(separator: ",") + "]}"
+                        ).status
                         let acknowledged = ContinuousClock.now
                         result.acks.withLock { $0.append((acknowledged - sent).inSeconds * 1000) }
                         if status != .ok { result.failed.withLock { $0 += 1 } }
@@ -142,9 +156,11 @@ struct SOSBenchCommand: AsyncParsableCommand {
         let triggers: [Int: (sent: ContinuousClock.Instant, acknowledged: ContinuousClock.Instant)]
 
         func line(_ phase: String) -> String {
-            String(format: "%@: %.0f uploads/s (target %.0f/s), %.0f readings/s; upload acknowledged p50 %.1f ms p99 %.1f ms; %d uploads more than 1 s behind schedule; %d failed",
-                   phase, Double(uploads) / elapsed.inSeconds, target, Double(readings) / elapsed.inSeconds,
-                   percentile(acks, 0.5), percentile(acks, 0.99), late, failed)
+            String(
+                format:
+                    "%@: %.0f uploads/s (target %.0f/s), %.0f readings/s; upload acknowledged p50 %.1f ms p99 %.1f ms; %d uploads more than 1 s behind schedule; %d failed",
+                phase, Double(uploads) / elapsed.inSeconds, target, Double(readings) / elapsed.inSeconds,
+                percentile(acks, 0.5), percentile(acks, 0.99), late, failed)
         }
     }
 
@@ -175,10 +191,12 @@ struct SOSBenchCommand: AsyncParsableCommand {
     private func enrol(_ ids: [Int64], _ database: Database) async throws {
         let settings = SOSSettingsStore(database: database)
         _ = try await BenchServer.concurrently(ids.count, 8) { index in
-            _ = try await settings.replace(individualId: ids[index], with: SOSSettingsRecord(
-                enabled: true, minHeartRate: 40, maxHeartRate: nil, minOxygenSaturation: nil, consecutiveReadings: 3,
-                cancelWindowSeconds: 0, contacts: "[]", medicalNotes: ""
-            ), contactURLs: [:], newSecrets: [:])
+            _ = try await settings.replace(
+                individualId: ids[index],
+                with: SOSSettingsRecord(
+                    enabled: true, minHeartRate: 40, maxHeartRate: nil, minOxygenSaturation: nil, consecutiveReadings: 3,
+                    cancelWindowSeconds: 0, contacts: "[]", medicalNotes: ""
+                ), contactURLs: [:], newSecrets: [:])
         }
     }
 }

@@ -3,9 +3,9 @@ import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HTTPAPI
+import HTTPTypes
 import HealthSharing
 import Hummingbird
-import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import Synchronization
@@ -33,25 +33,32 @@ struct WebhookBenchCommand: AsyncParsableCommand {
         let receiverTask = receiver.start(port: receiverPort)
         defer { receiverTask.cancel(); withExtendedLifetime(receiverReservation) {} }
         try await BenchServer.run(configure: { $0.webhookAllowPrivateNetworks = true }) { server in
-            print("data4help bench webhooks — \(grants) subscribed grants over \(parties) organisations, \(uploads) uploads × \(samples) samples, \(clients) clients")
+            print(
+                "data4help bench webhooks — \(grants) subscribed grants over \(parties) organisations, \(uploads) uploads × \(samples) samples, \(clients) clients"
+            )
             let started = ContinuousClock.now
             let people = try await BenchServer.concurrently(grants + Self.baselineIndividuals, clients) { try await server.individualSession($0) }
             let organisations = try await BenchServer.concurrently(parties, clients) { index -> String in
                 let token = try await server.thirdPartySession(index)
-                let (status, body) = try await server.send(.PUT, "/api/thirdparties/webhook", token: token, json: #"{"url":"http://127.0.0.1:\#(receiverPort)/p/\#(index)"}"#)
-                guard status == .created, let secret = body["secret"] as? String else { throw ValidationError("webhook registration answered \(status)") }
+                let (status, body) = try await server.send(
+                    .PUT, "/api/thirdparties/webhook", token: token, json: #"{"url":"http://127.0.0.1:\#(receiverPort)/p/\#(index)"}"#)
+                guard status == .created, let secret = body["secret"] as? String else {
+                    throw ValidationError("webhook registration answered \(status)")
+                }
                 receiver.secrets.withLock { $0[index] = secret }
                 return token
             }
             _ = try await BenchServer.concurrently(grants, clients) { person in
-                let (_, filed) = try await server.send(.POST, "/api/thirdparties/requests", token: organisations[person % parties], json: """
-                    {"fiscalCode":"\(BenchServer.fiscalCode(person))","types":["heartRate"],"purpose":"Bench","subscribe":true}
-                    """)
+                let (_, filed) = try await server.send(
+                    .POST, "/api/thirdparties/requests", token: organisations[person % parties],
+                    json: """
+                        {"fiscalCode":"\(BenchServer.fiscalCode(person))","types":["heartRate"],"purpose":"Bench","subscribe":true}
+                        """)
                 guard let id = filed["id"] as? String else { throw ValidationError("request for \(person) failed") }
                 let (status, _) = try await server.send(.PUT, "/api/users/requests/\(id)", token: people[person], json: #"{"decision":"accept"}"#)
                 guard status == .ok else { throw ValidationError("acceptance of \(id) answered \(status)") }
             }
-            try await receiver.waitFor(grants) // every request.granted has arrived: the outbox is empty
+            try await receiver.waitFor(grants)  // every request.granted has arrived: the outbox is empty
             print(String(format: "set-up (registrations with Argon2id, requests, acceptances): %.0f s", (ContinuousClock.now - started).inSeconds))
 
             // Baseline: individuals with no grant upload the same way.
@@ -69,18 +76,27 @@ struct WebhookBenchCommand: AsyncParsableCommand {
             afterAck.sort()
             afterSend.sort()
             func line(_ name: String, _ values: [Double]) -> String {
-                String(format: "%@ p50 %7.1f ms   p90 %7.1f ms   p99 %7.1f ms   max %7.1f ms",
-                       name.padding(toLength: 46, withPad: " ", startingAt: 0), percentile(values, 0.5), percentile(values, 0.9), percentile(values, 0.99), values.last ?? .nan)
+                String(
+                    format: "%@ p50 %7.1f ms   p90 %7.1f ms   p99 %7.1f ms   max %7.1f ms",
+                    name.padding(toLength: 46, withPad: " ", startingAt: 0), percentile(values, 0.5), percentile(values, 0.9),
+                    percentile(values, 0.99), values.last ?? .nan)
             }
             print("")
             print(line("upload acknowledged, no subscription", baseline.map(\.ackMs).sorted()))
             print(line("upload acknowledged, \(grants) subscribed grants", subscribed.map(\.ackMs).sorted()))
             print(line("upload acknowledged → webhook received", afterAck))
             print(line("upload sent → webhook received", afterSend))
-            BenchSummary.record("webhooks", "upload acknowledged, no subscription, p99 (ms)", format: "%.1f", percentile(baseline.map(\.ackMs).sorted(), 0.99))
-            BenchSummary.record("webhooks", "upload acknowledged, \(grants) subscribed grants, p99 (ms)", format: "%.1f", percentile(subscribed.map(\.ackMs).sorted(), 0.99))
-            BenchSummary.record("webhooks", "upload acknowledged → webhook received, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(afterAck, 0.5), percentile(afterAck, 0.99))
-            print("deliveries received: \(receiver.count), bad signatures: \(receiver.badSignatures.withLock { $0 }), duplicates: \(receiver.duplicates.withLock { $0 })")
+            BenchSummary.record(
+                "webhooks", "upload acknowledged, no subscription, p99 (ms)", format: "%.1f", percentile(baseline.map(\.ackMs).sorted(), 0.99))
+            BenchSummary.record(
+                "webhooks", "upload acknowledged, \(grants) subscribed grants, p99 (ms)", format: "%.1f",
+                percentile(subscribed.map(\.ackMs).sorted(), 0.99))
+            BenchSummary.record(
+                "webhooks", "upload acknowledged → webhook received, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(afterAck, 0.5),
+                percentile(afterAck, 0.99))
+            print(
+                "deliveries received: \(receiver.count), bad signatures: \(receiver.badSignatures.withLock { $0 }), duplicates: \(receiver.duplicates.withLock { $0 })"
+            )
         }
     }
 
@@ -103,7 +119,8 @@ struct WebhookBenchCommand: AsyncParsableCommand {
                 #"{"type":"heartRate","value":\#(60 + second),"start":"\#(Date(timeIntervalSince1970: first + Double(second)).formatted(.iso8601))"}"#
             }
             let sent = ContinuousClock.now
-            let (status, _) = try await server.send(.POST, "/api/users/data", token: tokens(upload), json: #"{"items":["# + items.joined(separator: ",") + "]}")
+            let (status, _) = try await server.send(
+                .POST, "/api/users/data", token: tokens(upload), json: #"{"items":["# + items.joined(separator: ",") + "]}")
             let acknowledged = ContinuousClock.now
             guard status == .ok else { throw ValidationError("upload answered \(status)") }
             return UploadTiming(sent: sent, acknowledged: acknowledged)
@@ -139,8 +156,9 @@ final class BenchReceiver: Sendable {
                 return Response(status: .noContent)
             }
             if let json = try? JSONSerialization.jsonObject(with: Data(bytes)) as? [String: Any],
-               let items = (json["data"] as? [String: Any])?["items"] as? [[String: Any]],
-               let start = (items.first?["start"] as? String).flatMap({ try? Date($0, strategy: .iso8601) }) {
+                let items = (json["data"] as? [String: Any])?["items"] as? [[String: Any]],
+                let start = (items.first?["start"] as? String).flatMap({ try? Date($0, strategy: .iso8601) })
+            {
                 let upload = Int((start.timeIntervalSince1970 - self.midnight).rounded(.down)) / max(1, items.count)
                 self.arrivals.withLock { $0[upload] = arrived }
             }

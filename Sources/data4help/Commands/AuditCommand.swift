@@ -14,7 +14,8 @@ struct AuditCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "verify",
             abstract: "Recompute every hash of the audit chain; exit 1 at the first row that does not hold.",
-            discussion: "Prints the number of rows and the hash of the last one: keep it, so that a later check can tell that no row was cut off the end."
+            discussion:
+                "Prints the number of rows and the hash of the last one: keep it, so that a later check can tell that no row was cut off the end."
         )
 
         func run() async throws {

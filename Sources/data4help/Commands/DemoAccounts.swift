@@ -34,9 +34,11 @@ struct DemoAccounts {
         let organisations = ThirdPartyAccounts(database: database, hasher: hasher)
         let organisation: ThirdPartyRecord?
         do {
-            organisation = try await organisations.register(ThirdPartyRegistration(
-                name: try OrganisationName(parsing: "Demo Cardio Lab"), email: try EmailAddress(parsing: Self.organisationEmail), password: try Password(parsing: Self.password)
-            ))
+            organisation = try await organisations.register(
+                ThirdPartyRegistration(
+                    name: try OrganisationName(parsing: "Demo Cardio Lab"), email: try EmailAddress(parsing: Self.organisationEmail),
+                    password: try Password(parsing: Self.password)
+                ))
         } catch AccountError.alreadyRegistered {
             organisation = nil
         }
@@ -44,11 +46,12 @@ struct DemoAccounts {
         let individuals = IndividualAccounts(database: database, hasher: hasher)
         let person: IndividualRecord?
         do {
-            person = try await individuals.register(IndividualRegistration(
-                email: try EmailAddress(parsing: Self.individualEmail), password: try Password(parsing: Self.password),
-                fiscalCode: try FiscalCode(parsing: Self.fiscalCode), fullName: try PersonName(parsing: "Laura Bianchi"),
-                birthDate: try BirthDate(parsing: "1990-01-01"), sex: try Sex(parsing: "female"), homeArea: try AreaCode(parsing: "IT-MI")
-            ))
+            person = try await individuals.register(
+                IndividualRegistration(
+                    email: try EmailAddress(parsing: Self.individualEmail), password: try Password(parsing: Self.password),
+                    fiscalCode: try FiscalCode(parsing: Self.fiscalCode), fullName: try PersonName(parsing: "Laura Bianchi"),
+                    birthDate: try BirthDate(parsing: "1990-01-01"), sex: try Sex(parsing: "female"), homeArea: try AreaCode(parsing: "IT-MI")
+                ))
         } catch AccountError.alreadyRegistered {
             person = nil
         }
@@ -65,7 +68,8 @@ struct DemoAccounts {
                 let night = hourOfDay < 7 || hourOfDay >= 23
                 items.append(Self.item("heartRate", (night ? 56 : 72) + Double(quarter % 7), unit: "bpm", at: time))
                 if quarter % 4 == 0, !night {
-                    items.append(Self.item("stepCount", Double(300 + (quarter * 37) % 900), unit: "count", at: time, end: time.addingTimeInterval(hour)))
+                    items.append(
+                        Self.item("stepCount", Double(300 + (quarter * 37) % 900), unit: "count", at: time, end: time.addingTimeInterval(hour)))
                 }
             }
             _ = try await manager.ingest(items, for: individual, now: now)

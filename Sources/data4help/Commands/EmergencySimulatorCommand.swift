@@ -35,9 +35,11 @@ struct EmergencySimulatorCommand: AsyncParsableCommand {
                 acknowledgeAfter: .milliseconds(Int(acknowledgeAfter * 1000)), resolveAfter: .milliseconds(Int(resolveAfter * 1000))
             )
         }
-        let simulator = DispatchCentreSimulator(secret: secret, reports: reports, print: { line in
-            FileHandle.standardOutput.write(Data((line + "\n").utf8))
-        })
+        let simulator = DispatchCentreSimulator(
+            secret: secret, reports: reports,
+            print: { line in
+                FileHandle.standardOutput.write(Data((line + "\n").utf8))
+            })
         FileHandle.standardOutput.write(Data("ems-sim listening on http://\(host):\(port)/dispatches\n".utf8))
         try await simulator.run(host: host, port: port, logger: logger)
     }

@@ -17,9 +17,11 @@ struct MigrateCommand: AsyncParsableCommand {
                 let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: logger)
                 try await database.whileRunning {
                     let report = try await Migrator(database: database, migrations: migrations).migrate()
-                    logger.info("migrations done", metadata: [
-                        "applied": "\(report.applied.joined(separator: ","))", "previously": "\(report.alreadyApplied)",
-                    ])
+                    logger.info(
+                        "migrations done",
+                        metadata: [
+                            "applied": "\(report.applied.joined(separator: ","))", "previously": "\(report.alreadyApplied)",
+                        ])
                 }
             }
         }

@@ -36,21 +36,25 @@ struct RunDemoCommand: AsyncParsableCommand {
         let tag = String(UUID().uuidString.prefix(6)).lowercased()
         let organiser = try await session(client, "organiser-\(tag)", index: 0)
         let startsAt = Date().addingTimeInterval(Double(startIn)).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
-        let event = try await send(client, .POST, "/api/users/runs", token: organiser, json: [
-            "name": "Parco Sempione demo run", "description": "Simulated runners, \(runners) of them.",
-            "startsAt": startsAt.wireTime, "endsAt": startsAt.addingTimeInterval(3_600).wireTime, "enrolmentDeadline": startsAt.wireTime,
-            "maxParticipants": runners, "path": ["type": "LineString", "coordinates": Self.course] as [String: Any],
-        ])
+        let event = try await send(
+            client, .POST, "/api/users/runs", token: organiser,
+            json: [
+                "name": "Parco Sempione demo run", "description": "Simulated runners, \(runners) of them.",
+                "startsAt": startsAt.wireTime, "endsAt": startsAt.addingTimeInterval(3_600).wireTime, "enrolmentDeadline": startsAt.wireTime,
+                "maxParticipants": runners, "path": ["type": "LineString", "coordinates": Self.course] as [String: Any],
+            ])
         guard let id = event["id"] as? String else { throw ValidationError("the server did not create the event: \(event)") }
         var tokens: [String] = []
         for index in 0..<runners {
             let token = try await session(client, "runner\(index)-\(tag)", index: index + 1)
-            _ = try await send(client, .POST, "/api/users/runs/\(id)/enrolment", token: token, json: ["displayName": Self.names[index % Self.names.count] + (index >= Self.names.count ? " \(index / Self.names.count + 1)" : "")])
+            _ = try await send(
+                client, .POST, "/api/users/runs/\(id)/enrolment", token: token,
+                json: ["displayName": Self.names[index % Self.names.count] + (index >= Self.names.count ? " \(index / Self.names.count + 1)" : "")])
             tokens.append(token)
         }
         Self.say("Spectators: \(server)/runs/\(id)   (start in \(Int(startsAt.timeIntervalSinceNow.rounded())) s; Ctrl-C stops the runners)")
         let path = try GeoPath(coordinates: Self.course)
-        let speeds = (0..<runners).map { _ in Double.random(in: 2.6...4.6) }   // 3:37 to 6:25 per km
+        let speeds = (0..<runners).map { _ in Double.random(in: 2.6...4.6) }  // 3:37 to 6:25 per km
         try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.5))
         while true {
             let now = Date(), elapsed = now.timeIntervalSince(startsAt)
@@ -61,7 +65,8 @@ struct RunDemoCommand: AsyncParsableCommand {
                         let point = path.point(at: along)
                         // A few metres of GPS noise.
                         let fix: [String: Any] = [
-                            "latitude": point.latitude + Double.random(in: -0.00003...0.00003), "longitude": point.longitude + Double.random(in: -0.00004...0.00004),
+                            "latitude": point.latitude + Double.random(in: -0.00003...0.00003),
+                            "longitude": point.longitude + Double.random(in: -0.00004...0.00004),
                             "accuracy": 5, "time": now.wireTime,
                         ]
                         _ = try? await send(client, .POST, "/api/users/runs/\(id)/positions", token: token, json: ["positions": [fix]])
@@ -79,11 +84,13 @@ struct RunDemoCommand: AsyncParsableCommand {
     private func session(_ client: HTTPClient, _ name: String, index: Int) async throws -> String {
         let email = "\(name)@demo.invalid", password = "demo password \(name)"
         let mailbox = PickupMailbox(directory: URL(fileURLWithPath: mailDirectory))
-        let earlier = mailbox.messages(to: email).count   // a runner of an earlier demo gets a notice, not a link
-        _ = try await send(client, .POST, "/api/users/registration", json: [
-            "email": email, "password": password, "fiscalCode": "DEMO\(Int.random(in: 10_000_000...99_999_999))", "fullName": "Demo \(name)",
-            "birthDate": "1990-01-01", "sex": "other", "homeArea": "IT-MI",
-        ])
+        let earlier = mailbox.messages(to: email).count  // a runner of an earlier demo gets a notice, not a link
+        _ = try await send(
+            client, .POST, "/api/users/registration",
+            json: [
+                "email": email, "password": password, "fiscalCode": "DEMO\(Int.random(in: 10_000_000...99_999_999))", "fullName": "Demo \(name)",
+                "birthDate": "1990-01-01", "sex": "other", "homeArea": "IT-MI",
+            ])
         guard let messages = try await mailbox.waitForMessages(to: email, moreThan: earlier) else {
             throw ValidationError("no message for \(email) in \(mailDirectory): is the server writing its mail there (MAIL_PICKUP_DIR)?")
         }
@@ -95,7 +102,9 @@ struct RunDemoCommand: AsyncParsableCommand {
         return token
     }
 
-    private func send(_ client: HTTPClient, _ method: HTTPMethod, _ path: String, token: String? = nil, json: [String: Any]) async throws -> [String: Any] {
+    private func send(
+        _ client: HTTPClient, _ method: HTTPMethod, _ path: String, token: String? = nil, json: [String: Any]
+    ) async throws -> [String: Any] {
         var request = HTTPClientRequest(url: server + path)
         request.method = method
         request.headers.add(name: "Content-Type", value: "application/json")

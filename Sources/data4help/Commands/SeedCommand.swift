@@ -14,7 +14,10 @@ struct SeedCommand: AsyncParsableCommand {
     @Option(help: "Individuals to add.") var individuals = 10_000
     @Option(help: "Days of history each, ending today.") var days = 365
     @Option(help: "Prefix of the seeded accounts' emails and fiscal codes (seed again with another to add more).") var tag = "seed"
-    @Flag(help: "Instead: demo accounts to sign in with (an organisation, an individual with a week of data and a request waiting) and a population of 3,000 for aggregates.")
+    @Flag(
+        help:
+            "Instead: demo accounts to sign in with (an organisation, an individual with a week of data and a request waiting) and a population of 3,000 for aggregates."
+    )
     var demo = false
 
     func validate() throws {
@@ -43,7 +46,9 @@ struct SeedCommand: AsyncParsableCommand {
                     try await PopulationSeeder(database: database).seed(individuals: individuals, days: days, tag: tag, progress: bar.update)
                     bar.finish()
                     let elapsed = ContinuousClock.now - started
-                    print("seeded \(individuals) individuals × \(days) days (heart rate and steps) in \(elapsed.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1))))")
+                    print(
+                        "seeded \(individuals) individuals × \(days) days (heart rate and steps) in \(elapsed.formatted(.units(allowed: [.seconds], fractionalPart: .show(length: 1))))"
+                    )
                 }
             }
         }

@@ -51,7 +51,7 @@ extension APISending {
     @discardableResult
     func registerAndConfirm(surface: String, _ account: [String: any Sendable]) async throws -> APIClient.Reply {
         let email = account["email"] as! String
-        let earlier = Mailbox.messages(to: email).count   // an address registered again (after an erasure)
+        let earlier = Mailbox.messages(to: email).count  // an address registered again (after an erasure)
         let registered = try await send(.post, "/api/\(surface)/registration", json: account)
         precondition(registered.status == .accepted, "registration failed: \(registered.status)")
         let token = try await Mailbox.confirmationToken(for: email, after: earlier)

@@ -24,7 +24,8 @@ final class HeadlessChromium: Sendable {
         process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = [
-            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--remote-debugging-port=0", "--remote-allow-origins=*",
+            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--remote-debugging-port=0",
+            "--remote-allow-origins=*",
             "--user-data-dir=\(profile.path)", "--window-size=1000,800", "about:blank",
         ]
         process.standardOutput = FileHandle.nullDevice
@@ -36,7 +37,8 @@ final class HeadlessChromium: Sendable {
         var found: Int?
         while found == nil {
             if let text = try? String(contentsOf: profile.appendingPathComponent("DevToolsActivePort"), encoding: .utf8),
-               let first = text.split(separator: "\n").first, let port = Int(first) {
+                let first = text.split(separator: "\n").first, let port = Int(first)
+            {
                 found = port
             } else {
                 guard ContinuousClock.now < deadline, process.isRunning else { throw BrowserError("chromium did not open its DevTools port") }
@@ -61,8 +63,10 @@ final class HeadlessChromium: Sendable {
         let response = try await HTTPClient.shared.execute(request, timeout: .seconds(30))
         let data = try await response.body.collect(upTo: 1 << 20)
         guard let target = try JSONSerialization.jsonObject(with: Data(data.readableBytesView)) as? [String: Any],
-              let socket = target["webSocketDebuggerUrl"] as? String else { throw BrowserError("no page target") }
-        _ = try await WebSocketClient.connect(url: socket, configuration: .init(maxFrameSize: 1 << 24), logger: TestPostgres.logger) { inbound, outbound, _ in
+            let socket = target["webSocketDebuggerUrl"] as? String
+        else { throw BrowserError("no page target") }
+        _ = try await WebSocketClient.connect(url: socket, configuration: .init(maxFrameSize: 1 << 24), logger: TestPostgres.logger) {
+            inbound, outbound, _ in
             // One task reads every message into a stream; a ticker adds an empty message every
             // 250 ms so that a wait for an event that never comes ends at its deadline.
             let (messages, feed) = AsyncStream.makeStream(of: String.self)
@@ -163,7 +167,7 @@ final class DevToolsSession: @unchecked Sendable {
         }
         let result = try await call("Page.navigate", ["url": absolute])
         if let error = result["errorText"] as? String { throw HeadlessChromium.BrowserError("navigating to \(absolute): \(error)") }
-        guard let loader = result["loaderId"] as? String else { return }   // same-document navigation: nothing to load
+        guard let loader = result["loaderId"] as? String else { return }  // same-document navigation: nothing to load
         try await waitForEvents(timeout: timeout, "the document of \(absolute) to load") { $0.loaderId == loader && $0.isLoaded }
     }
 
@@ -180,7 +184,8 @@ final class DevToolsSession: @unchecked Sendable {
     /// away, or there is none yet.
     func evaluate(_ expression: String) async throws -> Any? {
         guard let contextId else { throw HeadlessChromium.BrowserError("no document to evaluate in at \(url) (between two documents)") }
-        let result = try await call("Runtime.evaluate", ["expression": expression, "returnByValue": true, "awaitPromise": true, "contextId": contextId])
+        let result = try await call(
+            "Runtime.evaluate", ["expression": expression, "returnByValue": true, "awaitPromise": true, "contextId": contextId])
         if let exception = result["exceptionDetails"] as? [String: Any] {
             let text = ((exception["exception"] as? [String: Any])?["description"] as? String) ?? exception["text"] as? String ?? "\(exception)"
             throw HeadlessChromium.BrowserError("script threw at \(url): \(text)\n\(expression)")
@@ -204,7 +209,9 @@ final class DevToolsSession: @unchecked Sendable {
         while true {
             let value = try await evaluate(expression)
             if condition(value) { return value }
-            guard ContinuousClock.now < deadline else { throw HeadlessChromium.BrowserError("at \(url): timed out waiting for \(expression); last value \(String(describing: value))") }
+            guard ContinuousClock.now < deadline else {
+                throw HeadlessChromium.BrowserError("at \(url): timed out waiting for \(expression); last value \(String(describing: value))")
+            }
             try await Task.sleep(for: .milliseconds(100))
         }
     }
@@ -229,7 +236,7 @@ final class DevToolsSession: @unchecked Sendable {
     private func nextMessage(until deadline: ContinuousClock.Instant, waitingFor what: String) async throws -> [String: Any] {
         while true {
             guard let text = await messages.next() else { throw HeadlessChromium.BrowserError("the page closed while waiting for \(what) at \(url)") }
-            if text.isEmpty {   // the ticker
+            if text.isEmpty {  // the ticker
                 guard ContinuousClock.now < deadline else { throw HeadlessChromium.BrowserError("timed out waiting for \(what) at \(url)") }
                 continue
             }
@@ -246,11 +253,14 @@ final class DevToolsSession: @unchecked Sendable {
             loaderId = frame["loaderId"] as? String ?? ""
             url = frame["url"] as? String ?? url
         case "Page.lifecycleEvent":
-            guard params["frameId"] as? String == mainFrame, params["name"] as? String == "load", let loader = params["loaderId"] as? String else { return }
+            guard params["frameId"] as? String == mainFrame, params["name"] as? String == "load", let loader = params["loaderId"] as? String else {
+                return
+            }
             loadedLoaders.insert(loader)
         case "Runtime.executionContextCreated":
             guard let context = params["context"] as? [String: Any], let aux = context["auxData"] as? [String: Any],
-                  aux["frameId"] as? String == mainFrame, aux["isDefault"] as? Bool == true, let id = context["id"] as? Int else { return }
+                aux["frameId"] as? String == mainFrame, aux["isDefault"] as? Bool == true, let id = context["id"] as? Int
+            else { return }
             contextId = id
         case "Runtime.executionContextDestroyed":
             if params["executionContextId"] as? Int == contextId { contextId = nil }

@@ -22,11 +22,11 @@ enum LiveServer {
         let serviceGroup = ServiceGroup(configuration: .init(services: [app], logger: app.logger))
         try await withThrowingTaskGroup(of: Void.self) { group in
             group.addTask {
-                defer { app.port.fulfil(nil) }   // a server that ended before listening wakes the waiter
+                defer { app.port.fulfil(nil) }  // a server that ended before listening wakes the waiter
                 try await serviceGroup.run()
             }
             guard let port = await app.port.value() else {
-                try await group.waitForAll()   // the server did not start: its error ends the test
+                try await group.waitForAll()  // the server did not start: its error ends the test
                 return
             }
             let client = LiveClient(port: port, timeout: clientTimeout)

@@ -9,7 +9,7 @@ extension Process {
     /// own queue; this only looks at `isRunning`.
     func exited() async {
         while isRunning {
-            do { try await Task.sleep(for: .milliseconds(20)) } catch { return }   // cancelled: stop waiting
+            do { try await Task.sleep(for: .milliseconds(20)) } catch { return }  // cancelled: stop waiting
         }
     }
 

@@ -43,7 +43,9 @@ final class WebhookReceiver: Sendable {
     var received: [Received] { state.withLock { $0.received } }
 
     func answer(_ status: HTTPResponse.Status, after hold: Duration = .zero) {
-        state.withLock { $0.status = status; $0.hold = hold }
+        state.withLock {
+            $0.status = status; $0.hold = hold
+        }
     }
 
     /// Listens until the returned task is cancelled.
@@ -53,13 +55,14 @@ final class WebhookReceiver: Sendable {
         router.post("hooks/data4help") { request, _ -> Response in
             let body = try await request.body.collect(upTo: 16 * 1024 * 1024)
             let (status, hold) = self.state.withLock { state in
-                state.received.append(Received(
-                    deliveryId: request.headers[HTTPField.Name("Data4Help-Delivery")!] ?? "",
-                    eventType: request.headers[HTTPField.Name("Data4Help-Event")!] ?? "",
-                    signature: request.headers[HTTPField.Name("Data4Help-Signature")!] ?? "",
-                    host: request.head.authority ?? "",
-                    body: Array(body.readableBytesView)
-                ))
+                state.received.append(
+                    Received(
+                        deliveryId: request.headers[HTTPField.Name("Data4Help-Delivery")!] ?? "",
+                        eventType: request.headers[HTTPField.Name("Data4Help-Event")!] ?? "",
+                        signature: request.headers[HTTPField.Name("Data4Help-Signature")!] ?? "",
+                        host: request.head.authority ?? "",
+                        body: Array(body.readableBytesView)
+                    ))
                 return (state.status, state.hold)
             }
             if hold > .zero { try await Task.sleep(for: hold) }
@@ -95,7 +98,8 @@ final class WebhookReceiver: Sendable {
             if pair[0] == "v1" { signatures.append(String(pair[1])) }
         }
         guard let timestamp, let seconds = Double(timestamp), abs(Date().timeIntervalSince1970 - seconds) < 300 else { return false }
-        let mac = HMAC<SHA256>.authenticationCode(for: Data(timestamp.utf8) + Data(".".utf8) + Data(received.body), using: SymmetricKey(data: Data(secret.utf8)))
+        let mac = HMAC<SHA256>.authenticationCode(
+            for: Data(timestamp.utf8) + Data(".".utf8) + Data(received.body), using: SymmetricKey(data: Data(secret.utf8)))
         let expected = mac.map { String(format: "%02x", $0) }.joined()
         return signatures.contains(expected)
     }
