@@ -32,25 +32,41 @@ package struct WorkoutStore: Sendable {
 
     /// Stores `workouts` inside an ingest transaction (they commit with the import's batch);
     /// answers how many were new — the rest were there already (same identity). Absent figures
-    /// travel as NaN (no arrays of optionals in a bind) and are stored as NULL.
+    /// travel as NaN (no arrays of optionals in a bind) and are stored as NULL. Every active
+    /// subscribed grant that covers a new workout (`workout` granted, its start in the window)
+    /// gets one `data.created` party event listing them, as new samples do.
     package func insert(_ workouts: [NewWorkout], importId: Int64?, in transaction: IngestTransaction) async throws -> Int {
         guard !workouts.isEmpty else { return 0 }
+        let individualId = transaction.individualId
         let rows = try await transaction.connection.query(
             """
-            INSERT INTO workouts (individual_id, client_id, activity, started_at, ended_at, distance_metres, energy_kilocalories,
-                                  average_heart_rate, maximum_heart_rate, source, import_id)
-            SELECT \(transaction.individualId), c, a, s, e, nullif(d, 'NaN'), nullif(k, 'NaN'), nullif(h, 'NaN'), nullif(m, 'NaN'),
-                   nullif(o, ''), \(importId)
-            FROM unnest(
-                \(workouts.map(\.clientId))::text[], \(workouts.map(\.activity))::text[], \(workouts.map(\.start))::timestamptz[],
-                \(workouts.map(\.end))::timestamptz[], \(workouts.map { $0.distanceMetres ?? .nan })::float8[],
-                \(workouts.map { $0.energyKilocalories ?? .nan })::float8[], \(workouts.map { $0.averageHeartRate ?? .nan })::float8[],
-                \(workouts.map { $0.maximumHeartRate ?? .nan })::float8[], \(workouts.map { $0.source ?? "" })::text[]
-            ) AS w(c, a, s, e, d, k, h, m, o)
-            ON CONFLICT (individual_id, client_id) DO NOTHING
-            RETURNING 1
+            WITH inserted AS (
+                INSERT INTO workouts (individual_id, client_id, activity, started_at, ended_at, distance_metres, energy_kilocalories,
+                                      average_heart_rate, maximum_heart_rate, source, import_id)
+                SELECT \(individualId), c, a, s, e, nullif(d, 'NaN'), nullif(k, 'NaN'), nullif(h, 'NaN'), nullif(m, 'NaN'),
+                       nullif(o, ''), \(importId)
+                FROM unnest(
+                    \(workouts.map(\.clientId))::text[], \(workouts.map(\.activity))::text[], \(workouts.map(\.start))::timestamptz[],
+                    \(workouts.map(\.end))::timestamptz[], \(workouts.map { $0.distanceMetres ?? .nan })::float8[],
+                    \(workouts.map { $0.energyKilocalories ?? .nan })::float8[], \(workouts.map { $0.averageHeartRate ?? .nan })::float8[],
+                    \(workouts.map { $0.maximumHeartRate ?? .nan })::float8[], \(workouts.map { $0.source ?? "" })::text[]
+                ) AS w(c, a, s, e, d, k, h, m, o)
+                ON CONFLICT (individual_id, client_id) DO NOTHING
+                RETURNING id, (extract(epoch FROM started_at) * 1000)::int8 AS start_ms
+            ),
+            events AS (    -- the outbox, as for samples: subscribed grants that include 'workout'
+                INSERT INTO party_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
+                SELECT r.third_party_id, r.id, \(individualId), min(n.start_ms), max(n.start_ms), ARRAY['workout'], array_agg(n.id)
+                FROM access_requests r JOIN inserted n ON true
+                WHERE r.individual_id = \(individualId) AND r.subscribe AND access_grant_active(r.status, r.granted_until)
+                  AND access_grant_covers(r.granted_types, r.granted_from, r.granted_to, 'workout', n.start_ms)
+                GROUP BY r.id, r.third_party_id
+            )
+            SELECT count(*)::int8 FROM inserted
             """, logger: transaction.logger)
-        return try await rows.collect().count
+        var stored = 0
+        for try await count in rows.decode(Int.self) { stored = count }
+        return stored
     }
 
     private static let columns = """
@@ -68,17 +84,29 @@ package struct WorkoutStore: Sendable {
         )
     }
 
-    /// The individual's workouts, latest start first, `limit` of them after the workout with
-    /// row id `beforeId` in that order.
-    package func list(individualId: Int64, limit: Int, beforeId: Int64?) async throws -> [Workout] {
+    /// The individual's workouts that start in `[from, to)` (open ends when nil), latest start
+    /// first, `limit` of them after the workout with row id `beforeId` in that order.
+    package func list(individualId: Int64, from: Date? = nil, to: Date? = nil, limit: Int, beforeId: Int64?) async throws -> [Workout] {
         let rows = try await database.query(
             """
             SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id
             WHERE w.individual_id = \(individualId)
+              AND (\(from)::timestamptz IS NULL OR w.started_at >= \(from)) AND (\(to)::timestamptz IS NULL OR w.started_at < \(to))
               AND (\(beforeId)::bigint IS NULL
                    OR (w.started_at, w.id) < (SELECT started_at, id FROM workouts WHERE id = \(beforeId) AND individual_id = \(individualId)))
             ORDER BY w.started_at DESC, w.id DESC LIMIT \(Int64(limit))
             """)  // index: workouts_individual_idx
+        return try rows.map(Self.record)
+    }
+
+    /// The individual's workouts with these row ids (a `data.created` event's keys), by start.
+    package func workouts(individualId: Int64, ids: [Int64]) async throws -> [Workout] {
+        let rows = try await database.query(
+            """
+            SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id
+            WHERE w.individual_id = \(individualId) AND w.id = ANY (\(ids)::int8[])
+            ORDER BY w.started_at, w.id
+            """)  // index: the primary key
         return try rows.map(Self.record)
     }
 

@@ -4,8 +4,8 @@ import Foundation
 import HealthSharing
 import Hummingbird
 
-/// `/api/thirdparties/requests/{requestId}/data[/locations]`: a party pulls the data of an active
-/// grant — granted types only, within the granted window. Same query and page shape as the
+/// `/api/thirdparties/requests/{requestId}/data[/locations|/workouts]`: a party pulls the data of an
+/// active grant — granted types only, within the granted window. Same query and page shape as the
 /// individual's own listings.
 struct GrantedDataController {
     let granted: GrantedDataReader
@@ -29,6 +29,22 @@ struct GrantedDataController {
                     order: query.range.order, limit: query.range.limit, after: query.after
                 ))
         }
+        group.get("requests/{requestId}/data/workouts", use: workouts)
+    }
+
+    /// `GET …/data/workouts`: workouts starting in the granted window ∩ `[from, to)`, latest first.
+    @Sendable func workouts(_ request: Request, context: ThirdPartyRequestContext) async throws -> Page<WorkoutBody> {
+        let id = try AccessScopeFields.requestId(context.parameters)
+        let pagination = try KeysetPagination(request)
+        var fields = FieldValidator()
+        let query = request.uri.queryParameters
+        let from = fields.optional("from", query["from"].map(String.init), TimeRangeQuery.instant)
+        let to = fields.optional("to", query["to"].map(String.init), TimeRangeQuery.instant)
+        if let from, let to, from >= to { fields.fail("to", "must be later than from") }
+        try fields.finish()
+        let rows = try await granted.workouts(
+            for: context.party, request: id, from: from, to: to, limit: pagination.limit, before: pagination.beforeId)
+        return pagination.page(rows, id: \.sequence, item: { WorkoutBody($0, detail: nil, forParty: true) })
     }
 }
 

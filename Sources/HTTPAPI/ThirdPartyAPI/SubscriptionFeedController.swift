@@ -43,6 +43,7 @@ struct FeedItemBody: Encodable, Sendable {
         switch item {
         case .sample(let sample): try SampleBody(sample).encode(to: encoder)
         case .location(let fix): try LocationFixBody(fix).encode(to: encoder)
+        case .workout(let workout): try WorkoutBody(workout, detail: nil, forParty: true).encode(to: encoder)
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(requestId, forKey: .requestId)
@@ -55,6 +56,7 @@ extension FeedItem {
         switch self {
         case .sample: "sample"
         case .location: "location"
+        case .workout: "workout"
         }
     }
 }

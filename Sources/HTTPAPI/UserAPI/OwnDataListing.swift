@@ -36,7 +36,8 @@ struct TimeRangeQuery {
         if let from, let to, from >= to { fields.fail("to", "must be later than from") }
     }
 
-    private static func instant(_ raw: String) throws(InvalidValue) -> Date {
+    /// An RFC 3339 instant with its offset, as every time in a query string is written.
+    static func instant(_ raw: String) throws(InvalidValue) -> Date {
         guard let date = RFC3339Timestamp.parse(raw) else {
             throw InvalidValue("must be an RFC 3339 time with an offset, such as 2026-11-21T08:30:00Z")
         }

@@ -32,10 +32,13 @@ struct WorkoutController {
 struct WorkoutBody: ResponseEncodable, Sendable {
     let workout: Workout
     let detail: WorkoutDetail?
+    /// For a third party (`GrantedWorkout`): without the import it came with, the owner's own business.
+    let forParty: Bool
 
-    init(_ workout: Workout, detail: WorkoutDetail?) {
+    init(_ workout: Workout, detail: WorkoutDetail?, forParty: Bool = false) {
         self.workout = workout
         self.detail = detail
+        self.forParty = forParty
     }
 
     private enum CodingKeys: String, CodingKey {
@@ -67,7 +70,7 @@ struct WorkoutBody: ResponseEncodable, Sendable {
         try container.encode(workout.averageHeartRate, forKey: .averageHeartRate)
         try container.encode(workout.maximumHeartRate, forKey: .maximumHeartRate)
         try container.encode(workout.source, forKey: .source)
-        try container.encode(workout.importId?.wireString, forKey: .importId)
+        if !forParty { try container.encode(workout.importId?.wireString, forKey: .importId) }
         guard let detail else { return }
         // A route needs two points to be a LineString; fewer fixes give no route.
         let route =

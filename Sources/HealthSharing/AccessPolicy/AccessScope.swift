@@ -3,16 +3,21 @@ import Data4HelpCore
 import DatabaseLink
 import Foundation
 
-/// A kind of data a third party can ask for: a health data type, or location fixes.
+/// A kind of data a third party can ask for: a health data type, location fixes, or workouts
+/// (their totals; a workout's route and heart rate are the `location` and `heartRate` kinds).
 package enum DataKind: Sendable, Hashable {
     case sample(SampleType)
     case location
+    case workout
 
     package static let locationName = "location"
+    package static let workoutName = "workout"
 
     package init?(wireName: String) {
         if wireName == Self.locationName {
             self = .location
+        } else if wireName == Self.workoutName {
+            self = .workout
         } else if let type = SampleType(rawValue: wireName) {
             self = .sample(type)
         } else {
@@ -24,10 +29,11 @@ package enum DataKind: Sendable, Hashable {
         switch self {
         case .sample(let type): type.rawValue
         case .location: Self.locationName
+        case .workout: Self.workoutName
         }
     }
 
-    package static var allWireNames: [String] { SampleType.allCases.map(\.rawValue) + [locationName] }
+    package static var allWireNames: [String] { SampleType.allCases.map(\.rawValue) + [locationName, workoutName] }
 }
 
 /// What a request asks for, or what a grant allows: kinds of data, a window of the history

@@ -10,9 +10,11 @@ package struct GrantedDataReader: Sendable {
     let requests: AccessRequestStore
     let disclosures: DisclosureStore
     let ownData: OwnDataReader
+    let workoutStore: WorkoutStore
 
     package init(database: Database) {
         self.requests = AccessRequestStore(database: database)
+        self.workoutStore = WorkoutStore(database: database)
         self.disclosures = DisclosureStore(database: database)
         self.ownData = OwnDataReader(database: database)
     }
@@ -58,6 +60,25 @@ package struct GrantedDataReader: Sendable {
             )
         }
         return page
+    }
+
+    /// Workouts that start in the granted window ∩ `[from, to)`, latest first, when workouts are
+    /// granted: their totals, never the import they came with. Answers up to `limit + 1` (the
+    /// extra one only says that more exist: not shown, not logged as disclosed).
+    package func workouts(
+        for party: ThirdPartyID, request id: UUID, from: Date?, to: Date?, limit: Int, before: Int64?
+    ) async throws -> [Workout] {
+        let (record, individualId, grant) = try await activeGrant(party, id)
+        guard grant.kinds.contains(.workout) else { throw AccessRequestError.notCovered(kind: DataKind.workoutName) }
+        let window = Self.window(grant, from: from, to: to)
+        let rows = try await workoutStore.list(individualId: individualId, from: window.from, to: window.to, limit: limit + 1, beforeId: before)
+        if !rows.isEmpty {
+            try await disclosures.record(
+                individualId: individualId, thirdPartyId: record.thirdPartyId, requestId: record.id, channel: "pull",
+                types: [DataKind.workoutName], itemCount: min(rows.count, limit)
+            )
+        }
+        return rows
     }
 
     private func activeGrant(_ party: ThirdPartyID, _ id: UUID) async throws -> (AccessRequestRecord, Int64, AccessScope) {

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 
@@ -5,6 +6,8 @@ import Foundation
 package enum FeedItem: Sendable, Equatable {
     case sample(StoredSample)
     case location(StoredLocationFix)
+    /// A workout's totals (its route and heart rate travel as `location` and samples, when granted).
+    case workout(Workout)
 }
 
 /// An event of a party's log as every channel hands it out (pull feed, stream, webhook): its
@@ -32,11 +35,13 @@ package enum DisclosureChannel: String, Sendable {
 package struct PartyEvents: Sendable {
     let store: PartyEventStore
     let reader: HealthDataReader
+    let workouts: WorkoutStore
     let disclosures: DisclosureStore
     let aggregates: AggregateQueryStore
 
     package init(database: Database) {
         self.store = PartyEventStore(database: database)
+        self.workouts = WorkoutStore(database: database)
         self.aggregates = AggregateQueryStore(database: database)
         self.reader = HealthDataReader(database: database)
         self.disclosures = DisclosureStore(database: database)
@@ -85,6 +90,9 @@ package struct PartyEvents: Sendable {
             if data.kinds.contains(DataKind.locationName) {
                 let rows = try await reader.locations(individualId: individualId, firstMs: data.firstMs, lastMs: data.lastMs, keys: data.keys)
                 items += rows.map(StoredLocationFix.init(row:)).map(FeedItem.location)
+            }
+            if data.kinds.contains(DataKind.workoutName) {
+                items += try await workouts.workouts(individualId: individualId, ids: data.keys).map(FeedItem.workout)
             }
         }
         var aggregate: AggregateResult?
