@@ -168,6 +168,23 @@ struct RunPositionTests {
             #expect(mine.last?["kind"] as? String == "end" && mine.last?["runPositions"] as? Int == 15)
             let organisers = try await export(organiser)
             #expect(organisers.filter { $0["kind"] as? String == "run" }.count == 1 && !organisers.contains { $0["kind"] as? String == "enrolment" })
+
+            // Finishing made the run the leader's workout, once: a run over the course from their
+            // first fix to the finish, its route the run's positions. The chaser has none yet.
+            _ = try await api.send(
+                .post, "/api/users/runs/\(id)/positions", token: leader, json: ["positions": [Self.fix(0, at: startsAt.addingTimeInterval(50))]])
+            let workouts = try await api.send(.get, "/api/users/workouts", token: leader).items
+            #expect(workouts.count == 1)
+            let workout = try #require(workouts.first)
+            #expect(workout["activity"] as? String == "running" && workout["source"] as? String == "Track4Run")
+            #expect(workout["runId"] as? String == id && workout["importId"] is NSNull)
+            let courseLength = try #require(done["distanceMeters"] as? Double)
+            #expect(abs((workout["distanceMetres"] as? Double ?? 0) - courseLength) < 0.01)
+            #expect(workout["durationSeconds"] as? Double == 40, "first fix 1 s after the start; 20 m from the line at 41 s is the finish")
+            let detail = try await api.send(.get, "/api/users/workouts/\(try #require(workout["id"] as? String))", token: leader)
+            let route = try #require((detail.json["route"] as? [String: Any])?["coordinates"] as? [[Double]])
+            #expect(route.count == 16, "every kept position of the leader (8 + 4 + 3, and one after the finish), in time order")
+            #expect(try await api.send(.get, "/api/users/workouts", token: chaser).items.isEmpty)
         }
     }
 }

@@ -17,10 +17,12 @@ package struct Workout: Sendable, Equatable {
     package let source: String?
     /// The import that brought it, if one did.
     package let importId: UUID?
+    /// The Track4Run event it was run in, if it was (its route is the run's positions).
+    package let runId: UUID?
 
     package init(
         sequence: Int64, id: UUID, activity: String, start: Date, end: Date, distanceMetres: Double?, energyKilocalories: Double?,
-        averageHeartRate: Double?, maximumHeartRate: Double?, source: String?, importId: UUID?
+        averageHeartRate: Double?, maximumHeartRate: Double?, source: String?, importId: UUID?, runId: UUID? = nil
     ) {
         self.sequence = sequence
         self.id = id
@@ -33,5 +35,6 @@ package struct Workout: Sendable, Equatable {
         self.maximumHeartRate = maximumHeartRate
         self.source = source
         self.importId = importId
+        self.runId = runId
     }
 }

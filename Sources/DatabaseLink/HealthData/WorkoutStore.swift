@@ -1,5 +1,6 @@
 import Data4HelpCore
 import Foundation
+import Logging
 import PostgresNIO
 
 /// A workout to store: the device's totals for one activity; `clientId` from its identity.
@@ -13,6 +14,8 @@ package struct NewWorkout: Sendable, Equatable {
     package var averageHeartRate: Double?
     package var maximumHeartRate: Double?
     package var source: String?
+    /// The run event it was run in (a Track4Run finish), if it was.
+    package var runId: Int64?
 
     package init(clientId: String, activity: String, start: Date, end: Date) {
         self.clientId = clientId
@@ -36,21 +39,29 @@ package struct WorkoutStore: Sendable {
     /// subscribed grant that covers a new workout (`workout` granted, its start in the window)
     /// gets one `data.created` party event listing them, as new samples do.
     package func insert(_ workouts: [NewWorkout], importId: Int64?, in transaction: IngestTransaction) async throws -> Int {
+        try await Self.insert(workouts, importId: importId, individualId: transaction.individualId, on: transaction.connection, logger: transaction.logger)
+    }
+
+    /// `insert(_:importId:in:)` on a transaction's connection (a Track4Run finish stores its
+    /// workout in the transaction that records the finish).
+    static func insert(
+        _ workouts: [NewWorkout], importId: Int64?, individualId: Int64, on connection: LeasedConnection, logger: Logger
+    ) async throws -> Int {
         guard !workouts.isEmpty else { return 0 }
-        let individualId = transaction.individualId
-        let rows = try await transaction.connection.query(
+        let rows = try await connection.query(
             """
             WITH inserted AS (
                 INSERT INTO workouts (individual_id, client_id, activity, started_at, ended_at, distance_metres, energy_kilocalories,
-                                      average_heart_rate, maximum_heart_rate, source, import_id)
+                                      average_heart_rate, maximum_heart_rate, source, import_id, run_id)
                 SELECT \(individualId), c, a, s, e, nullif(d, 'NaN'), nullif(k, 'NaN'), nullif(h, 'NaN'), nullif(m, 'NaN'),
-                       nullif(o, ''), \(importId)
+                       nullif(o, ''), \(importId), nullif(r, 0)
                 FROM unnest(
                     \(workouts.map(\.clientId))::text[], \(workouts.map(\.activity))::text[], \(workouts.map(\.start))::timestamptz[],
                     \(workouts.map(\.end))::timestamptz[], \(workouts.map { $0.distanceMetres ?? .nan })::float8[],
                     \(workouts.map { $0.energyKilocalories ?? .nan })::float8[], \(workouts.map { $0.averageHeartRate ?? .nan })::float8[],
-                    \(workouts.map { $0.maximumHeartRate ?? .nan })::float8[], \(workouts.map { $0.source ?? "" })::text[]
-                ) AS w(c, a, s, e, d, k, h, m, o)
+                    \(workouts.map { $0.maximumHeartRate ?? .nan })::float8[], \(workouts.map { $0.source ?? "" })::text[],
+                    \(workouts.map { $0.runId ?? 0 })::int8[]
+                ) AS w(c, a, s, e, d, k, h, m, o, r)
                 ON CONFLICT (individual_id, client_id) DO NOTHING
                 RETURNING id, (extract(epoch FROM started_at) * 1000)::int8 AS start_ms
             ),
@@ -63,7 +74,7 @@ package struct WorkoutStore: Sendable {
                 GROUP BY r.id, r.third_party_id
             )
             SELECT count(*)::int8 FROM inserted
-            """, logger: transaction.logger)
+            """, logger: logger)
         var stored = 0
         for try await count in rows.decode(Int.self) { stored = count }
         return stored
@@ -71,16 +82,16 @@ package struct WorkoutStore: Sendable {
 
     private static let columns = """
         w.id, w.public_id, w.activity, w.started_at, w.ended_at, w.distance_metres, w.energy_kilocalories,
-        w.average_heart_rate, w.maximum_heart_rate, w.source, i.public_id
+        w.average_heart_rate, w.maximum_heart_rate, w.source, i.public_id, e.public_id
         """
 
     private static func record(_ row: PostgresRow) throws -> Workout {
-        let (id, publicId, activity, start, end, distance, energy, average, maximum, source, importId) = try row.decode(
-            (Int64, UUID, String, Date, Date, Double?, Double?, Double?, Double?, String?, UUID?).self
+        let (id, publicId, activity, start, end, distance, energy, average, maximum, source, importId, runId) = try row.decode(
+            (Int64, UUID, String, Date, Date, Double?, Double?, Double?, Double?, String?, UUID?, UUID?).self
         )
         return Workout(
             sequence: id, id: publicId, activity: activity, start: start, end: end, distanceMetres: distance, energyKilocalories: energy,
-            averageHeartRate: average, maximumHeartRate: maximum, source: source, importId: importId
+            averageHeartRate: average, maximumHeartRate: maximum, source: source, importId: importId, runId: runId
         )
     }
 
@@ -89,7 +100,7 @@ package struct WorkoutStore: Sendable {
     package func list(individualId: Int64, from: Date? = nil, to: Date? = nil, limit: Int, beforeId: Int64?) async throws -> [Workout] {
         let rows = try await database.query(
             """
-            SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id
+            SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id LEFT JOIN run_events e ON e.id = w.run_id
             WHERE w.individual_id = \(individualId)
               AND (\(from)::timestamptz IS NULL OR w.started_at >= \(from)) AND (\(to)::timestamptz IS NULL OR w.started_at < \(to))
               AND (\(beforeId)::bigint IS NULL
@@ -103,7 +114,7 @@ package struct WorkoutStore: Sendable {
     package func workouts(individualId: Int64, ids: [Int64]) async throws -> [Workout] {
         let rows = try await database.query(
             """
-            SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id
+            SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id LEFT JOIN run_events e ON e.id = w.run_id
             WHERE w.individual_id = \(individualId) AND w.id = ANY (\(ids)::int8[])
             ORDER BY w.started_at, w.id
             """)  // index: the primary key
@@ -113,7 +124,7 @@ package struct WorkoutStore: Sendable {
     package func find(_ publicId: UUID, individualId: Int64) async throws -> Workout? {
         let rows = try await database.query(
             """
-            SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id
+            SELECT \(unescaped: Self.columns) FROM workouts w LEFT JOIN imports i ON i.id = w.import_id LEFT JOIN run_events e ON e.id = w.run_id
             WHERE w.public_id = \(publicId) AND w.individual_id = \(individualId)
             """)
         return try rows.first.map(Self.record)

@@ -27,12 +27,17 @@ package struct RunPositionWrite: Sendable {
     package var state: RunnerStateRecord
     package var dropped: Int
     package var announcement: String?
+    /// The runner's workout, when this batch finished their run (stored once, with the batch).
+    package var finishedWorkout: NewWorkout?
 
-    package init(positions: [RunPositionRecord], state: RunnerStateRecord, dropped: Int, announcement: String?) {
+    package init(
+        positions: [RunPositionRecord], state: RunnerStateRecord, dropped: Int, announcement: String?, finishedWorkout: NewWorkout? = nil
+    ) {
         self.positions = positions
         self.state = state
         self.dropped = dropped
         self.announcement = announcement
+        self.finishedWorkout = finishedWorkout
     }
 }
 
@@ -99,6 +104,10 @@ package struct RunPositionStore: Sendable {
             ).collect()
             guard let counts = rowsBack.first else { return (write, 0) }
             let (stored, _, _) = try counts.decode((Int32, Int32, Int32).self)
+            if var workout = write.finishedWorkout {
+                workout.runId = event.id
+                _ = try await WorkoutStore.insert([workout], importId: nil, individualId: individualId, on: connection, logger: database.logger)
+            }
             return (write, Int(stored))
         }
     }
@@ -130,6 +139,23 @@ package struct RunPositionStore: Sendable {
 
     /// Stored positions in time order, for replay (index: run_positions_time_idx); `after` is the
     /// last (time, runner) of the previous page.
+    /// One runner's stored positions in a run (by the run's public id), in time order: the route
+    /// of the workout their finish made.
+    package func route(runPublicId: UUID, individualId: Int64, limit: Int) async throws -> [RunPositionRecord] {
+        try await database.query(
+            """
+            SELECT (extract(epoch FROM r.recorded_at) * 1000)::int8, r.latitude, r.longitude, r.accuracy, r.distance_meters, r.offset_meters
+            FROM run_positions r JOIN run_events e ON e.id = r.run_id
+            WHERE e.public_id = \(runPublicId) AND r.individual_id = \(individualId)
+            ORDER BY r.recorded_at  -- index: the primary key (run_id, individual_id, recorded_at)
+            LIMIT \(limit)
+            """
+        ).map { row in
+            let r = try row.decode((Int64, Double, Double, Float?, Double, Float).self)
+            return RunPositionRecord(timeMs: r.0, latitude: r.1, longitude: r.2, accuracy: r.3, distanceMeters: r.4, offsetMeters: r.5)
+        }
+    }
+
     package func positions(
         runId: Int64, runnerId: UUID?, fromMs: Int64?, toMs: Int64?, after: (timeMs: Int64, runnerId: UUID)?, limit: Int
     ) async throws -> [(runnerId: UUID, position: RunPositionRecord)] {

@@ -42,7 +42,7 @@ struct WorkoutBody: ResponseEncodable, Sendable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, activity, start, end, durationSeconds, distanceMetres, energyKilocalories, averageHeartRate, maximumHeartRate, source, importId
+        case id, activity, start, end, durationSeconds, distanceMetres, energyKilocalories, averageHeartRate, maximumHeartRate, source, importId, runId
         case route, heartRate, truncated
     }
 
@@ -70,7 +70,10 @@ struct WorkoutBody: ResponseEncodable, Sendable {
         try container.encode(workout.averageHeartRate, forKey: .averageHeartRate)
         try container.encode(workout.maximumHeartRate, forKey: .maximumHeartRate)
         try container.encode(workout.source, forKey: .source)
-        if !forParty { try container.encode(workout.importId?.wireString, forKey: .importId) }
+        if !forParty {
+            try container.encode(workout.importId?.wireString, forKey: .importId)
+            try container.encode(workout.runId?.wireString, forKey: .runId)
+        }
         guard let detail else { return }
         // A route needs two points to be a LineString; fewer fixes give no route.
         let route =

@@ -57,6 +57,16 @@ package struct StoredLocationFix: Sendable, Equatable {
         position = (row.timeMs, row.key)
     }
 
+    /// A Track4Run position as a fix of the runner's route (no altitude; never a cursor).
+    init(runPosition: RunPositionRecord) {
+        time = Date(timeIntervalSince1970: Double(runPosition.timeMs) / 1000)
+        latitude = runPosition.latitude
+        longitude = runPosition.longitude
+        accuracy = runPosition.accuracy.map(Double.init)
+        altitude = nil
+        position = (runPosition.timeMs, 0)
+    }
+
     package static func == (lhs: Self, rhs: Self) -> Bool {
         lhs.time == rhs.time && lhs.latitude == rhs.latitude && lhs.longitude == rhs.longitude
             && lhs.accuracy == rhs.accuracy && lhs.altitude == rhs.altitude && lhs.position == rhs.position

@@ -21,10 +21,12 @@ package struct WorkoutService: Sendable {
 
     let store: WorkoutStore
     let ownData: OwnDataReader
+    let runPositions: RunPositionStore
 
     package init(database: Database) {
         store = WorkoutStore(database: database)
         ownData = OwnDataReader(database: database)
+        runPositions = RunPositionStore(database: database)
     }
 
     /// `limit` workouts, latest start first, after the one whose `sequence` is `before`.
@@ -37,12 +39,22 @@ package struct WorkoutService: Sendable {
         guard let workout = try await store.find(publicId, individualId: individual.rowId) else { return nil }
         // The window includes the last second: a fix at the end time belongs to the workout.
         let end = workout.end.addingTimeInterval(0.001)
-        let route = try await ownData.locations(
-            of: individual, from: workout.start, to: end, order: .ascending, limit: Self.maximumPoints, after: nil
-        )
+        let route: [StoredLocationFix]
+        let routeCut: Bool
+        if let runId = workout.runId {
+            // A Track4Run finish: the route is the run's own positions.
+            let positions = try await runPositions.route(runPublicId: runId, individualId: individual.rowId, limit: Self.maximumPoints + 1)
+            route = positions.prefix(Self.maximumPoints).map(StoredLocationFix.init(runPosition:))
+            routeCut = positions.count > Self.maximumPoints
+        } else {
+            let fixes = try await ownData.locations(
+                of: individual, from: workout.start, to: end, order: .ascending, limit: Self.maximumPoints, after: nil
+            )
+            (route, routeCut) = (fixes.items, fixes.next != nil)
+        }
         let heartRate = try await ownData.samples(
             of: individual, types: [.heartRate], from: workout.start, to: end, order: .ascending, limit: Self.maximumPoints, after: nil
         )
-        return WorkoutDetail(workout: workout, route: route.items, heartRate: heartRate.items, truncated: route.next != nil || heartRate.next != nil)
+        return WorkoutDetail(workout: workout, route: route, heartRate: heartRate.items, truncated: routeCut || heartRate.next != nil)
     }
 }

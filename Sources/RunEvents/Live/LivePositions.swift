@@ -146,7 +146,12 @@ package struct LivePositions: Sendable {
                 }
                 announced = state == current ? nil : state
                 let announcement = announced.map { Self.announcement(runId: runId, state: $0) }
-                return RunPositionWrite(positions: positions, state: state, dropped: dropped.total, announcement: announcement)
+                var finished: NewWorkout?
+                if current.finishedAt == nil, let end = state.finishedAt {
+                    finished = Self.workout(of: runId, event: event, from: state.firstFixAt ?? event.startsAt, to: end)
+                }
+                return RunPositionWrite(
+                    positions: positions, state: state, dropped: dropped.total, announcement: announcement, finishedWorkout: finished)
             }
             dropped.duplicate += write.positions.count - stored
             let state = RunnerState(write.state, startsAt: lengthAndStart.1, lengthMeters: lengthAndStart.0)
@@ -156,6 +161,15 @@ package struct LivePositions: Sendable {
         } catch let refusal as RunRefusal {
             throw RunEventError.refused(refusal)
         }
+    }
+
+    /// A finished run as the runner's workout: a run over the course's length from their first fix
+    /// to the finish, recorded by Track4Run; one per runner and event (its client id).
+    static func workout(of runId: UUID, event: RunEventRecord, from start: Date, to end: Date) -> NewWorkout {
+        var workout = NewWorkout(clientId: "track4run:\(runId.uuidString.lowercased())", activity: "running", start: min(start, end), end: end)
+        workout.distanceMetres = event.lengthMeters
+        workout.source = "Track4Run"
+        return workout
     }
 
     private static func record(_ fix: PositionFix, along: Double, offset: Double) -> RunPositionRecord {
