@@ -39,7 +39,8 @@ package struct WorkoutStore: Sendable {
     /// subscribed grant that covers a new workout (`workout` granted, its start in the window)
     /// gets one `data.created` party event listing them, as new samples do.
     package func insert(_ workouts: [NewWorkout], importId: Int64?, in transaction: IngestTransaction) async throws -> Int {
-        try await Self.insert(workouts, importId: importId, individualId: transaction.individualId, on: transaction.connection, logger: transaction.logger)
+        try await Self.insert(
+            workouts, importId: importId, individualId: transaction.individualId, on: transaction.connection, logger: transaction.logger)
     }
 
     /// `insert(_:importId:in:)` on a transaction's connection (a Track4Run finish stores its

@@ -42,7 +42,8 @@ struct WorkoutBody: ResponseEncodable, Sendable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, activity, start, end, durationSeconds, distanceMetres, energyKilocalories, averageHeartRate, maximumHeartRate, source, importId, runId
+        case id, activity, start, end, durationSeconds, distanceMetres, energyKilocalories, averageHeartRate, maximumHeartRate, source, importId,
+            runId
         case route, heartRate, truncated
     }
 
