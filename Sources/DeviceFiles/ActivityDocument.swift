@@ -1,3 +1,5 @@
+import Data4HelpCore
+
 /// A point a device recorded (a track) or a tool planned (a route or course): where, when, and
 /// what was measured there. Indoor activities have points with no position.
 package struct TrackPoint: Sendable, Equatable {
@@ -84,7 +86,7 @@ package enum ActivityFileFormat: String, Sendable, CaseIterable {
     /// `application/gpx+xml`, `application/vnd.garmin.tcx+xml`, `application/vnd.ant.fit` (and
     /// the names tools also send); parameters such as `charset` ignored.
     package init?(contentType: String) {
-        switch contentType.prefix(while: { $0 != ";" }).filter({ !$0.isWhitespace }).lowercased() {
+        switch MediaType.essence(of: contentType) {
         case "application/gpx+xml", "application/gpx": self = .gpx
         case "application/vnd.garmin.tcx+xml", "application/tcx+xml": self = .tcx
         case "application/vnd.ant.fit", "application/fit": self = .fit

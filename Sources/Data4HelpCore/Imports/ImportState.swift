@@ -31,7 +31,7 @@ package enum ImportFormat: String, Sendable, CaseIterable {
 
     /// The format of a body of `contentType` (parameters such as `charset` ignored).
     package init?(contentType: String) {
-        let mediaType = contentType.prefix { $0 != ";" }.filter { !$0.isWhitespace }.lowercased()
+        let mediaType = MediaType.essence(of: contentType)
         switch mediaType {
         case "application/xml", "text/xml": self = .appleHealthXML
         case "application/zip", "application/x-zip-compressed": self = .appleHealthZIP

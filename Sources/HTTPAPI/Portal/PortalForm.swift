@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import Hummingbird
 
@@ -11,7 +12,7 @@ struct PortalForm {
         let buffer = try await request.body.collect(upTo: limit)
         request.body = .init(buffer: buffer)
         let text = String(buffer: buffer)
-        let contentType = request.headers[.contentType]?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        let contentType = request.headers[.contentType].map(MediaType.essence(of:))
         guard text.isEmpty || contentType == "application/x-www-form-urlencoded" else {
             throw Problem(
                 .unsupportedMediaType, slug: "form-expected", title: "Form expected",

@@ -65,7 +65,7 @@ struct ImportController {
 
     private func append(_ request: Request, context: IndividualRequestContext) async throws -> EditedResponse<ImportBody> {
         let id = try Self.importId(context)
-        let mediaType = (request.headers[.contentType] ?? "").prefix { $0 != ";" }.filter { !$0.isWhitespace }.lowercased()
+        let mediaType = MediaType.essence(of: request.headers[.contentType] ?? "")
         // The draft's type, tus's, or plain bytes.
         guard ["application/partial-upload", "application/offset+octet-stream", "application/octet-stream"].contains(mediaType) else {
             throw Problem(

@@ -102,11 +102,11 @@ package struct ImportWorker: Service {
                 throw ImportFailure(unreadable.reason)
             }
         case .gpx:
-            try await readActivity(claim, format: .gpx)
+            try await readActivity(claim, format: .gpx, stored: checkpoint?.complete == true)
         case .tcx:
-            try await readActivity(claim, format: .tcx)
+            try await readActivity(claim, format: .tcx, stored: checkpoint?.complete == true)
         case .fit:
-            try await readActivity(claim, format: .fit)
+            try await readActivity(claim, format: .fit, stored: checkpoint?.complete == true)
         }
     }
 
@@ -134,10 +134,11 @@ package struct ImportWorker: Service {
     }
 
     /// Reads an activity file (GPX, TCX, FIT) whole, stores it in one transaction and marks it read
-    /// there (a checkpoint at its end), so a worker taking over after a crash only finishes the import.
-    private func readActivity(_ claim: ClaimedImport, format: ActivityFileFormat) async throws {
+    /// there (a checkpoint at its end, `complete`), so a worker taking over after a crash only
+    /// finishes the import (`stored`).
+    private func readActivity(_ claim: ClaimedImport, format: ActivityFileFormat, stored: Bool) async throws {
         var batch = ImportBatch(claim: claim)
-        if claim.checkpoint == nil {
+        if !stored {
             guard claim.bytesReceived <= ActivityImport.maximumBytes else {
                 throw ImportFailure(
                     "the \(format.rawValue) file is larger than the \(ActivityImport.maximumBytes >> 20) MiB an activity import may be")
