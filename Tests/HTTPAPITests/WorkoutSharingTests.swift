@@ -45,18 +45,48 @@ struct WorkoutSharingTests {
             #expect(refused.status == .forbidden && refused.string("detail")?.contains("workout") == true)
             #expect(try await api.send(.get, "/api/thirdparties/requests/\(otherRequest)/data/workouts", token: party).status == .notFound)
 
-            // The subscription received both workouts as they were imported, with the heart rate.
+            // The subscription heard of the import once per granted kind it added to (not item by
+            // item): the span and the count, to read by cursor. Steps are not granted.
             let feed = try await api.send(.get, "/api/thirdparties/data", token: party)
-            let workouts = feed.items.filter { $0["kind"] as? String == "workout" }
-            #expect(workouts.compactMap { $0["activity"] as? String }.sorted() == ["cycling", "running"])
-            #expect(workouts.allSatisfy { $0["requestId"] as? String == request && $0["importId"] == nil })
-            #expect(feed.items.contains { $0["kind"] as? String == "sample" && $0["type"] as? String == "heartRate" })
-            #expect(!feed.items.contains { $0["type"] as? String == "stepCount" }, "steps are not granted")
+            #expect(feed.items.allSatisfy { $0["kind"] as? String == "imported" && $0["requestId"] as? String == request }, "\(feed.items)")
+            let imported = Dictionary(feed.items.compactMap { item in (item["type"] as? String).map { ($0, item) } }) { first, _ in first }
+            #expect(imported.keys.sorted() == ["heartRate", "workout"])
+            let workoutNotice = try #require(imported["workout"])
+            #expect(workoutNotice["count"] as? Int == 2)
+            #expect((workoutNotice["from"] as? String)?.hasPrefix("2021-06-01T05:00:00") == true)
+            #expect((workoutNotice["to"] as? String)?.hasPrefix("2026-11-18T17:00:00.001") == true)
+            let heartNotice = try #require(imported["heartRate"])
+            let heartFrom = try #require(heartNotice["from"] as? String), heartTo = try #require(heartNotice["to"] as? String)
+            let heart = try await api.send(
+                .get, "/api/thirdparties/requests/\(request)/data?type=heartRate&from=\(heartFrom)&to=\(heartTo)", token: party)
+            #expect(heart.items.count == heartNotice["count"] as? Int && heart.items.count == 1)
+
+            // A grant of part of the history hears of that part only, without a count it could not give exactly.
+            let (recentParty, _) = try await api.thirdPartySession()
+            let recentAsk = try await api.send(
+                .post, "/api/thirdparties/requests", token: recentParty,
+                json: [
+                    "fiscalCode": fiscalCode, "types": ["workout"], "purpose": "Recent runs", "subscribe": true,
+                    "dataFrom": "2026-01-01T00:00:00Z",
+                ])
+            let recentRequest = try #require(recentAsk.string("id"))
+            _ = try await api.send(.put, "/api/users/requests/\(recentRequest)", token: person, json: ["decision": "accept"])
+            // The same export from other devices: every record new, a workout before the window and one in it.
+            let moreWorkouts = ImportTests.export.replacingOccurrences(of: "Strava", with: "Komoot")
+                .replacingOccurrences(of: "Anna’s Apple Watch", with: "Anna’s new Watch")
+            let again = try await ImportTests.post(api, person, moreWorkouts)
+            _ = try await ImportTests.finished(api, person, try #require(again.string("id")))
+            let recentFeed = try await api.send(.get, "/api/thirdparties/data", token: recentParty).items
+            #expect(recentFeed.count == 1, "\(recentFeed)")
+            let recentNotice = try #require(recentFeed.first)
+            #expect(recentNotice["type"] as? String == "workout" && recentNotice["count"] is NSNull)
+            #expect((recentNotice["from"] as? String)?.hasPrefix("2026-01-01T00:00:00") == true, "the window's start")
 
             // Every read of workouts is in the individual's access log.
             let log = try await api.send(.get, "/api/users/access-log", token: person)
             let workoutReads = log.items.filter { ($0["types"] as? [String]) == ["workout"] }
-            #expect(workoutReads.compactMap { $0["itemCount"] as? Int }.sorted() == [1, 1, 1, 2, 2])
+            #expect(
+                workoutReads.compactMap { $0["itemCount"] as? Int }.sorted() == [1, 1, 1, 2], "the pulls; a notice of an import discloses nothing")
         }
     }
 }

@@ -1,4 +1,6 @@
+import Data4HelpCore
 import Foundation
+import Logging
 import PostgresNIO
 
 /// The data a `data.created` event refers to: the new items of one upload under one grant.
@@ -7,6 +9,28 @@ package struct DataReference: Sendable, Equatable {
     package var lastMs: Int64
     package var kinds: [String]
     package var keys: [Int64]
+}
+
+/// An active grant with a subscription, as an import's announcement reads it.
+package struct SubscribedGrant: Sendable, Equatable {
+    package var requestId: Int64
+    package var thirdPartyId: Int64
+    package var types: [String]
+    package var fromMs: Int64?
+    package var toMs: Int64?
+}
+
+/// A `data.imported` event to write: for the party of `requestId`.
+package struct ImportedDataEvent: Sendable, Equatable {
+    package var requestId: Int64
+    package var thirdPartyId: Int64
+    package var data: ImportedDataReference
+
+    package init(requestId: Int64, thirdPartyId: Int64, data: ImportedDataReference) {
+        self.requestId = requestId
+        self.thirdPartyId = thirdPartyId
+        self.data = data
+    }
 }
 
 /// One event of a party's log (`party_events`): new data under a subscribed grant, or a change
@@ -24,6 +48,8 @@ package struct PartyEventRecord: Sendable, Equatable {
     package var individualId: Int64?
     /// Set for `data.created` only.
     package var data: DataReference?
+    /// Set for `data.imported` only.
+    package var imported: ImportedDataReference?
     /// Whether the grant the event came under is still active; data of an inactive grant is never delivered.
     package var grantActive: Bool
 }
@@ -45,7 +71,7 @@ package struct PartyEventStore: Sendable {
             SELECT \(unescaped: Self.columns)
             FROM party_events e LEFT JOIN access_requests r ON r.id = e.request_id
             WHERE e.third_party_id = \(thirdPartyId) AND e.id > \(afterId)
-              AND CASE WHEN e.event_type = 'data.created' THEN \(unescaped: Self.grantActive) ELSE NOT \(dataOnly) END
+              AND CASE WHEN e.event_type IN ('data.created', 'data.imported') THEN \(unescaped: Self.grantActive) ELSE NOT \(dataOnly) END
             ORDER BY e.id LIMIT \(limit)
             """)
         return try rows.map(Self.record)
@@ -62,21 +88,54 @@ package struct PartyEventStore: Sendable {
         return try rows.first.map(Self.record)
     }
 
+    /// The individual's active grants with a subscription (index: access_requests_subscriptions_idx).
+    static func subscribedGrants(individualId: Int64, on connection: LeasedConnection, logger: Logger) async throws -> [SubscribedGrant] {
+        let rows = try await connection.query(
+            """
+            SELECT id, third_party_id, granted_types, (extract(epoch FROM granted_from) * 1000)::int8, (extract(epoch FROM granted_to) * 1000)::int8
+            FROM access_requests
+            WHERE individual_id = \(individualId) AND subscribe AND access_grant_active(status, granted_until)
+            """, logger: logger)
+        var grants: [SubscribedGrant] = []
+        for try await (id, party, types, from, to) in rows.decode((Int64, Int64, [String]?, Int64?, Int64?).self) {
+            grants.append(SubscribedGrant(requestId: id, thirdPartyId: party, types: types ?? [], fromMs: from, toMs: to))
+        }
+        return grants
+    }
+
+    /// Writes `data.imported` events for `individualId` (deliveries follow by the table's trigger).
+    static func insertImported(_ events: [ImportedDataEvent], individualId: Int64, on connection: LeasedConnection, logger: Logger) async throws {
+        guard !events.isEmpty else { return }
+        _ = try await connection.query(
+            """
+            INSERT INTO party_events (event_type, third_party_id, request_id, individual_id, first_ms, last_ms, kinds, item_count)
+            SELECT 'data.imported', p, r, \(individualId), f, l, ARRAY[k], nullif(c, -1)
+            FROM unnest(\(events.map(\.thirdPartyId))::int8[], \(events.map(\.requestId))::int8[], \(events.map(\.data.span.firstMs))::int8[],
+                        \(events.map(\.data.span.lastMs))::int8[], \(events.map(\.data.kind))::text[], \(events.map { $0.data.count ?? -1 })::int8[])
+                AS e(p, r, f, l, k, c)
+            """, logger: logger)
+    }
+
     private static let grantActive = "access_grant_active(r.status, r.granted_until)"
     private static let columns = """
         e.id, e.event_type, e.created_at, e.request_id, r.public_id, e.third_party_id, e.individual_id,
-        e.first_ms, e.last_ms, e.kinds, e.keys, coalesce(\(grantActive), false), e.aggregate_id
+        e.first_ms, e.last_ms, e.kinds, e.keys, coalesce(\(grantActive), false), e.aggregate_id, e.item_count
         """
 
     private static func record(_ row: PostgresRow) throws -> PartyEventRecord {
-        let r = try row.decode((Int64, String, Date, Int64?, UUID?, Int64, Int64?, Int64?, Int64?, [String]?, [Int64]?, Bool, Int64?).self)
+        let r = try row.decode((Int64, String, Date, Int64?, UUID?, Int64, Int64?, Int64?, Int64?, [String]?, [Int64]?, Bool, Int64?, Int64?).self)
         var data: DataReference?
-        if let firstMs = r.7, let lastMs = r.8, let kinds = r.9, let keys = r.10 {
-            data = DataReference(firstMs: firstMs, lastMs: lastMs, kinds: kinds, keys: keys)
+        var imported: ImportedDataReference?
+        if let firstMs = r.7, let lastMs = r.8, let kinds = r.9 {
+            if let keys = r.10 {
+                data = DataReference(firstMs: firstMs, lastMs: lastMs, kinds: kinds, keys: keys)
+            } else if let kind = kinds.first {
+                imported = ImportedDataReference(kind: kind, span: DataSpan(firstMs: firstMs, lastMs: lastMs), count: r.13)
+            }
         }
         return PartyEventRecord(
             id: r.0, type: r.1, createdAt: r.2, requestId: r.3, requestPublicId: r.4, aggregateId: r.12, thirdPartyId: r.5,
-            individualId: r.6, data: data, grantActive: r.11
+            individualId: r.6, data: data, imported: imported, grantActive: r.11
         )
     }
 }

@@ -109,7 +109,7 @@ package struct IndividualStore: Sendable {
             try await AccessRequestStore.setStatus(ids: granted, status: .revoked, actor: "individual", on: connection, logger: database.logger)
             _ = try await connection.query(
                 """
-                DELETE FROM party_events WHERE individual_id = \(id) AND event_type = 'data.created'
+                DELETE FROM party_events WHERE individual_id = \(id) AND event_type IN ('data.created', 'data.imported')
                 """, logger: database.logger)
             let rows = try await connection.query("DELETE FROM individuals WHERE id = \(id) RETURNING id", logger: database.logger).collect()
             return !rows.isEmpty

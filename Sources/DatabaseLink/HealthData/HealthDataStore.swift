@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import Logging
 import PostgresNIO
@@ -98,9 +99,10 @@ package struct HealthDataStore: Sendable {
     /// read-merge-write of a block never races; different individuals never wait for each other.
     /// `afterStoring` runs last, in the same transaction, on the samples that were new (perhaps
     /// none: an import's progress commits even with a batch of duplicates); throwing from it
-    /// rolls the whole upload back.
+    /// rolls the whole upload back. Without `announce` (imported history) no party event is
+    /// written: the import announces what it stored once, when it ends.
     package func ingest(
-        individualId: Int64, samples: SampleColumns, locations: LocationColumns, receivedAt: Date = Date(),
+        individualId: Int64, samples: SampleColumns, locations: LocationColumns, receivedAt: Date = Date(), announce: Bool = true,
         afterStoring: (_ readings: [StoredReading], _ transaction: IngestTransaction) async throws -> Void = { _, _ in }
     ) async throws -> IngestOutcome {
         try await partitions.ensure(.sampleBlocks, covering: Set(samples.blockStarts))
@@ -114,7 +116,7 @@ package struct HealthDataStore: Sendable {
             if samples.count > 0 {
                 let sourceIds = try await Self.sourceIds(for: samples, individualId: individualId, on: connection, logger: database.logger)
                 let rows = try await connection.query(
-                    Self.sampleStatement(individualId: individualId, samples: samples, sourceIds: sourceIds),
+                    Self.sampleStatement(individualId: individualId, samples: samples, sourceIds: sourceIds, announce: announce),
                     logger: database.logger
                 )
                 for try await ordinal in rows.decode(Int32.self) { newSamples.append(Int(ordinal)) }
@@ -122,7 +124,7 @@ package struct HealthDataStore: Sendable {
             var newLocations: [Int] = []
             if locations.count > 0 {
                 let rows = try await connection.query(
-                    Self.locationStatement(individualId: individualId, locations: locations), logger: database.logger)
+                    Self.locationStatement(individualId: individualId, locations: locations, announce: announce), logger: database.logger)
                 for try await ordinal in rows.decode(Int32.self) { newLocations.append(Int(ordinal)) }
             }
             let readings = newSamples.map { index in
@@ -133,6 +135,7 @@ package struct HealthDataStore: Sendable {
             }
             var transaction = IngestTransaction(connection: connection, logger: database.logger, individualId: individualId, receivedAt: receivedAt)
             transaction.newLocations = newLocations.count
+            transaction.newLocationSpan = DataSpan(newLocations.map { locations.timesMs[$0] })
             try await afterStoring(readings, transaction)
             return IngestOutcome(newSamples: newSamples.sorted(), newLocations: newLocations.sorted())
         }
@@ -181,7 +184,7 @@ package struct HealthDataStore: Sendable {
         return samples.sourceIndexes.map { $0 == 0 ? 0 : idByPosition[$0] ?? 0 }
     }
 
-    private static func sampleStatement(individualId: Int64, samples: SampleColumns, sourceIds: [Int16]) -> PostgresQuery {
+    private static func sampleStatement(individualId: Int64, samples: SampleColumns, sourceIds: [Int16], announce: Bool) -> PostgresQuery {
         let ordinals = (0..<Int32(samples.count)).map { $0 }
         return """
             WITH incoming AS (
@@ -251,7 +254,7 @@ package struct HealthDataStore: Sendable {
             subscriptions AS (   -- index: access_requests_subscriptions_idx
                 SELECT r.id, r.third_party_id, r.granted_types, r.granted_from, r.granted_to
                 FROM access_requests r
-                WHERE r.individual_id = \(individualId) AND r.subscribe AND access_grant_active(r.status, r.granted_until)
+                WHERE r.individual_id = \(individualId) AND r.subscribe AND access_grant_active(r.status, r.granted_until) AND \(announce)
             ),
             events AS (    -- the outbox: one event per subscribed grant that this upload gave new data
                 INSERT INTO party_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
@@ -266,7 +269,7 @@ package struct HealthDataStore: Sendable {
             """
     }
 
-    private static func locationStatement(individualId: Int64, locations: LocationColumns) -> PostgresQuery {
+    private static func locationStatement(individualId: Int64, locations: LocationColumns, announce: Bool) -> PostgresQuery {
         let ordinals = (0..<Int32(locations.count)).map { $0 }
         return """
             WITH incoming AS (
@@ -292,7 +295,7 @@ package struct HealthDataStore: Sendable {
                 INSERT INTO party_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
                 SELECT r.third_party_id, r.id, \(individualId), min(f.time_ms), max(f.time_ms), ARRAY['location'], array_agg(f.key)
                 FROM access_requests r JOIN fresh f ON true
-                WHERE r.individual_id = \(individualId) AND r.subscribe AND access_grant_active(r.status, r.granted_until)
+                WHERE r.individual_id = \(individualId) AND r.subscribe AND access_grant_active(r.status, r.granted_until) AND \(announce)
                   AND access_grant_covers(r.granted_types, r.granted_from, r.granted_to, 'location', f.time_ms)
                 GROUP BY r.id, r.third_party_id
             )

@@ -1,5 +1,6 @@
 import Data4HelpCore
 import Foundation
+import Logging
 import PostgresNIO
 
 /// An import a worker has claimed: it owns it while its lease runs and `attempt` is current.
@@ -36,6 +37,11 @@ package struct ImportProgress: Sendable, Equatable {
 /// The claim of a worker is no longer current: the import was cancelled, or another worker took
 /// it over after this one's lease ran out. The batch being committed is rolled back.
 package struct ImportClaimLost: Error, Equatable, Sendable {}
+
+/// What an import that ends (done, failed, cancelled) announces to its individual's subscribed
+/// grants, decided by HealthSharing from the import's final figures (JSON) and those grants; the
+/// store writes the events in the transaction that ends the import.
+package typealias ImportAnnouncement = @Sendable (_ figures: String, _ grants: [SubscribedGrant]) throws -> [ImportedDataEvent]
 
 /// The `imports` jobs and their files' chunks.
 package struct ImportStore: Sendable {
@@ -148,16 +154,17 @@ package struct ImportStore: Sendable {
 
     /// Stops an import that is not over: what was committed stays; the file is deleted. Nil if
     /// there is no such import; one already over is answered as it is.
-    package func cancel(_ publicId: UUID, individualId: Int64) async throws -> ImportRecord? {
+    package func cancel(_ publicId: UUID, individualId: Int64, announcing: ImportAnnouncement) async throws -> ImportRecord? {
         try await database.withTransaction { connection in
             let rows = try await connection.query(
                 """
                 UPDATE imports SET state = 'cancelled', finished_at = now(), lease_until = NULL
                 WHERE public_id = \(publicId) AND individual_id = \(individualId) AND state IN ('uploading', 'queued', 'running')
-                RETURNING id
+                RETURNING id, figures::text
                 """, logger: database.logger)
-            for try await id in rows.decode(Int64.self) {
+            for try await (id, figures) in rows.decode((Int64, String).self) {
                 _ = try await connection.query("DELETE FROM import_chunks WHERE import_id = \(id)", logger: database.logger)
+                try await Self.announce(figures, individualId: individualId, announcing: announcing, on: connection, logger: database.logger)
             }
         }
         return try await find(publicId, individualId: individualId)
@@ -221,16 +228,18 @@ package struct ImportStore: Sendable {
     }
 
     /// The import is read whole: done, with its final figures; the file is deleted.
-    package func finish(_ claim: ClaimedImport, progress: ImportProgress) async throws {
-        try await end(claim, state: .done, failure: nil, progress: progress)
+    package func finish(_ claim: ClaimedImport, progress: ImportProgress, announcing: ImportAnnouncement) async throws {
+        try await end(claim, state: .done, failure: nil, progress: progress, announcing: announcing)
     }
 
     /// The import cannot go on (`reason`, in words for its owner); what was committed stays.
-    package func fail(_ claim: ClaimedImport, reason: String) async throws {
-        try await end(claim, state: .failed, failure: reason, progress: nil)
+    package func fail(_ claim: ClaimedImport, reason: String, announcing: ImportAnnouncement) async throws {
+        try await end(claim, state: .failed, failure: reason, progress: nil, announcing: announcing)
     }
 
-    private func end(_ claim: ClaimedImport, state: ImportState, failure: String?, progress: ImportProgress?) async throws {
+    private func end(
+        _ claim: ClaimedImport, state: ImportState, failure: String?, progress: ImportProgress?, announcing: ImportAnnouncement
+    ) async throws {
         try await database.withTransaction { connection in
             let rows = try await connection.query(
                 """
@@ -239,10 +248,19 @@ package struct ImportStore: Sendable {
                                    bytes_processed = coalesce(\(progress?.bytesProcessed), bytes_processed),
                                    records = coalesce(\(progress?.records), records), checkpoint = NULL
                 WHERE id = \(claim.id) AND state = 'running' AND attempts = \(claim.attempt)
-                RETURNING 1
+                RETURNING figures::text
                 """, logger: database.logger)
-            guard try await rows.collect().count == 1 else { throw ImportClaimLost() }
+            guard let figures = try await rows.collect().first?.decode(String.self) else { throw ImportClaimLost() }
             _ = try await connection.query("DELETE FROM import_chunks WHERE import_id = \(claim.id)", logger: database.logger)
+            try await Self.announce(figures, individualId: claim.individualId, announcing: announcing, on: connection, logger: database.logger)
         }
+    }
+
+    private static func announce(
+        _ figures: String, individualId: Int64, announcing: ImportAnnouncement, on connection: LeasedConnection, logger: Logger
+    ) async throws {
+        let grants = try await PartyEventStore.subscribedGrants(individualId: individualId, on: connection, logger: logger)
+        guard !grants.isEmpty else { return }
+        try await PartyEventStore.insertImported(try announcing(figures, grants), individualId: individualId, on: connection, logger: logger)
     }
 }

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Foundation
 import Logging
 import PostgresNIO
@@ -30,4 +31,6 @@ package struct IngestTransaction: Sendable {
     package let receivedAt: Date
     /// Location fixes the ingest stored for the first time.
     package var newLocations = 0
+    /// The times of those fixes.
+    package var newLocationSpan: DataSpan?
 }

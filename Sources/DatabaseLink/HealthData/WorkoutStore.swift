@@ -33,22 +33,25 @@ package struct WorkoutStore: Sendable {
         self.database = database
     }
 
-    /// Stores `workouts` inside an ingest transaction (they commit with the import's batch);
-    /// answers how many were new — the rest were there already (same identity). Absent figures
-    /// travel as NaN (no arrays of optionals in a bind) and are stored as NULL. Every active
-    /// subscribed grant that covers a new workout (`workout` granted, its start in the window)
-    /// gets one `data.created` party event listing them, as new samples do.
-    package func insert(_ workouts: [NewWorkout], importId: Int64?, in transaction: IngestTransaction) async throws -> Int {
+    /// Stores an import's `workouts` inside its batch's ingest transaction (they commit with the
+    /// batch); answers how many were new — the rest were there already (same identity) — and
+    /// their starts. Absent figures travel as NaN (no arrays of optionals in a bind) and are
+    /// stored as NULL. Nothing is announced: the import announces what it stored when it ends.
+    package func insert(_ workouts: [NewWorkout], importId: Int64?, in transaction: IngestTransaction) async throws -> (stored: Int, span: DataSpan?)
+    {
         try await Self.insert(
-            workouts, importId: importId, individualId: transaction.individualId, on: transaction.connection, logger: transaction.logger)
+            workouts, importId: importId, individualId: transaction.individualId, announce: false, on: transaction.connection,
+            logger: transaction.logger)
     }
 
-    /// `insert(_:importId:in:)` on a transaction's connection (a Track4Run finish stores its
-    /// workout in the transaction that records the finish).
+    /// `insert(_:importId:in:)` on a transaction's connection. With `announce` (a Track4Run finish,
+    /// stored in the transaction that records it), every active subscribed grant that covers a
+    /// new workout (`workout` granted, its start in the window) gets one `data.created` party
+    /// event listing them, as new samples do.
     static func insert(
-        _ workouts: [NewWorkout], importId: Int64?, individualId: Int64, on connection: LeasedConnection, logger: Logger
-    ) async throws -> Int {
-        guard !workouts.isEmpty else { return 0 }
+        _ workouts: [NewWorkout], importId: Int64?, individualId: Int64, announce: Bool, on connection: LeasedConnection, logger: Logger
+    ) async throws -> (stored: Int, span: DataSpan?) {
+        guard !workouts.isEmpty else { return (0, nil) }
         let rows = try await connection.query(
             """
             WITH inserted AS (
@@ -70,15 +73,17 @@ package struct WorkoutStore: Sendable {
                 INSERT INTO party_events (third_party_id, request_id, individual_id, first_ms, last_ms, kinds, keys)
                 SELECT r.third_party_id, r.id, \(individualId), min(n.start_ms), max(n.start_ms), ARRAY['workout'], array_agg(n.id)
                 FROM access_requests r JOIN inserted n ON true
-                WHERE r.individual_id = \(individualId) AND r.subscribe AND access_grant_active(r.status, r.granted_until)
+                WHERE r.individual_id = \(individualId) AND r.subscribe AND access_grant_active(r.status, r.granted_until) AND \(announce)
                   AND access_grant_covers(r.granted_types, r.granted_from, r.granted_to, 'workout', n.start_ms)
                 GROUP BY r.id, r.third_party_id
             )
-            SELECT count(*)::int8 FROM inserted
+            SELECT count(*)::int8, min(start_ms), max(start_ms) FROM inserted
             """, logger: logger)
-        var stored = 0
-        for try await count in rows.decode(Int.self) { stored = count }
-        return stored
+        var result: (stored: Int, span: DataSpan?) = (0, nil)
+        for try await (count, first, last) in rows.decode((Int, Int64?, Int64?).self) {
+            result = (count, first.flatMap { first in last.map { DataSpan(firstMs: first, lastMs: $0) } })
+        }
+        return result
     }
 
     private static let columns = """

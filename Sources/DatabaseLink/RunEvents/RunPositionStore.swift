@@ -106,7 +106,8 @@ package struct RunPositionStore: Sendable {
             let (stored, _, _) = try counts.decode((Int32, Int32, Int32).self)
             if var workout = write.finishedWorkout {
                 workout.runId = event.id
-                _ = try await WorkoutStore.insert([workout], importId: nil, individualId: individualId, on: connection, logger: database.logger)
+                _ = try await WorkoutStore.insert(
+                    [workout], importId: nil, individualId: individualId, announce: true, on: connection, logger: database.logger)
             }
             return (write, Int(stored))
         }

@@ -60,6 +60,9 @@ package struct AppConfiguration: Sendable {
     /// `PAGES_DIR`: the Mustache templates of the HTML pages.
     package var pagesDirectory = "Sources/HTTPAPI/Pages/Templates"
 
+    /// `READINESS_TIMEOUT_MS`: how long the database has to answer `/readyz` before the server
+    /// says it is not ready (keep it below the readiness probe's own timeout).
+    package var readinessTimeout = Duration.seconds(2)
     /// `REQUEST_EXPIRY_SWEEP_SECONDS`: how often lapsed requests and ended grants are recorded as
     /// expired (and their parties told).
     package var requestExpirySweep = Duration.seconds(60)
@@ -198,6 +201,8 @@ package struct AppConfiguration: Sendable {
             try Self.integer(
                 reader, "login.failure.window.seconds", env: "LOGIN_FAILURE_WINDOW_SECONDS", default: 900, range: 1...86_400
             ))
+        readinessTimeout = .milliseconds(
+            try Self.integer(reader, "readiness.timeout.ms", env: "READINESS_TIMEOUT_MS", default: 2_000, range: 100...60_000))
         requestExpirySweep = .seconds(
             try Self.integer(
                 reader, "request.expiry.sweep.seconds", env: "REQUEST_EXPIRY_SWEEP_SECONDS", default: 60, range: 1...86_400

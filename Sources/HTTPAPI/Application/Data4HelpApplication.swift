@@ -57,7 +57,7 @@ package func buildApplication(
         components: components,
         operations: OperationsController(
             migrator: migrator, metrics: metrics, openAPIDocument: ByteBuffer(bytes: document), metricsToken: configuration.metricsToken,
-            beforeScrape: held.record
+            beforeScrape: held.record, readinessTimeout: configuration.readinessTimeout
         ),
         pages: pages,
         scripts: scripts,

@@ -14,6 +14,9 @@ struct OperationsController {
     var metricsToken: String? = nil
     /// Records the gauges of what the server holds, just before each scrape.
     var beforeScrape: @Sendable () -> Void = {}
+    /// `READINESS_TIMEOUT_MS`: how long the database has to answer a readiness check (keep it
+    /// below the probe's own timeout).
+    var readinessTimeout: Duration = .seconds(2)
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         router.get("healthz", use: liveness)
@@ -31,12 +34,15 @@ struct OperationsController {
     @Sendable func readiness(_ request: Request, context: AppRequestContext) async throws -> HealthStatus {
         let pending: Int
         do {
-            pending = try await withTimeout(.seconds(2)) { try await migrator.pendingCount() }
+            pending = try await withTimeout(readinessTimeout) { try await migrator.pendingCount() }
         } catch {
-            context.logger.warning("readiness check: database not reachable")
+            // Which of the two, for whoever reads the probe's answer or the log.
+            let late = error is TimedOut
+            context.logger.warning("readiness check: database \(late ? "too slow" : "not reachable")")
             throw Problem(
                 .serviceUnavailable, slug: "not-ready", title: "Not ready",
-                detail: "The database is not reachable.", headers: [.retryAfter: "2"]
+                detail: late ? "The database did not answer within \(readinessTimeout)." : "The database is not reachable.",
+                headers: [.retryAfter: "2"]
             )
         }
         guard pending == 0 else {

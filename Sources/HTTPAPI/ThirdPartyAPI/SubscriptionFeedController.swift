@@ -44,6 +44,7 @@ struct FeedItemBody: Encodable, Sendable {
         case .sample(let sample): try SampleBody(sample).encode(to: encoder)
         case .location(let fix): try LocationFixBody(fix).encode(to: encoder)
         case .workout(let workout): try WorkoutBody(workout, detail: nil, forParty: true).encode(to: encoder)
+        case .imported(let imported): try ImportedDataBody(imported).encode(to: encoder)
         }
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(requestId, forKey: .requestId)
@@ -57,6 +58,35 @@ extension FeedItem {
         case .sample: "sample"
         case .location: "location"
         case .workout: "workout"
+        case .imported: "imported"
         }
+    }
+}
+
+/// A `data.imported` item: the kind of data an import added, the span it covers within the grant
+/// (read it with `…/data?type=&from=&to=` or `…/data/locations|workouts?from=&to=`), and how many
+/// items when all of them lie within the grant's window.
+struct ImportedDataBody: Encodable, Sendable {
+    let type: String
+    let from: String
+    let to: String
+    let count: Int64?
+
+    init(_ imported: ImportedDataReference) {
+        type = imported.kind
+        from = WireFormat.timestamp(milliseconds: imported.span.firstMs)
+        // `to` is exclusive, as in every listing's query: one millisecond after the last item.
+        to = WireFormat.timestamp(milliseconds: imported.span.lastMs + 1)
+        count = imported.count
+    }
+
+    private enum CodingKeys: String, CodingKey { case type, from, to, count }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        try container.encode(from, forKey: .from)
+        try container.encode(to, forKey: .to)
+        try container.encode(count, forKey: .count)
     }
 }

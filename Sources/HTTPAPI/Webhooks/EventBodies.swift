@@ -24,7 +24,7 @@ struct EventBody: Encodable, Sendable {
         type = event.type
         createdAt = event.createdAt
         requestId = event.requestId?.wireString
-        if event.type == "data.created", let request = event.requestId?.wireString {
+        if event.type == "data.created" || event.type == "data.imported", let request = event.requestId?.wireString {
             data = EventData(items: event.items.map { FeedItemBody(requestId: request, item: $0) })
         } else if let aggregate = event.aggregate {
             data = EventData(aggregate: AggregateResultBody(aggregate))

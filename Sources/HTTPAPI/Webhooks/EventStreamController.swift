@@ -82,7 +82,7 @@ struct EventStreamController {
             let batch = try await events.after(last, thirdPartyId: party, dataOnly: false, limit: 100)
             for event in batch {
                 last = event.id
-                if event.type == "data.created", event.items.isEmpty { continue }  // nothing left to give
+                if event.type == "data.created" || event.type == "data.imported", event.items.isEmpty { continue }  // nothing left to give
                 let json = try encoder.encode(EventBody(id: String(event.id), event: event))
                 var buffer = ByteBuffer(string: "id: \(event.id)\nevent: \(event.type)\ndata: ")
                 buffer.writeBytes(json)

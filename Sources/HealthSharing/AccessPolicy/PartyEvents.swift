@@ -8,6 +8,8 @@ package enum FeedItem: Sendable, Equatable {
     case location(StoredLocationFix)
     /// A workout's totals (its route and heart rate travel as `location` and samples, when granted).
     case workout(Workout)
+    /// What an import added of one kind (`data.imported`): read by cursor, not carried.
+    case imported(ImportedDataReference)
 }
 
 /// An event of a party's log as every channel hands it out (pull feed, stream, webhook): its
@@ -95,6 +97,7 @@ package struct PartyEvents: Sendable {
                 items += try await workouts.workouts(individualId: individualId, ids: data.keys).map(FeedItem.workout)
             }
         }
+        if let imported = record.imported, record.grantActive { items.append(.imported(imported)) }
         var aggregate: AggregateResult?
         if let aggregateId = record.aggregateId, let query = try await aggregates.find(id: aggregateId) {
             aggregate = try AggregateResult(query, repeated: false)

@@ -1,3 +1,5 @@
+import Data4HelpCore
+
 /// What an import has stored so far, as its owner reads it: per type how many records were
 /// stored and how many were there already, records refused by reason with a few examples, types
 /// skipped as not ours. Committed with the data it counts, so it never counts a batch twice or
@@ -26,6 +28,9 @@ package struct ImportFigures: Codable, Sendable, Equatable {
     package var skipped: [String: Int] = [:]
     /// Workouts read (those stored are counted under `types["workout"]`).
     package var workouts = 0
+    /// The times of what was stored, by the type names of `types`: what the import's end
+    /// announces to subscribed grants. Absent in the figures of imports before it was kept.
+    package var spans: [String: DataSpan]?
 
     package init() {}
 
@@ -45,12 +50,20 @@ package struct ImportFigures: Codable, Sendable, Equatable {
         for (type, count) in batch.stored { types[type.rawValue, default: TypeCounts()].accepted += count }
         for (type, count) in batch.duplicates { types[type.rawValue, default: TypeCounts()].duplicates += count }
         if batch.locations.stored + batch.locations.duplicates > 0 {
-            types["location", default: TypeCounts()].accepted += batch.locations.stored
-            types["location", default: TypeCounts()].duplicates += batch.locations.duplicates
+            types[DataKind.locationName, default: TypeCounts()].accepted += batch.locations.stored
+            types[DataKind.locationName, default: TypeCounts()].duplicates += batch.locations.duplicates
         }
+        for (type, span) in batch.spans { addSpan(span, to: type.rawValue) }
+        if let span = batch.locationSpan { addSpan(span, to: DataKind.locationName) }
         for rejection in batch.rejected where items.indices.contains(rejection.index) {
             reject(rejection.reason, example: Self.example(items[rejection.index]))
         }
+    }
+
+    mutating func addSpan(_ span: DataSpan, to type: String) {
+        var all = spans ?? [:]
+        all[type] = span.union(all[type])
+        spans = all
     }
 
     static func example(_ item: RawIngestItem) -> String {

@@ -55,6 +55,6 @@ package struct ImportService: Sendable {
     }
 
     package func cancel(_ id: UUID, for individual: IndividualID) async throws -> ImportRecord? {
-        try await store.cancel(id, individualId: individual.rowId)
+        try await store.cancel(id, individualId: individual.rowId, announcing: ImportAnnouncer.events)
     }
 }

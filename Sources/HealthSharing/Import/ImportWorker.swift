@@ -61,7 +61,7 @@ package struct ImportWorker: Service {
         } catch is ImportClaimLost {
             logger.info("import stopped: cancelled or taken over", metadata: ["import.id": "\(claim.publicId)"])
         } catch let failure as ImportFailure {
-            try? await store.fail(claim, reason: failure.reason)
+            try? await store.fail(claim, reason: failure.reason, announcing: ImportAnnouncer.events)
         } catch is CancellationError {
             // Shutting down: the lease runs out and another worker continues from the checkpoint.
         } catch {
@@ -83,7 +83,7 @@ package struct ImportWorker: Service {
             let processed = try await readExport(
                 &batch, name: "export.xml", from: checkpoint?.position, pieces: StoredChunks(store: store, claim: claim, offset: offset)
             )
-            try await store.finish(claim, progress: batch.progress(processed: processed))
+            try await store.finish(claim, progress: batch.progress(processed: processed), announcing: ImportAnnouncer.events)
         case .appleHealthZIP:
             // A ZIP is read from its end (the directory): spooled to a temporary file first.
             let file = try await spool(claim)
@@ -97,7 +97,7 @@ package struct ImportWorker: Service {
                     processed = try await readExport(&batch, name: export.name, from: checkpoint?.position, pieces: pieces, routesFollow: true)
                 }
                 try await readRoutes(&batch, of: export, from: checkpoint?.routesRead ?? 0, processed: processed)
-                try await store.finish(claim, progress: batch.progress(processed: processed))
+                try await store.finish(claim, progress: batch.progress(processed: processed), announcing: ImportAnnouncer.events)
             } catch let unreadable as ZipEntryStream.Unreadable {
                 throw ImportFailure(unreadable.reason)
             }
@@ -159,7 +159,7 @@ package struct ImportWorker: Service {
             for item in ActivityImport.items(document) { batch.add(item) }
             try await commit(&batch, checkpoint: .complete(bytes: claim.bytesReceived), processed: claim.bytesReceived)
         }
-        try await store.finish(claim, progress: batch.progress(processed: claim.bytesReceived))
+        try await store.finish(claim, progress: batch.progress(processed: claim.bytesReceived), announcing: ImportAnnouncer.events)
     }
 
     /// Copies the import's file from the database to a temporary file of this instance.
@@ -225,11 +225,12 @@ package struct ImportWorker: Service {
         let committed = try await dataManager.ingestHistory(items, for: IndividualID(rowId: claim.individualId)) { stored, transaction in
             var counted = figures
             counted.add(stored, items: items)
-            let newWorkouts = try await self.workouts.insert(workouts, importId: claim.id, in: transaction)
+            let (newWorkouts, workoutSpan) = try await self.workouts.insert(workouts, importId: claim.id, in: transaction)
             if !workouts.isEmpty {
-                counted.types["workout", default: ImportFigures.TypeCounts()].accepted += newWorkouts
-                counted.types["workout", default: ImportFigures.TypeCounts()].duplicates += workouts.count - newWorkouts
+                counted.types[DataKind.workoutName, default: ImportFigures.TypeCounts()].accepted += newWorkouts
+                counted.types[DataKind.workoutName, default: ImportFigures.TypeCounts()].duplicates += workouts.count - newWorkouts
             }
+            if let workoutSpan { counted.addSpan(workoutSpan, to: DataKind.workoutName) }
             let progress = ImportProgress(
                 checkpoint: checkpointText, figures: String(decoding: try JSONEncoder().encode(counted), as: UTF8.self),
                 bytesProcessed: processed, records: records

@@ -64,17 +64,20 @@ package struct DataManager: Sendable {
     ) async throws -> Committed {
         let batch = validate(items, now: now)
         var committed: Committed?
-        _ = try await store(batch, for: individual, now: now) { readings, samples, transaction in
-            var stored: [SampleType: Int] = [:], duplicates: [SampleType: Int] = [:]
+        _ = try await store(batch, for: individual, now: now, announce: false) { readings, samples, transaction in
+            var stored: [SampleType: Int] = [:], duplicates: [SampleType: Int] = [:], spans: [SampleType: DataSpan] = [:]
             for sample in samples { duplicates[sample.type, default: 0] += 1 }
             for reading in readings {
                 guard let type = SampleType(storageCode: reading.typeCode) else { continue }
                 stored[type, default: 0] += 1
                 duplicates[type, default: 0] -= 1
+                spans[type] = DataSpan(firstMs: reading.timeMs, lastMs: reading.timeMs).union(spans[type])
             }
             let locations = (stored: transaction.newLocations, duplicates: batch.fixes.count - transaction.newLocations)
             committed = try await commit(
-                HistoryBatch(stored: stored, duplicates: duplicates.filter { $0.value > 0 }, locations: locations, rejected: batch.rejected),
+                HistoryBatch(
+                    stored: stored, duplicates: duplicates.filter { $0.value > 0 }, locations: locations, rejected: batch.rejected,
+                    spans: spans, locationSpan: transaction.newLocationSpan),
                 transaction
             )
         }
@@ -105,7 +108,7 @@ package struct DataManager: Sendable {
     }
 
     private func store(
-        _ batch: ValidatedBatch, for individual: IndividualID, now: Date,
+        _ batch: ValidatedBatch, for individual: IndividualID, now: Date, announce: Bool = true,
         inTransaction: ([StoredReading], [NewSample], IngestTransaction) async throws -> Void
     ) async throws -> IngestOutcome {
         var sampleColumns = SampleColumns()
@@ -121,7 +124,9 @@ package struct DataManager: Sendable {
                 timeMs: fix.time.epochMilliseconds, key: fix.key, latitude: fix.latitude, longitude: fix.longitude, accuracy: fix.accuracy,
                 altitude: fix.altitude)
         }
-        return try await store.ingest(individualId: individual.rowId, samples: sampleColumns, locations: locationColumns, receivedAt: now) {
+        return try await store.ingest(
+            individualId: individual.rowId, samples: sampleColumns, locations: locationColumns, receivedAt: now, announce: announce
+        ) {
             readings, transaction in
             try await inTransaction(readings, batch.samples, transaction)
         }
@@ -135,9 +140,13 @@ package struct HistoryBatch: Sendable, Equatable {
     /// Location fixes stored, and those that were there already.
     package let locations: (stored: Int, duplicates: Int)
     package let rejected: [IngestBatchResult.Rejection]
+    /// The times of what was stored, by type, and of the fixes stored.
+    package let spans: [SampleType: DataSpan]
+    package let locationSpan: DataSpan?
 
     package static func == (lhs: HistoryBatch, rhs: HistoryBatch) -> Bool {
         lhs.stored == rhs.stored && lhs.duplicates == rhs.duplicates && lhs.locations == rhs.locations && lhs.rejected == rhs.rejected
+            && lhs.spans == rhs.spans && lhs.locationSpan == rhs.locationSpan
     }
 }
 
