@@ -20,6 +20,16 @@ struct FieldValidator {
     }
 
     /// Parses a field that may be absent (nil stays nil).
+    /// A parser of a whole number within `range` ("must be an integer from 1 to 1000").
+    static func integer(in range: ClosedRange<Int>) -> (String) throws(InvalidValue) -> Int {
+        { (raw: String) throws(InvalidValue) -> Int in
+            guard let value = Int(raw), range.contains(value) else {
+                throw InvalidValue("must be an integer from \(range.lowerBound) to \(range.upperBound)")
+            }
+            return value
+        }
+    }
+
     mutating func optional<Raw, Value>(_ field: String, _ raw: Raw?, _ parse: (Raw) throws(InvalidValue) -> Value) -> Value? {
         guard let raw else { return nil }
         do {

@@ -31,13 +31,7 @@ struct KeysetPagination {
     init(_ request: Request) throws(Problem) {
         var fields = FieldValidator()
         let query = request.uri.queryParameters
-        limit =
-            fields.optional("limit", query["limit"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int in
-                guard let value = Int(raw), (1...Self.maximumLimit).contains(value) else {
-                    throw InvalidValue("must be an integer from 1 to \(Self.maximumLimit)")
-                }
-                return value
-            } ?? Self.defaultLimit
+        limit = fields.optional("limit", query["limit"].map(String.init), FieldValidator.integer(in: 1...Self.maximumLimit)) ?? Self.defaultLimit
         beforeId = fields.optional("cursor", query["cursor"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int64 in
             guard let id = Self.decodeCursor(raw) else { throw InvalidValue("is not a cursor this server issued") }
             return id

@@ -25,13 +25,7 @@ struct TimeRangeQuery {
                 guard let order = ListingOrder(rawValue: raw) else { throw InvalidValue("must be asc or desc") }
                 return order
             } ?? .descending
-        limit =
-            fields.optional("limit", query["limit"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int in
-                guard let value = Int(raw), (1...Self.maximumLimit).contains(value) else {
-                    throw InvalidValue("must be an integer from 1 to \(Self.maximumLimit)")
-                }
-                return value
-            } ?? Self.defaultLimit
+        limit = fields.optional("limit", query["limit"].map(String.init), FieldValidator.integer(in: 1...Self.maximumLimit)) ?? Self.defaultLimit
         cursor = query["cursor"].map(String.init)
         if let from, let to, from >= to { fields.fail("to", "must be later than from") }
     }

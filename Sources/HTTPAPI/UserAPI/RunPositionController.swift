@@ -91,11 +91,7 @@ struct PublicRunLiveController {
         }
         let from = fields.optional("from", query["from"].map(String.init), time)
         let to = fields.optional("to", query["to"].map(String.init), time)
-        let limit =
-            fields.optional("limit", query["limit"].map(String.init)) { (raw: String) throws(InvalidValue) -> Int in
-                guard let value = Int(raw), (1...1000).contains(value) else { throw InvalidValue("must be an integer from 1 to 1000") }
-                return value
-            } ?? 500
+        let limit = fields.optional("limit", query["limit"].map(String.init), FieldValidator.integer(in: 1...1000)) ?? 500
         let after = fields.optional("cursor", query["cursor"].map(String.init)) {
             (raw: String) throws(InvalidValue) -> (timeMs: Int64, runnerId: UUID) in
             guard let parts = CursorCodec.decode(raw, tag: "rp", fieldCount: 2), let timeMs = Int64(parts[0]),
