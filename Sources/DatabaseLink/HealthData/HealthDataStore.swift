@@ -94,7 +94,9 @@ package struct HealthDataStore: Sendable {
     /// Duplicates — a key already in the sample's block, or repeated within the batch — are
     /// skipped. Each new sample is merged into its block (kept sorted by offset) and added to
     /// the daily rollup of its day in the individual's time zone (types `sample_types` marks
-    /// `rolled_up`); every active subscribed grant it falls under gets a `party_events` row.
+    /// `rolled_up`) — whole while the day has one source, else the day is counted again with one
+    /// source per minute (migration 0029); every active subscribed grant it falls under gets a
+    /// `party_events` row.
     /// Ingests of one individual are serialised by a transaction-scoped advisory lock, so the
     /// read-merge-write of a block never races; different individuals never wait for each other.
     /// `afterStoring` runs last, in the same transaction, on the samples that were new (perhaps
@@ -119,7 +121,23 @@ package struct HealthDataStore: Sendable {
                     Self.sampleStatement(individualId: individualId, samples: samples, sourceIds: sourceIds, announce: announce),
                     logger: database.logger
                 )
-                for try await ordinal in rows.decode(Int32.self) { newSamples.append(Int(ordinal)) }
+                var recount: (types: [Int16], days: [String]) = ([], [])
+                for try await (ordinal, type, day) in rows.decode((Int32?, Int16?, String?).self) {
+                    if let ordinal { newSamples.append(Int(ordinal)) }
+                    if let type, let day {
+                        recount.types.append(type)
+                        recount.days.append(day)
+                    }
+                }
+                if !recount.types.isEmpty {
+                    // Days on which several sources now have samples: one source per minute (migration 0029).
+                    _ = try await connection.query(
+                        """
+                        SELECT data4help_recount_days(\(individualId), kind, array_agg(day::date))
+                        FROM unnest(\(recount.types)::int2[], \(recount.days)::text[]) AS u(kind, day)
+                        GROUP BY kind
+                        """, logger: database.logger)
+                }
             }
             var newLocations: [Int] = []
             if locations.count > 0 {
@@ -170,8 +188,8 @@ package struct HealthDataStore: Sendable {
             ),
             top AS (SELECT COALESCE(max(source_id), 0) AS id FROM sample_sources WHERE individual_id = \(individualId)),
             added AS (
-                INSERT INTO sample_sources (individual_id, source_id, name)
-                SELECT \(individualId), top.id + row_number() OVER (ORDER BY w.position), w.name
+                INSERT INTO sample_sources (individual_id, source_id, name, priority)
+                SELECT \(individualId), top.id + row_number() OVER (ORDER BY w.position), w.name, data4help_default_source_priority(w.name)
                 FROM wanted w, top
                 WHERE NOT EXISTS (SELECT 1 FROM known k WHERE k.name = w.name)
                 RETURNING name, source_id
@@ -237,19 +255,30 @@ package struct HealthDataStore: Sendable {
                     offsets_ms = EXCLUDED.offsets_ms, vals = EXCLUDED.vals,
                     durations_ms = EXCLUDED.durations_ms, keys = EXCLUDED.keys, source_ids = EXCLUDED.source_ids
             ),
-            rolled AS (
-                INSERT INTO daily_rollups (individual_id, sample_type, day, sample_count, value_sum, value_min, value_max)
-                SELECT \(individualId), f.sample_type,
-                       ((f.block_start + f.offset_ms * interval '1 millisecond') AT TIME ZONE z.time_zone)::date,
-                       count(*), sum(f.val), min(f.val), max(f.val)
+            fresh_days AS (   -- what this upload adds to each day of a rolled-up type, and its sources there
+                SELECT f.sample_type, ((f.block_start + f.offset_ms * interval '1 millisecond') AT TIME ZONE z.time_zone)::date AS day,
+                       count(*) AS n, sum(f.val) AS total, min(f.val) AS low, max(f.val) AS high,
+                       array_agg(DISTINCT f.source_id ORDER BY f.source_id) AS source_ids
                 FROM fresh f, (SELECT time_zone FROM individuals WHERE id = \(individualId)) z
                 WHERE f.sample_type IN (SELECT code FROM sample_types WHERE rolled_up)
-                GROUP BY 1, 2, 3
+                GROUP BY 1, 2
+            ),
+            recount AS (   -- days that now have more than one source: counted again from their samples after this statement
+                SELECT d.sample_type, d.day FROM fresh_days d
+                LEFT JOIN daily_rollups r ON r.individual_id = \(individualId) AND r.sample_type = d.sample_type AND r.day = d.day
+                WHERE (SELECT count(DISTINCT id) FROM unnest(d.source_ids || COALESCE(r.source_ids, '{}')) AS u(id)) > 1
+            ),
+            rolled AS (   -- days with one source: every new sample counts whole
+                INSERT INTO daily_rollups (individual_id, sample_type, day, sample_count, value_sum, value_min, value_max, source_ids)
+                SELECT \(individualId), d.sample_type, d.day, d.n, d.total, d.low, d.high, d.source_ids
+                FROM fresh_days d
+                WHERE NOT EXISTS (SELECT 1 FROM recount c WHERE c.sample_type = d.sample_type AND c.day = d.day)
                 ON CONFLICT (individual_id, sample_type, day) DO UPDATE SET
                     sample_count = daily_rollups.sample_count + EXCLUDED.sample_count,
                     value_sum    = daily_rollups.value_sum + EXCLUDED.value_sum,
                     value_min    = LEAST(daily_rollups.value_min, EXCLUDED.value_min),
-                    value_max    = GREATEST(daily_rollups.value_max, EXCLUDED.value_max)
+                    value_max    = GREATEST(daily_rollups.value_max, EXCLUDED.value_max),
+                    source_ids   = EXCLUDED.source_ids
             ),
             subscriptions AS (   -- index: access_requests_subscriptions_idx
                 SELECT r.id, r.third_party_id, r.granted_types, r.granted_from, r.granted_to
@@ -265,7 +294,9 @@ package struct HealthDataStore: Sendable {
                 WHERE access_grant_covers(s.granted_types, s.granted_from, s.granted_to, t.name, f.start_ms)
                 GROUP BY s.id, s.third_party_id
             )
-            SELECT ordinal FROM fresh
+            SELECT ordinal, NULL::int2, NULL::text FROM fresh
+            UNION ALL
+            SELECT NULL, sample_type, day::text FROM recount
             """
     }
 

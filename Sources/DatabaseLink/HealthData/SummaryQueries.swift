@@ -23,7 +23,8 @@ package struct SummaryQueries: Sendable {
     /// Buckets whose start lies in `[fromMs, toMs)`, oldest first, with the time zone they are in.
     ///
     /// Days and weeks (Monday first) come from `daily_rollups` — a year of daily summaries reads
-    /// 365 rows of the primary key; hours are computed from the sample blocks of the window.
+    /// 365 rows of the primary key; hours are computed from the sample blocks of the window. Both
+    /// count one source per minute where several overlap (migration 0029).
     package func summary(
         individualId: Int64, type: Int16, bucket: SummaryBucket, fromMs: Int64, toMs: Int64
     ) async throws -> (timeZone: String, rows: [SummaryRow]) {
@@ -32,20 +33,17 @@ package struct SummaryQueries: Sendable {
         case .hour:
             query = """
                 WITH zone AS (SELECT time_zone FROM individuals WHERE id = \(individualId)),
-                samples AS (
-                    SELECT b.block_start + u.offset_ms * interval '1 millisecond' AS start, u.val
-                    FROM sample_blocks b
-                    CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals) AS u(offset_ms, val)
-                    WHERE b.individual_id = \(individualId) AND b.sample_type = \(type)
-                      AND b.block_start >= 'epoch'::timestamptz + \(fromMs - 60_000) * interval '1 millisecond'
-                      AND b.block_start < 'epoch'::timestamptz + \(toMs) * interval '1 millisecond'
+                samples AS (   -- one source per minute where a day has several (migration 0029)
+                    SELECT c.start, c.val, c.share
+                    FROM data4help_counted_samples(
+                        \(individualId), \(type)::int2, 'epoch'::timestamptz + \(fromMs) * interval '1 millisecond',
+                        'epoch'::timestamptz + \(toMs) * interval '1 millisecond') c
+                    WHERE c.share > 0
                 )
                 SELECT zone.time_zone,
                        (extract(epoch FROM date_trunc('hour', s.start AT TIME ZONE zone.time_zone) AT TIME ZONE zone.time_zone) * 1000)::int8,
-                       count(*)::int8, sum(s.val)::float8, min(s.val), max(s.val)
+                       count(*)::int8, sum(s.val * s.share)::float8, min(s.val), max(s.val)
                 FROM samples s, zone
-                WHERE s.start >= 'epoch'::timestamptz + \(fromMs) * interval '1 millisecond'
-                  AND s.start < 'epoch'::timestamptz + \(toMs) * interval '1 millisecond'
                 GROUP BY 1, 2 ORDER BY 2
                 """
         case .day, .week:

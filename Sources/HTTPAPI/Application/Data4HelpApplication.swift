@@ -166,6 +166,7 @@ struct Components {
     /// Bumped whenever PostgreSQL announces a queued import (`data4help_imports`).
     let importsQueued = ChangeSignal()
     let ownData: OwnDataReader
+    let sources: SourcePreferences
     let accessRequests: AccessRequestService
     let grantedData: GrantedDataReader
     let accessLog: AccessLog
@@ -212,6 +213,7 @@ struct Components {
         imports = ImportService(database: database, maximumBytes: configuration.importMaxBytes)
         workouts = WorkoutService(database: database)
         ownData = OwnDataReader(database: database)
+        sources = SourcePreferences(database: database)
         accessRequests = AccessRequestService(database: database, pendingLifetime: configuration.requestLifetime)
         grantedData = GrantedDataReader(database: database)
         accessLog = AccessLog(database: database)
@@ -298,6 +300,7 @@ func buildRouter(
     userAccounts.addAuthenticated(to: authenticatedUsers)
     userSessions.addAuthenticated(to: authenticatedUsers)
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
+    SourceController(preferences: components.sources, body: body).addRoutes(to: authenticatedUsers)
     ImportController(imports: components.imports).addRoutes(to: authenticatedUsers)
     WorkoutController(workouts: components.workouts).addRoutes(to: authenticatedUsers)
     UserExportController(
