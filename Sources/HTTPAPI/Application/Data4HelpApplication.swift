@@ -176,6 +176,7 @@ struct Components {
     let aggregates: AggregateService
     let sosSettings: SOSSettingsService
     let sosIncidents: SOSIncidentService
+    let watchRules: WatchRuleService
     let runEvents: RunEventService
     let livePositions: LivePositions
     /// This instance's spectators of live runs, fed by `data4help_runs` notifications.
@@ -209,7 +210,9 @@ struct Components {
         apiKeys = APIKeyService(database: database)
         partitions = PartitionMaintainer(database: database)
         storedData = StoredDataEvents()
-        dataManager = DataManager(database: database, partitions: partitions, events: storedData, checks: [EmergencyDetector(logger: logger)])
+        dataManager = DataManager(
+            database: database, partitions: partitions, events: storedData,
+            checks: [EmergencyDetector(logger: logger), WatchRuleDetector(logger: logger)])
         imports = ImportService(database: database, maximumBytes: configuration.importMaxBytes)
         workouts = WorkoutService(database: database)
         ownData = OwnDataReader(database: database)
@@ -228,6 +231,7 @@ struct Components {
         aggregateSubscriptions = AggregateSubscriptions(database: database, service: aggregates)
         sosSettings = SOSSettingsService(database: database)
         sosIncidents = SOSIncidentService(database: database)
+        watchRules = WatchRuleService(database: database)
         runEvents = RunEventService(database: database)
         livePositions = LivePositions(database: database)
         liveHub = LiveRunHub(interval: configuration.liveUpdateInterval, wire: LiveJSON()) { [livePositions] in
@@ -301,6 +305,7 @@ func buildRouter(
     userSessions.addAuthenticated(to: authenticatedUsers)
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
     SourceController(preferences: components.sources, body: body).addRoutes(to: authenticatedUsers)
+    WatchRuleController(service: components.watchRules, body: body).addRoutes(to: authenticatedUsers)
     ImportController(imports: components.imports).addRoutes(to: authenticatedUsers)
     WorkoutController(workouts: components.workouts).addRoutes(to: authenticatedUsers)
     UserExportController(

@@ -100,6 +100,16 @@ enum ErrorMapping {
             case .refused(.capacityBelowEnrolled(let count)):
                 return .invalidField("maxParticipants", "must be at least \(count), the runners already enrolled")
             }
+        case let error as WatchRuleError:
+            switch error {
+            case .ruleNotFound: return .notFound("rule")
+            case .alertNotFound: return .notFound("alert")
+            case .unknownTemplate: return .notFound("rule template")
+            case .tooManyRules(let maximum):
+                return Problem(
+                    .conflict, slug: "too-many-rules", title: "Too many rules",
+                    detail: "You have \(maximum) watch rules, the most there may be; delete one first.")
+            }
         case let error as SummaryError:
             switch error {
             case .notAQuantity(let type): return .invalidField("type", "must be a quantity type; \(type.rawValue) has no summary")

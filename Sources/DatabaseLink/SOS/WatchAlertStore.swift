@@ -1,0 +1,194 @@
+import Data4HelpCore
+import Foundation
+import Logging
+import PostgresNIO
+
+/// `watch_alerts`: what watch rules raised, for their individual; and the queries the detector
+/// runs inside an ingest transaction.
+package struct WatchAlertStore: Sendable {
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    /// The select list (alias `a`, the rule joined as `r`).
+    static let columns = """
+        a.id, a.public_id, r.public_id, a.rule_name, a.sample_type, a.severity, a.condition, a.episode_first_ms, a.episode_last_ms,
+        a.readings::text, a.raised_at, a.updated_at, a.acknowledged_at
+        """
+
+    /// Newest first.
+    package func alerts(individualId: Int64, limit: Int, before: Int64?) async throws -> [WatchAlert] {
+        let rows = try await database.query(
+            """
+            SELECT \(unescaped: Self.columns) FROM watch_alerts a LEFT JOIN watch_rules r ON r.id = a.rule_id
+            WHERE a.individual_id = \(individualId) AND a.id < \(before ?? Int64.max)
+            ORDER BY a.id DESC LIMIT \(limit)
+            """)
+        return try rows.map(Self.alert)
+    }
+
+    package func alert(_ publicId: UUID, individualId: Int64) async throws -> WatchAlert? {
+        let rows = try await database.query(
+            """
+            SELECT \(unescaped: Self.columns) FROM watch_alerts a LEFT JOIN watch_rules r ON r.id = a.rule_id
+            WHERE a.public_id = \(publicId) AND a.individual_id = \(individualId)
+            """)
+        return try rows.first.map(Self.alert)
+    }
+
+    /// Marks an alert seen (the first time only); nil when it is not the individual's.
+    package func acknowledge(_ publicId: UUID, individualId: Int64) async throws -> WatchAlert? {
+        let rows = try await database.query(
+            """
+            WITH acknowledged AS (
+                UPDATE watch_alerts SET acknowledged_at = COALESCE(acknowledged_at, clock_timestamp())
+                WHERE public_id = \(publicId) AND individual_id = \(individualId)
+                RETURNING *
+            )
+            SELECT \(unescaped: Self.columns) FROM acknowledged a LEFT JOIN watch_rules r ON r.id = a.rule_id
+            """)
+        return try rows.first.map(Self.alert)
+    }
+
+    static func alert(_ row: PostgresRow) throws -> WatchAlert {
+        let cells = row.makeRandomAccess()
+        func cell<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T { try cells[index].decode(T.self) }
+        guard let severity = AlertSeverity(rawValue: try cell(5, as: String.self)) else { throw StoredValueError(column: "watch_alerts.severity") }
+        let readings = try JSONDecoder().decode([AlertReading].self, from: Data(try cell(9, as: String.self).utf8))
+        return WatchAlert(
+            sequence: try cell(0), publicId: try cell(1), rulePublicId: try cell(2), ruleName: try cell(3), typeCode: try cell(4),
+            severity: severity, condition: try cell(6), episodeFirstMs: try cell(7), episodeLastMs: try cell(8), readings: readings,
+            raisedAt: try cell(10), updatedAt: try cell(11), acknowledgedAt: try cell(12))
+    }
+}
+
+/// An alert just raised, as the individual's device is told of it.
+package struct RaisedAlert: Sendable {
+    package let publicId: UUID
+    package let raisedAt: Date
+}
+
+/// What the detector does with an episode it found.
+package enum EpisodeOutcome: Sendable, Equatable {
+    /// A new alert.
+    case raised(UUID)
+    /// An alert of the same episode grew to include it.
+    case extended
+    /// The rule's throttle held it back.
+    case throttled
+}
+
+/// The Anomaly Detection module's queries, inside an ingest transaction.
+package enum WatchRuleDetection {
+    /// The individual's enabled rules on these types, and their time zone.
+    package static func rules(typeCodes: [Int16], in transaction: IngestTransaction) async throws -> (rules: [WatchRule], timeZone: String) {
+        try await WatchRuleStore.enabledRules(
+            typeCodes: typeCodes, individualId: transaction.individualId, on: transaction.connection, logger: transaction.logger)
+    }
+
+    /// The stored readings of one type from `fromMs` to `toMs`, and `extra` more on each side
+    /// (within a day), oldest first (then by key, the order blocks keep).
+    package static func readings(
+        typeCode: Int16, fromMs: Int64, toMs: Int64, extra: Int, in transaction: IngestTransaction
+    ) async throws -> [StoredReading] {
+        let individualId = transaction.individualId
+        let firstMinute = Date(timeIntervalSince1970: Double(fromMs / 60_000 * 60))
+        let lastMinute = Date(timeIntervalSince1970: Double(toMs / 60_000 * 60))
+        let limit = Int32(clamping: extra)
+        let rows = try await transaction.connection.query(
+            """
+            WITH b AS (
+                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
+                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode)
+                   AND block_start < \(firstMinute) AND block_start >= \(firstMinute)::timestamptz - interval '1 day'
+                 ORDER BY block_start DESC LIMIT \(limit))
+                UNION ALL
+                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
+                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode) AND block_start BETWEEN \(firstMinute) AND \(lastMinute))
+                UNION ALL
+                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
+                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode)
+                   AND block_start > \(lastMinute) AND block_start <= \(lastMinute)::timestamptz + interval '1 day'
+                 ORDER BY block_start LIMIT \(limit))
+            ),
+            r AS MATERIALIZED (
+                SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + e.offset_ms AS time_ms, e.val, e.key
+                FROM b CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.keys) AS e(offset_ms, val, key)
+            ),
+            picked AS (
+                (SELECT * FROM r WHERE time_ms < \(fromMs) ORDER BY time_ms DESC, key DESC LIMIT \(limit))
+                UNION ALL
+                (SELECT * FROM r WHERE time_ms BETWEEN \(fromMs) AND \(toMs))
+                UNION ALL
+                (SELECT * FROM r WHERE time_ms > \(toMs) ORDER BY time_ms, key LIMIT \(limit))
+            )
+            SELECT time_ms, val, key FROM picked ORDER BY time_ms, key
+            """, logger: transaction.logger)
+        var readings: [StoredReading] = []
+        for try await (time, value, key) in rows.decode((Int64, Float, Int64).self) {
+            readings.append(StoredReading(typeCode: typeCode, timeMs: time, value: value, key: key))
+        }
+        return readings
+    }
+
+    /// Records an episode of `rule`: an alert of the rule that overlaps it grows to cover it
+    /// (keeping the latest `WatchAlert.keptReadings` readings); else, unless the rule raised an
+    /// alert within its throttle, a new alert — and, when the rule says so, the individual's
+    /// device endpoint gets the message `notice` makes of it, in the same transaction.
+    package static func record(
+        episode readings: [StoredReading], of rule: WatchRule, condition: String, in transaction: IngestTransaction,
+        notice: (RaisedAlert) throws -> OutboxMessage
+    ) async throws -> EpisodeOutcome {
+        guard let first = readings.first?.timeMs, let last = readings.last?.timeMs else { return .throttled }
+        let kept = String(
+            decoding: try JSONEncoder().encode(readings.suffix(WatchAlert.keptReadings).map { AlertReading(timeMs: $0.timeMs, value: $0.value) }),
+            as: UTF8.self)
+        let settings = rule.settings
+        let rows = try await transaction.connection.query(
+            """
+            WITH covering AS (   -- index: watch_alerts_rule_idx
+                UPDATE watch_alerts a SET
+                    episode_first_ms = least(a.episode_first_ms, \(first)), episode_last_ms = greatest(a.episode_last_ms, \(last)),
+                    updated_at = clock_timestamp(),
+                    readings = (
+                        SELECT jsonb_agg(x ORDER BY (x ->> 'timeMs')::int8)
+                        FROM (SELECT DISTINCT ON ((x ->> 'timeMs')::int8) x
+                              FROM jsonb_array_elements(a.readings || \(kept)::jsonb) AS e(x)
+                              ORDER BY (x ->> 'timeMs')::int8 DESC LIMIT \(Int32(WatchAlert.keptReadings))) t)
+                WHERE a.rule_id = \(rule.sequence) AND a.episode_first_ms <= \(last) AND a.episode_last_ms >= \(first)
+                RETURNING a.id
+            ),
+            recent AS (
+                SELECT 1 FROM watch_alerts
+                WHERE rule_id = \(rule.sequence) AND raised_at > clock_timestamp() - \(Int32(clamping: settings.throttleSeconds)) * interval '1 second'
+            ),
+            raised AS (
+                INSERT INTO watch_alerts (individual_id, rule_id, rule_name, sample_type, severity, condition, episode_first_ms,
+                                          episode_last_ms, readings, received_at)
+                SELECT \(transaction.individualId), \(rule.sequence), \(settings.name), \(settings.typeCode), \(settings.severity.rawValue),
+                       \(condition), \(first), \(last), \(kept)::jsonb, \(transaction.receivedAt)
+                WHERE NOT EXISTS (SELECT 1 FROM covering) AND NOT EXISTS (SELECT 1 FROM recent)
+                RETURNING public_id, raised_at
+            )
+            SELECT 'raised', public_id, raised_at FROM raised
+            UNION ALL
+            SELECT 'extended', NULL, NULL FROM covering
+            """, logger: transaction.logger)
+        var outcome = EpisodeOutcome.throttled
+        for row in try await rows.collect() {  // read whole before the connection runs the next statement
+            let (kind, id, raisedAt) = try row.decode((String, UUID?, Date?).self)
+            if kind == "raised", let id, let raisedAt {
+                if settings.notifyDevice {
+                    try await WebhookOutbox.enqueue(
+                        try notice(RaisedAlert(publicId: id, raisedAt: raisedAt)), to: .endpoint(of: .individual(transaction.individualId)),
+                        on: transaction.connection, logger: transaction.logger)
+                }
+                return .raised(id)
+            }
+            outcome = .extended
+        }
+        return outcome
+    }
+}
