@@ -37,6 +37,9 @@ struct WatchEpisodesTests {
         #expect(three.count == 1 && three.first?.readings.count == 3)
         // A normal reading in between breaks the run.
         #expect(Self.episodes(rule, [Self.reading(4, 38), Self.reading(3, 37), Self.reading(2, 60), Self.reading(1, 36)]).isEmpty)
+        // Three hours without a reading end a run.
+        #expect(Self.episodes(rule, [Self.reading(400, 38), Self.reading(2, 37), Self.reading(1, 36)]).isEmpty)
+        #expect(Self.episodes(rule, [Self.reading(170, 38), Self.reading(2, 37), Self.reading(1, 36)]).count == 1)
         // Equal to the bound is not below it.
         #expect(Self.episodes(rule, [Self.reading(3, 40), Self.reading(2, 40), Self.reading(1, 40)]).isEmpty)
     }

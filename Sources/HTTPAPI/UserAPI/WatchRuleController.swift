@@ -335,6 +335,27 @@ extension WatchRuleBody {
             throttleMinutes = settings.throttleSeconds / 60
             condition = SampleType(storageCode: settings.typeCode).map { WatchRuleWording.condition(of: settings, type: $0) }
         }
+
+        private enum CodingKeys: String, CodingKey {
+            case name, type, when, value, low, high, over, readings, minutes, severity, throttleMinutes, condition
+        }
+
+        /// Every key, null when absent (the contract requires them all).
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(name, forKey: .name)
+            try container.encode(type, forKey: .type)
+            try container.encode(when, forKey: .when)
+            try container.encode(value, forKey: .value)
+            try container.encode(low, forKey: .low)
+            try container.encode(high, forKey: .high)
+            try container.encode(over, forKey: .over)
+            try container.encode(readings, forKey: .readings)
+            try container.encode(minutes, forKey: .minutes)
+            try container.encode(severity, forKey: .severity)
+            try container.encode(throttleMinutes, forKey: .throttleMinutes)
+            try container.encode(condition, forKey: .condition)
+        }
     }
 }
 

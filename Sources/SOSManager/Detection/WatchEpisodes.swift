@@ -43,6 +43,11 @@ package struct WatchEpisodes: Sendable {
         min(max(duration / 2, 300_000), 900_000)
     }
 
+    /// The longest gap between two readings of a run of consecutive readings: a reading three
+    /// hours after the last one starts a new episode (a meter read at breakfast and at dinner,
+    /// both low, is two hypos, not one).
+    package static let consecutiveGapMs: Int64 = 3 * 3_600_000
+
     /// How far around the new readings the detector must read: time on each side, and a number
     /// of readings beyond that on each side.
     package var context: (milliseconds: Int64, readings: Int) {
@@ -56,7 +61,7 @@ package struct WatchEpisodes: Sendable {
     package func episodes(in readings: [StoredReading], new: Set<ReadingIdentity>, receivedAtMs: Int64) -> [WatchEpisode] {
         let found: [[StoredReading]] =
             switch persistence {
-            case .consecutive(let count): runs(in: readings, maximumGapMs: nil).filter { $0.count >= max(count, 1) }
+            case .consecutive(let count): runs(in: readings, maximumGapMs: Self.consecutiveGapMs).filter { $0.count >= max(count, 1) }
             case .sustained(let duration):
                 runs(in: readings, maximumGapMs: Self.maximumGapMs(sustaining: duration)).filter { run in
                     guard let first = run.first, let last = run.last else { return false }
@@ -71,13 +76,13 @@ package struct WatchEpisodes: Sendable {
         }.map(WatchEpisode.init(readings:))
     }
 
-    /// Maximal runs of readings that meet the condition, broken by one that does not (and by a
-    /// gap longer than `maximumGapMs`, when given).
-    private func runs(in readings: [StoredReading], maximumGapMs: Int64?) -> [[StoredReading]] {
+    /// Maximal runs of readings that meet the condition, broken by one that does not and by a gap
+    /// longer than `maximumGapMs`.
+    private func runs(in readings: [StoredReading], maximumGapMs: Int64) -> [[StoredReading]] {
         var runs: [[StoredReading]] = []
         var run: [StoredReading] = []
         for reading in readings {
-            if let gap = maximumGapMs, let last = run.last, reading.timeMs - last.timeMs > gap {
+            if let last = run.last, reading.timeMs - last.timeMs > maximumGapMs {
                 runs.append(run)
                 run = []
             }
