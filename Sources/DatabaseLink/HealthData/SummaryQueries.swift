@@ -79,3 +79,36 @@ package struct SummaryQueries: Sendable {
         return (timeZone, buckets)
     }
 }
+
+extension SummaryQueries {
+    /// The individual's readings of `type` starting in `[fromMs, toMs)` as summaries count them
+    /// (one source per minute, migration 0029: a sample some preferred source covers is left
+    /// out), oldest first, as (epoch milliseconds, value).
+    package func countedReadings(individualId: Int64, type: Int16, fromMs: Int64, toMs: Int64) async throws -> [(timeMs: Int64, value: Float)] {
+        let rows = try await database.query(
+            """
+            SELECT (extract(epoch FROM c.start) * 1000)::int8, c.val
+            FROM data4help_counted_samples(
+                \(individualId), \(type)::int2, 'epoch'::timestamptz + \(fromMs) * interval '1 millisecond',
+                'epoch'::timestamptz + \(toMs) * interval '1 millisecond') c
+            WHERE c.share > 0
+            ORDER BY c.start
+            """)
+        return try rows.map { row in
+            let (time, value) = try row.decode((Int64, Float).self)
+            return (time, value)
+        }
+    }
+
+    /// The bounds of the individual's glucose range: those of their most recently changed enabled
+    /// watch rule on blood glucose with an `outside` condition, if they have one.
+    package func glucoseRange(individualId: Int64, glucoseType: Int16) async throws -> (low: Float, high: Float)? {
+        let rows = try await database.query(
+            """
+            SELECT low_value, high_value FROM watch_rules
+            WHERE individual_id = \(individualId) AND sample_type = \(glucoseType) AND enabled AND comparison = 'outside'
+            ORDER BY updated_at DESC, id DESC LIMIT 1
+            """)
+        return try rows.first.map { try $0.decode((Float, Float).self) }
+    }
+}

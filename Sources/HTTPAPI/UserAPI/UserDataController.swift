@@ -16,6 +16,7 @@ struct UserDataController {
         group.post("data", use: upload)
         group.get("data", use: samples)
         group.get("data/summary", use: summary)
+        group.get("data/glucose", use: glucose)
         group.get("data/locations", use: locations)
     }
 
@@ -74,6 +75,34 @@ struct UserDataController {
         try fields.finish()
         let summary = try await ownData.summary(of: context.individual, type: type!, bucket: bucket, from: from, to: to)
         return SummaryBody(summary)
+    }
+
+    /// `GET data/glucose?from=&to=&low=&high=`: the CGM consensus figures of the caller's blood
+    /// glucose (default: the last 14 days; the range of their glucose rule, else 70–180 mg/dL).
+    @Sendable func glucose(_ request: Request, context: IndividualRequestContext) async throws -> GlucoseReportBody {
+        var fields = FieldValidator()
+        let query = request.uri.queryParameters
+        let window = TimeRangeQuery(request, fields: &fields)
+        let bound = { (raw: String) throws(InvalidValue) -> Double in
+            guard let value = Double(raw), value.isFinite, (10...1_500).contains(value) else {
+                throw InvalidValue("must be a number of mg/dL from 10 to 1500")
+            }
+            return value
+        }
+        let low = fields.optional("low", query["low"].map(String.init), bound)
+        let high = fields.optional("high", query["high"].map(String.init), bound)
+        if (query["low"] == nil) != (query["high"] == nil) {
+            fields.fail(query["low"] == nil ? "low" : "high", "is required with \(query["low"] == nil ? "high" : "low")")
+        }
+        if let low, let high, low >= high { fields.fail("high", "must be above low") }
+        let to = window.to ?? Date()
+        let from = window.from ?? to.addingTimeInterval(-14 * 86_400)
+        if from < to, to.timeIntervalSince(from) > Double(OwnDataReader.maximumGlucoseDays) * 86_400 {
+            fields.fail("from", "the window may cover at most \(OwnDataReader.maximumGlucoseDays) days")
+        }
+        try fields.finish()
+        let range = low.flatMap { low in high.map { (low, $0) } }
+        return GlucoseReportBody(try await ownData.glucoseReport(of: context.individual, from: from, to: to, range: range), from: from, to: to)
     }
 
     /// `GET /api/users/data/locations`: the individual's location fixes.
@@ -176,5 +205,80 @@ struct IngestResultBody: ResponseEncodable {
         accepted = result.accepted
         duplicates = result.duplicates
         rejected = result.rejected.map { Rejection(index: $0.index, reason: $0.reason) }
+    }
+}
+
+/// `GET /api/users/data/glucose` (`GlucoseReport` in the OpenAPI document); shares in %, rounded
+/// to 0.1, figures null without readings.
+struct GlucoseReportBody: ResponseEncodable {
+    struct Range: Encodable {
+        let low: Double
+        let high: Double
+        let source: String
+    }
+
+    let from: String
+    let to: String
+    let unit = "mg/dL"
+    let range: Range
+    let readings: Int
+    let firstReading: String?
+    let lastReading: String?
+    let mean: Double?
+    let standardDeviation: Double?
+    let coefficientOfVariation: Double?
+    let glucoseManagementIndicator: Double?
+    let timeVeryLow: Double?
+    let timeBelowRange: Double?
+    let timeInRange: Double?
+    let timeAboveRange: Double?
+    let timeVeryHigh: Double?
+    let hypoEpisodes: Int
+
+    init(_ report: GlucoseReport, from: Date, to: Date) {
+        func tenth(_ value: Double?) -> Double? { value.map { ($0 * 10).rounded() / 10 } }
+        self.from = WireFormat.timestamp(from)
+        self.to = WireFormat.timestamp(to)
+        range = Range(low: report.low, high: report.high, source: report.boundsSource.rawValue)
+        readings = report.readings
+        firstReading = report.first.map(WireFormat.timestamp)
+        lastReading = report.last.map(WireFormat.timestamp)
+        mean = tenth(report.mean)
+        standardDeviation = tenth(report.standardDeviation)
+        coefficientOfVariation = tenth(report.coefficientOfVariation)
+        glucoseManagementIndicator = tenth(report.glucoseManagementIndicator)
+        timeVeryLow = tenth(report.veryLow)
+        timeBelowRange = tenth(report.belowRange)
+        timeInRange = tenth(report.inRange)
+        timeAboveRange = tenth(report.aboveRange)
+        timeVeryHigh = tenth(report.veryHigh)
+        hypoEpisodes = report.hypoEpisodes
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case from, to, unit, range, readings, firstReading, lastReading, mean, standardDeviation, coefficientOfVariation,
+            glucoseManagementIndicator, timeVeryLow, timeBelowRange, timeInRange, timeAboveRange, timeVeryHigh, hypoEpisodes
+    }
+
+    /// Every key, null when absent.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(from, forKey: .from)
+        try container.encode(to, forKey: .to)
+        try container.encode(unit, forKey: .unit)
+        try container.encode(range, forKey: .range)
+        try container.encode(readings, forKey: .readings)
+        try container.encode(firstReading, forKey: .firstReading)
+        try container.encode(lastReading, forKey: .lastReading)
+        try container.encode(mean, forKey: .mean)
+        try container.encode(standardDeviation, forKey: .standardDeviation)
+        try container.encode(coefficientOfVariation, forKey: .coefficientOfVariation)
+        try container.encode(glucoseManagementIndicator, forKey: .glucoseManagementIndicator)
+        try container.encode(timeVeryLow, forKey: .timeVeryLow)
+        try container.encode(timeBelowRange, forKey: .timeBelowRange)
+        try container.encode(timeInRange, forKey: .timeInRange)
+        try container.encode(timeAboveRange, forKey: .timeAboveRange)
+        try container.encode(timeVeryHigh, forKey: .timeVeryHigh)
+        try container.encode(hypoEpisodes, forKey: .hypoEpisodes)
     }
 }
