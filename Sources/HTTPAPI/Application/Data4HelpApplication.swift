@@ -286,7 +286,8 @@ func buildRouter(
             allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks, rateLimiter: components.rateLimiter
         ),
         requests: components.accessRequests, accessLog: components.accessLog, ownData: components.ownData,
-        sosSettings: components.sosSettings, sosIncidents: components.sosIncidents, imports: components.imports, workouts: components.workouts
+        sosSettings: components.sosSettings, sosIncidents: components.sosIncidents, imports: components.imports, workouts: components.workouts,
+        watchRules: components.watchRules
     ).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 

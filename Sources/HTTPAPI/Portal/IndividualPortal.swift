@@ -18,6 +18,7 @@ struct IndividualPortal {
     let sosIncidents: SOSIncidentService
     let imports: ImportService
     let workouts: WorkoutService
+    let watchRules: WatchRuleService
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         let me = site.routes(on: router).signedIn
@@ -69,6 +70,7 @@ struct IndividualPortal {
         MeSOSPages(site: site, settings: sosSettings, incidents: sosIncidents).addRoutes(to: me)
         MeImportPages(site: site, imports: imports).addRoutes(to: me)
         MeWorkoutPages(site: site, workouts: workouts).addRoutes(to: me)
+        MeRulePages(site: site, rules: watchRules).addRoutes(to: me)
     }
 
     private func requestsPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {

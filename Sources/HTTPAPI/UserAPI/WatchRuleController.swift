@@ -112,6 +112,17 @@ struct WatchRuleForm: Decodable {
         case name, type, when, value, low, high, over, readings, minutes, activeHours, severity, notifyDevice, throttleMinutes, enabled
     }
 
+    /// A form from the portal's fields (nil where left empty).
+    init(
+        name: String? = nil, type: String? = nil, when: String? = nil, value: Double? = nil, low: Double? = nil, high: Double? = nil,
+        over: String? = nil, readings: Int? = nil, minutes: Int? = nil, severity: String? = nil, throttleMinutes: Int? = nil, enabled: Bool? = nil
+    ) {
+        (self.name, self.type, self.when, self.value, self.low, self.high) = (name, type, when, value, low, high)
+        (self.over, self.readings, self.minutes, self.severity, self.throttleMinutes, self.enabled) = (
+            over, readings, minutes, severity, throttleMinutes, enabled
+        )
+    }
+
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         name = try container.decodeIfPresent(String.self, forKey: .name)
