@@ -197,17 +197,6 @@ struct MeSOSPages {
 
     /// The form as the API's settings body: contacts are numbered rows, an empty row left out.
     static func form(_ form: PortalForm) throws -> SOSSettingsForm {
-        func number(_ name: String) throws -> Double? {
-            guard let raw = form[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
-            guard let value = Double(raw), value.isFinite else { throw Problem.invalidField(name, "must be a number") }
-            return value
-        }
-        // Whole numbers are read as integers, never through a Double (1e300 or nan would trap).
-        func integer(_ name: String) throws -> Int? {
-            guard let raw = form[name]?.trimmingCharacters(in: .whitespaces), !raw.isEmpty else { return nil }
-            guard let value = Int(raw) else { throw Problem.invalidField(name, "must be a whole number") }
-            return value
-        }
         var contacts: [SOSSettingsForm.Contact] = []
         for index in 0..<SOSSettings.maximumContacts {
             func field(_ name: String) -> String? { form["contacts[\(index)].\(name)"].flatMap { $0.trimmingCharacters(in: .whitespaces).nonEmpty } }
@@ -215,9 +204,9 @@ struct MeSOSPages {
             contacts.append(.init(name: field("name"), phone: field("phone"), email: field("email"), webhookUrl: nil))
         }
         return SOSSettingsForm(
-            enabled: form["enabled"] != nil, minHeartRate: try number("minHeartRate"), maxHeartRate: try number("maxHeartRate"),
-            minOxygenSaturation: try number("minOxygenSaturation"), consecutiveReadings: try integer("consecutiveReadings"),
-            cancelWindowSeconds: try integer("cancelWindowSeconds"), contacts: contacts, medicalNotes: form["medicalNotes"]
+            enabled: form["enabled"] != nil, minHeartRate: try form.number("minHeartRate"), maxHeartRate: try form.number("maxHeartRate"),
+            minOxygenSaturation: try form.number("minOxygenSaturation"), consecutiveReadings: try form.integer("consecutiveReadings"),
+            cancelWindowSeconds: try form.integer("cancelWindowSeconds"), contacts: contacts, medicalNotes: form["medicalNotes"]
         )
     }
 }

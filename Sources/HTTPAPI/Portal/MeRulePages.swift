@@ -93,26 +93,14 @@ struct MeRulePages {
         return typed
     }
 
-    /// The form as the API's rule body; empty fields are absent, numbers are parsed without
-    /// trapping (whole numbers never through a Double).
+    /// The form as the API's rule body; empty fields are absent.
     static func form(_ form: PortalForm) throws -> WatchRuleForm {
-        func text(_ name: String) -> String? { form[name].flatMap { $0.trimmingCharacters(in: .whitespaces).nonEmpty } }
-        func number(_ name: String) throws -> Double? {
-            guard let raw = text(name) else { return nil }
-            guard let value = Double(raw), value.isFinite else { throw Problem.invalidField(name, "must be a number") }
-            return value
-        }
-        func integer(_ name: String) throws -> Int? {
-            guard let raw = text(name) else { return nil }
-            guard let value = Int(raw) else { throw Problem.invalidField(name, "must be a whole number") }
-            return value
-        }
-        let when = text("when")
-        let over = text("over")
+        let when = form.text("when")
+        let over = form.text("over")
         return WatchRuleForm(
-            name: text("name"), type: text("type"), when: when, value: when == "outside" ? nil : try number("value"),
-            low: when == "outside" ? try number("low") : nil, high: when == "outside" ? try number("high") : nil, over: over,
-            readings: over == "consecutive" ? try integer("readings") : nil, minutes: over == "consecutive" ? nil : try integer("minutes"),
-            severity: text("severity"), throttleMinutes: try integer("throttleMinutes"), enabled: true)
+            name: form.text("name"), type: form.text("type"), when: when, value: when == "outside" ? nil : try form.number("value"),
+            low: when == "outside" ? try form.number("low") : nil, high: when == "outside" ? try form.number("high") : nil, over: over,
+            readings: over == "consecutive" ? try form.integer("readings") : nil, minutes: over == "consecutive" ? nil : try form.integer("minutes"),
+            severity: form.text("severity"), throttleMinutes: try form.integer("throttleMinutes"), enabled: true)
     }
 }

@@ -40,6 +40,25 @@ struct PortalForm {
     subscript(_ name: String) -> String? { pairs.first { $0.name == name }?.value }
 
     /// Every value of a field sent more than once (checkboxes of one name), in order.
+    /// A field's text, trimmed; nil when absent or empty.
+    func text(_ name: String) -> String? {
+        self[name].flatMap { $0.trimmingCharacters(in: .whitespaces).nonEmpty }
+    }
+
+    /// A field as a finite number; nil when empty.
+    func number(_ name: String) throws -> Double? {
+        guard let raw = text(name) else { return nil }
+        guard let value = Double(raw), value.isFinite else { throw Problem.invalidField(name, "must be a number") }
+        return value
+    }
+
+    /// A field as a whole number, never read through a Double (1e300 or nan would trap); nil when empty.
+    func integer(_ name: String) throws -> Int? {
+        guard let raw = text(name) else { return nil }
+        guard let value = Int(raw) else { throw Problem.invalidField(name, "must be a whole number") }
+        return value
+    }
+
     func values(_ name: String) -> [String] {
         pairs.filter { $0.name == name }.map(\.value)
     }
