@@ -22,27 +22,28 @@ enum LiveServer {
     ) async throws {
         let app = PortReportingApplication(base: base)
         let serviceGroup = ServiceGroup(configuration: .init(services: [app], logger: app.logger))
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask {
-                defer { app.port.fulfil(nil) }  // a server that ended before listening wakes the waiter
-                try await serviceGroup.run()
-            }
-            guard let port = await app.port.value() else {
-                try await group.waitForAll()  // the server did not start: its error ends the test
-                return
-            }
-            let client = LiveClient(port: port, timeout: clientTimeout)
-            do {
-                try await body(client)
-                try await client.shutdown()
-                await serviceGroup.triggerGracefulShutdown()
-            } catch {
-                try? await client.shutdown()
-                await serviceGroup.triggerGracefulShutdown()
-                throw error
-            }
-            try await waitForShutdown(of: app, limit: shutdownLimit, in: &group)
+        // Not a child task: a server that never stops must not keep the test from ending (see
+        // `waitForShutdown`).
+        let server = Task {
+            defer { app.port.fulfil(nil) }  // a server that ended before listening wakes the waiter
+            try await serviceGroup.run()
         }
+        guard let port = await app.port.value() else {
+            try await server.value  // the server did not start: its error ends the test
+            return
+        }
+        let client = LiveClient(port: port, timeout: clientTimeout)
+        do {
+            try await body(client)
+            try await client.shutdown()
+            await serviceGroup.triggerGracefulShutdown()
+        } catch {
+            try? await client.shutdown()
+            await serviceGroup.triggerGracefulShutdown()
+            _ = await waitForShutdown(of: app, server, limit: shutdownLimit)
+            throw error
+        }
+        try await waitForShutdown(of: app, server, limit: shutdownLimit)?.get()
     }
 
     /// How long a server may take to stop once asked: its workers stop at their next await, its
@@ -52,28 +53,28 @@ enum LiveServer {
     /// Waits for the server's services to end. One whole-suite run on a busy machine hung for 20
     /// minutes with eleven tests unfinished, nine of them with no socket left open (issue 18): a
     /// service that never returns from a graceful shutdown hangs the suite without a word. Past
-    /// `shutdownLimit` this records an issue naming the services still running, then cancels
-    /// them, so the test fails by name and the suite goes on.
+    /// `limit` this records an issue naming the services still running, cancels the server and
+    /// returns without it (a service that ignores cancellation too is left behind, not awaited),
+    /// so the test fails by name and the suite goes on. Nil when it timed out.
+    @discardableResult
     private static func waitForShutdown<Base>(
-        of app: PortReportingApplication<Base>, limit: Duration, in group: inout ThrowingTaskGroup<Void, any Error>
-    ) async throws {
-        group.addTask {
-            try await Task.sleep(for: limit)
-            throw ShutdownTimedOut()
+        of app: PortReportingApplication<Base>, _ server: Task<Void, any Error>, limit: Duration
+    ) async -> Result<Void, any Error>? {
+        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, any Error>?, Never>) in
+            let first = FirstResume(continuation)
+            Task { first.resume(with: await server.result) }
+            Task {
+                try? await Task.sleep(for: limit)
+                first.resume(with: nil)
+            }
         }
-        do {
-            _ = try await group.next()  // the server's end (or its error), or the limit
-            group.cancelAll()  // the timer, or the server
-        } catch is ShutdownTimedOut {
+        if outcome == nil {
             Issue.record("the test's server did not stop within \(limit) of being asked; still running: \(app.running.names)")
-            group.cancelAll()
-        } catch {
-            group.cancelAll()
-            throw error
+            server.cancel()
         }
+        return outcome
     }
 
-    struct ShutdownTimedOut: Error {}
 }
 
 /// The test client of a live server, and the server's port (for WebSocket clients, browsers).
@@ -191,5 +192,18 @@ struct TrackedService: Service {
         running.started(name)
         defer { running.ended(name) }
         try await base.run()
+    }
+}
+
+/// Resumes a continuation with the first of several outcomes; the later ones are dropped.
+final class FirstResume<Value: Sendable>: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Value, Never>?>
+
+    init(_ continuation: CheckedContinuation<Value, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(with value: Value) {
+        continuation.withLock { $0.take() }?.resume(returning: value)
     }
 }
