@@ -238,7 +238,7 @@ struct WatchRuleForm: Decodable {
 /// A rule on the wire (`WatchRule` in the OpenAPI document).
 struct WatchRuleBody: ResponseEncodable, Sendable {
     /// The settings as the wire's flat fields.
-    struct Fields: Sendable {
+    struct Fields: Encodable, Sendable {
         var name: String
         var type: String?
         var when: String
@@ -248,9 +248,15 @@ struct WatchRuleBody: ResponseEncodable, Sendable {
         var over: String
         var readings: Int?
         var minutes: Int?
+        var severity: String
+        var throttleMinutes: Int
+        var condition: String?
 
         init(_ settings: WatchRuleSettings) {
             func number(_ value: Float) -> Double { Double(value.description) ?? Double(value) }
+            severity = settings.severity.rawValue
+            throttleMinutes = settings.throttleSeconds / 60
+            condition = SampleType(storageCode: settings.typeCode).map { WatchRuleWording.condition(of: settings, type: $0) }
             name = settings.name
             type = SampleType(storageCode: settings.typeCode)?.rawValue
             switch settings.comparison {
@@ -263,88 +269,6 @@ struct WatchRuleBody: ResponseEncodable, Sendable {
             case .sustained(let span): (over, readings, minutes) = ("sustained", nil, Int(span / 60_000))
             case .aggregate(let statistic, let span): (over, readings, minutes) = (statistic.rawValue, nil, Int(span / 60_000))
             }
-        }
-    }
-
-    let rule: WatchRule
-
-    init(_ rule: WatchRule) {
-        self.rule = rule
-    }
-
-    private enum CodingKeys: String, CodingKey {
-        case id, name, template, type, when, value, low, high, over, readings, minutes, activeHours, severity, notifyDevice, throttleMinutes,
-            enabled, condition, createdAt, updatedAt
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        let settings = rule.settings
-        let fields = Fields(settings)
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(rule.publicId.wireString, forKey: .id)
-        try container.encode(fields.name, forKey: .name)
-        try container.encode(settings.template, forKey: .template)
-        try container.encode(fields.type, forKey: .type)
-        try container.encode(fields.when, forKey: .when)
-        try container.encode(fields.value, forKey: .value)
-        try container.encode(fields.low, forKey: .low)
-        try container.encode(fields.high, forKey: .high)
-        try container.encode(fields.over, forKey: .over)
-        try container.encode(fields.readings, forKey: .readings)
-        try container.encode(fields.minutes, forKey: .minutes)
-        try container.encode(
-            settings.activeHours.map { WatchRuleForm.Hours(from: Self.clock($0.fromMinute), to: Self.clock($0.toMinute)) }, forKey: .activeHours)
-        try container.encode(settings.severity.rawValue, forKey: .severity)
-        try container.encode(settings.notifyDevice, forKey: .notifyDevice)
-        try container.encode(settings.throttleSeconds / 60, forKey: .throttleMinutes)
-        try container.encode(settings.enabled, forKey: .enabled)
-        try container.encode(
-            SampleType(storageCode: settings.typeCode).map { WatchRuleWording.condition(of: settings, type: $0) }, forKey: .condition)
-        try container.encode(WireFormat.timestamp(rule.createdAt), forKey: .createdAt)
-        try container.encode(WireFormat.timestamp(rule.updatedAt), forKey: .updatedAt)
-    }
-
-    static func clock(_ minute: Int) -> String {
-        let (hour, minutes) = minute.quotientAndRemainder(dividingBy: 60)
-        return (hour < 10 ? "0" : "") + "\(hour):" + (minutes < 10 ? "0" : "") + "\(minutes)"
-    }
-}
-
-/// `GET /api/users/rule-templates`.
-struct WatchRuleTemplateListBody: ResponseEncodable {
-    struct Template: Encodable {
-        let id: String
-        let summary: String
-        let rule: WatchRuleBody.Preview
-    }
-
-    let items: [Template] = WatchRuleTemplate.all.map { Template(id: $0.id, summary: $0.summary, rule: WatchRuleBody.Preview($0.settings)) }
-}
-
-extension WatchRuleBody {
-    /// A template's rule before it is adopted: its settings without id or times.
-    struct Preview: Encodable {
-        let name: String
-        let type: String?
-        let when: String
-        let value: Double?
-        let low: Double?
-        let high: Double?
-        let over: String
-        let readings: Int?
-        let minutes: Int?
-        let severity: String
-        let throttleMinutes: Int
-        let condition: String?
-
-        init(_ settings: WatchRuleSettings) {
-            let fields = Fields(settings)
-            (name, type, when, value, low, high, over, readings, minutes) = (
-                fields.name, fields.type, fields.when, fields.value, fields.low, fields.high, fields.over, fields.readings, fields.minutes
-            )
-            severity = settings.severity.rawValue
-            throttleMinutes = settings.throttleSeconds / 60
-            condition = SampleType(storageCode: settings.typeCode).map { WatchRuleWording.condition(of: settings, type: $0) }
         }
 
         private enum CodingKeys: String, CodingKey {
@@ -368,6 +292,48 @@ extension WatchRuleBody {
             try container.encode(condition, forKey: .condition)
         }
     }
+
+    let rule: WatchRule
+
+    init(_ rule: WatchRule) {
+        self.rule = rule
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case id, template, activeHours, notifyDevice, enabled, createdAt, updatedAt
+    }
+
+    /// The settings' fields (`Fields`, shared with a template's preview), then the stored rule's own.
+    func encode(to encoder: any Encoder) throws {
+        let settings = rule.settings
+        try Fields(settings).encode(to: encoder)
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(rule.publicId.wireString, forKey: .id)
+        try container.encode(settings.template, forKey: .template)
+        try container.encode(
+            settings.activeHours.map { WatchRuleForm.Hours(from: Self.clock($0.fromMinute), to: Self.clock($0.toMinute)) }, forKey: .activeHours)
+        try container.encode(settings.notifyDevice, forKey: .notifyDevice)
+        try container.encode(settings.enabled, forKey: .enabled)
+        try container.encode(WireFormat.timestamp(rule.createdAt), forKey: .createdAt)
+        try container.encode(WireFormat.timestamp(rule.updatedAt), forKey: .updatedAt)
+    }
+
+    static func clock(_ minute: Int) -> String {
+        let (hour, minutes) = minute.quotientAndRemainder(dividingBy: 60)
+        return (hour < 10 ? "0" : "") + "\(hour):" + (minutes < 10 ? "0" : "") + "\(minutes)"
+    }
+}
+
+/// `GET /api/users/rule-templates`.
+struct WatchRuleTemplateListBody: ResponseEncodable {
+    struct Template: Encodable {
+        let id: String
+        let summary: String
+        /// The rule before it is adopted: its settings without id or times.
+        let rule: WatchRuleBody.Fields
+    }
+
+    let items: [Template] = WatchRuleTemplate.all.map { Template(id: $0.id, summary: $0.summary, rule: WatchRuleBody.Fields($0.settings)) }
 }
 
 /// An alert on the wire (`WatchAlert` in the OpenAPI document).
