@@ -1,3 +1,4 @@
+import Foundation
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTesting
@@ -18,6 +19,7 @@ import Testing
 enum LiveServer {
     static func run<Base: ApplicationProtocol>(
         _ base: Base, clientTimeout: Duration, shutdownLimit: Duration = LiveServer.shutdownLimit,
+        diagnostics: @escaping @Sendable () -> [String] = { [] },
         _ body: @Sendable (LiveClient) async throws -> Void
     ) async throws {
         let app = PortReportingApplication(base: base)
@@ -40,25 +42,28 @@ enum LiveServer {
         } catch {
             try? await client.shutdown()
             await serviceGroup.triggerGracefulShutdown()
-            _ = await waitForShutdown(of: app, server, limit: shutdownLimit)
+            _ = await waitForShutdown(of: app, server, limit: shutdownLimit, diagnostics: diagnostics)
             throw error
         }
-        try await waitForShutdown(of: app, server, limit: shutdownLimit)?.get()
+        try await waitForShutdown(of: app, server, limit: shutdownLimit, diagnostics: diagnostics)?.get()
     }
 
     /// How long a server may take to stop once asked: its workers stop at their next await, its
     /// pools close their connections.
-    static let shutdownLimit = Duration.seconds(120)
+    /// `DATA4HELP_TEST_SHUTDOWN_LIMIT` (seconds) shortens it for a loop that hunts a hang.
+    static let shutdownLimit = Duration.seconds(
+        ProcessInfo.processInfo.environment["DATA4HELP_TEST_SHUTDOWN_LIMIT"].flatMap(Int.init) ?? 120)
 
     /// Waits for the server's services to end. One whole-suite run on a busy machine hung for 20
     /// minutes with eleven tests unfinished, nine of them with no socket left open (issue 18): a
     /// service that never returns from a graceful shutdown hangs the suite without a word. Past
     /// `limit` this records an issue naming the services still running, cancels the server and
     /// returns without it (a service that ignores cancellation too is left behind, not awaited),
-    /// so the test fails by name and the suite goes on. Nil when it timed out.
+    /// so the test fails by name and the suite goes on. `diagnostics` adds what the caller knows
+    /// (the pool's connections). Nil when it timed out.
     @discardableResult
     private static func waitForShutdown<Base>(
-        of app: PortReportingApplication<Base>, _ server: Task<Void, any Error>, limit: Duration
+        of app: PortReportingApplication<Base>, _ server: Task<Void, any Error>, limit: Duration, diagnostics: @Sendable () -> [String]
     ) async -> Result<Void, any Error>? {
         let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, any Error>?, Never>) in
             let first = FirstResume(continuation)
@@ -69,7 +74,8 @@ enum LiveServer {
             }
         }
         if outcome == nil {
-            Issue.record("the test's server did not stop within \(limit) of being asked; still running: \(app.running.names)")
+            let lines = ["the test's server did not stop within \(limit) of being asked; still running: \(app.running.names)"] + diagnostics()
+            Issue.record(Comment(rawValue: lines.joined(separator: "\n")))
             server.cancel()
         }
         return outcome

@@ -6,6 +6,7 @@ import HTTPAPI
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Logging
 import Metrics
 import NIOCore
 import NIOHTTP1
@@ -41,11 +42,13 @@ enum TestServer {
         // answered 503. LimitsTests sets its own small limit to test the timeout itself.
         configuration.requestTimeout = .seconds(120)
         configure(&configuration)
+        let pool = PoolEvents()
         let app = try buildApplication(
-            configuration: configuration, databaseURL: databaseURL, metrics: metrics, logger: TestPostgres.logger
+            configuration: configuration, databaseURL: databaseURL, metrics: metrics,
+            logger: pool.logger(label: TestPostgres.logger.label, level: TestPostgres.logger.logLevel)
         )
         // Above the server's own limit, after which it answers 503 itself (see `LiveServer`).
-        try await LiveServer.run(app, clientTimeout: configuration.requestTimeout + .seconds(30)) { client in
+        try await LiveServer.run(app, clientTimeout: configuration.requestTimeout + .seconds(30), diagnostics: { pool.unclosed }) { client in
             try await body(APIClient(client: client))
         }
     }
