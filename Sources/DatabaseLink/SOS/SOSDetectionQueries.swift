@@ -2,6 +2,23 @@ import Data4HelpCore
 import Foundation
 import PostgresNIO
 
+/// An enrolled individual's AutomatedSOS thresholds (`sos_settings`, enabled).
+package struct SOSThresholds: Sendable, Equatable {
+    package let minHeartRate: Float
+    package let maxHeartRate: Float?
+    package let minOxygenSaturation: Float?
+    /// N: how many abnormal readings in a row make an emergency (1…10).
+    package let consecutiveReadings: Int
+    package let cancelWindowSeconds: Int
+
+    /// These thresholds with the stored readings around an upload's new ones.
+    package func with(readings: [StoredReading]) -> MonitoredReadings {
+        MonitoredReadings(
+            minHeartRate: minHeartRate, maxHeartRate: maxHeartRate, minOxygenSaturation: minOxygenSaturation,
+            consecutiveReadings: consecutiveReadings, cancelWindowSeconds: cancelWindowSeconds, readings: readings)
+    }
+}
+
 /// An enrolled individual's thresholds and the stored readings of one monitored type around
 /// the new ones, oldest first, as detection needs them.
 package struct MonitoredReadings: Sendable {
@@ -40,30 +57,6 @@ package struct AbnormalRun: Sendable, Equatable {
 
 /// The queries AutomatedSOS detection runs inside an ingest transaction.
 package enum SOSDetectionQueries {
-    /// The settings and the readings of type `typeCode` from `fromMs` to `toMs`, with the
-    /// individual's consecutive-readings count N of readings either side (oldest first); nil
-    /// when the individual is not enrolled. Runs at every such upload of an enrolled
-    /// individual, so it is a prepared statement (planning it over the partitions cost more
-    /// than running it).
-    package static func readings(
-        typeCode: Int16, fromMs: Int64, toMs: Int64, in transaction: IngestTransaction
-    ) async throws -> MonitoredReadings? {
-        let statement = MonitoredReadingsStatement(individualId: transaction.individualId, typeCode: typeCode, fromMs: fromMs, toMs: toMs)
-        var settings: (Float, Float?, Float?, Int16, Int16)?
-        var readings: [StoredReading] = []
-        for (minimum, maximum, oxygen, consecutive, window, time, value, key) in try await transaction.connection.execute(
-            statement, logger: transaction.logger
-        ) {
-            settings = (minimum, maximum, oxygen, consecutive, window)
-            if let time, let value, let key { readings.append(StoredReading(typeCode: typeCode, timeMs: time, value: value, key: key)) }
-        }
-        guard let settings else { return nil }
-        return MonitoredReadings(
-            minHeartRate: settings.0, maxHeartRate: settings.1, minOxygenSaturation: settings.2,
-            consecutiveReadings: Int(settings.3), cancelWindowSeconds: Int(settings.4), readings: readings
-        )
-    }
-
     /// Opens an incident for `run` unless an incident already covers it (then that incident's
     /// run grows to include it: one run of abnormal readings opens one incident, whether it was
     /// cancelled or dispatched since) or another incident of the individual is still open (the
@@ -116,73 +109,6 @@ package enum SOSDetectionQueries {
             try notice(incident), to: .endpoint(of: .individual(individualId)), on: transaction.connection, logger: transaction.logger
         )
         return incident
-    }
-}
-
-/// The blocks around the new readings — N blocks before the first one's minute (each stored
-/// block holds at least one reading, so they hold at least N readings), the minutes in between,
-/// N blocks after — cut down to the readings detection needs: N before `fromMs`, all from
-/// `fromMs` to `toMs`, N after. Index: `sample_blocks_individual_time_idx` in both directions;
-/// the day bounds let PostgreSQL skip other months' partitions.
-struct MonitoredReadingsStatement: PostgresPreparedStatement {
-    static let name = "data4help_sos_monitored_readings"
-    static let sql = """
-        WITH s AS (
-            SELECT min_heart_rate, max_heart_rate, min_oxygen_saturation, consecutive_readings, cancel_window_seconds
-            FROM sos_settings WHERE individual_id = $1 AND enabled
-        ),
-        b AS (
-            (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
-             WHERE individual_id = $1 AND sample_type = $2 AND EXISTS (SELECT 1 FROM s)
-               AND block_start < $3 AND block_start >= $3::timestamptz - interval '1 day'
-             ORDER BY block_start DESC LIMIT (SELECT consecutive_readings FROM s))
-            UNION ALL
-            (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
-             WHERE individual_id = $1 AND sample_type = $2 AND EXISTS (SELECT 1 FROM s)
-               AND block_start BETWEEN $3 AND $4)
-            UNION ALL
-            (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
-             WHERE individual_id = $1 AND sample_type = $2 AND EXISTS (SELECT 1 FROM s)
-               AND block_start > $4 AND block_start <= $4::timestamptz + interval '1 day'
-             ORDER BY block_start LIMIT (SELECT consecutive_readings FROM s))
-        ),
-        r AS MATERIALIZED (
-            SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + e.offset_ms AS time_ms, e.val, e.key
-            FROM b CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.keys) AS e(offset_ms, val, key)
-        ),
-        picked AS (
-            (SELECT * FROM r WHERE time_ms < $5 ORDER BY time_ms DESC, key DESC LIMIT (SELECT consecutive_readings FROM s))
-            UNION ALL
-            (SELECT * FROM r WHERE time_ms BETWEEN $5 AND $6)
-            UNION ALL
-            (SELECT * FROM r WHERE time_ms > $6 ORDER BY time_ms, key LIMIT (SELECT consecutive_readings FROM s))
-        )
-        SELECT s.min_heart_rate, s.max_heart_rate, s.min_oxygen_saturation, s.consecutive_readings, s.cancel_window_seconds,
-               p.time_ms, p.val, p.key
-        FROM s LEFT JOIN picked p ON true
-        ORDER BY p.time_ms, p.key
-        """
-
-    typealias Row = (Float, Float?, Float?, Int16, Int16, Int64?, Float?, Int64?)
-
-    let individualId: Int64
-    let typeCode: Int16
-    let fromMs: Int64
-    let toMs: Int64
-
-    func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 6)
-        bindings.append(individualId)
-        bindings.append(typeCode)
-        bindings.append(Date(timeIntervalSince1970: Double(fromMs / 60_000 * 60)))
-        bindings.append(Date(timeIntervalSince1970: Double(toMs / 60_000 * 60)))
-        bindings.append(fromMs)
-        bindings.append(toMs)
-        return bindings
-    }
-
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        try row.decode(Row.self)
     }
 }
 

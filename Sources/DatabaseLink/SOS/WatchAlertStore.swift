@@ -82,57 +82,6 @@ package enum EpisodeOutcome: Sendable, Equatable {
 
 /// The Anomaly Detection module's queries, inside an ingest transaction.
 package enum WatchRuleDetection {
-    /// The individual's enabled rules on these types, and their time zone.
-    package static func rules(typeCodes: [Int16], in transaction: IngestTransaction) async throws -> (rules: [WatchRule], timeZone: String) {
-        try await WatchRuleStore.enabledRules(
-            typeCodes: typeCodes, individualId: transaction.individualId, on: transaction.connection, logger: transaction.logger)
-    }
-
-    /// The stored readings of one type from `fromMs` to `toMs`, and `extra` more on each side
-    /// (within a day), oldest first (then by key, the order blocks keep).
-    package static func readings(
-        typeCode: Int16, fromMs: Int64, toMs: Int64, extra: Int, in transaction: IngestTransaction
-    ) async throws -> [StoredReading] {
-        let individualId = transaction.individualId
-        let firstMinute = Date(timeIntervalSince1970: Double(fromMs / 60_000 * 60))
-        let lastMinute = Date(timeIntervalSince1970: Double(toMs / 60_000 * 60))
-        let limit = Int32(clamping: extra)
-        let rows = try await transaction.connection.query(
-            """
-            WITH b AS (
-                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
-                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode)
-                   AND block_start < \(firstMinute) AND block_start >= \(firstMinute)::timestamptz - interval '1 day'
-                 ORDER BY block_start DESC LIMIT \(limit))
-                UNION ALL
-                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
-                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode) AND block_start BETWEEN \(firstMinute) AND \(lastMinute))
-                UNION ALL
-                (SELECT block_start, offsets_ms, vals, keys FROM sample_blocks
-                 WHERE individual_id = \(individualId) AND sample_type = \(typeCode)
-                   AND block_start > \(lastMinute) AND block_start <= \(lastMinute)::timestamptz + interval '1 day'
-                 ORDER BY block_start LIMIT \(limit))
-            ),
-            r AS MATERIALIZED (
-                SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + e.offset_ms AS time_ms, e.val, e.key
-                FROM b CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.keys) AS e(offset_ms, val, key)
-            ),
-            picked AS (
-                (SELECT * FROM r WHERE time_ms < \(fromMs) ORDER BY time_ms DESC, key DESC LIMIT \(limit))
-                UNION ALL
-                (SELECT * FROM r WHERE time_ms BETWEEN \(fromMs) AND \(toMs))
-                UNION ALL
-                (SELECT * FROM r WHERE time_ms > \(toMs) ORDER BY time_ms, key LIMIT \(limit))
-            )
-            SELECT time_ms, val, key FROM picked ORDER BY time_ms, key
-            """, logger: transaction.logger)
-        var readings: [StoredReading] = []
-        for try await (time, value, key) in rows.decode((Int64, Float, Int64).self) {
-            readings.append(StoredReading(typeCode: typeCode, timeMs: time, value: value, key: key))
-        }
-        return readings
-    }
-
     /// Records an episode of `rule`: an alert of the rule that overlaps it grows to cover it
     /// (keeping the latest `WatchAlert.keptReadings` readings); else, unless the rule raised an
     /// alert within its throttle, a new alert — and, when the rule says so, the individual's

@@ -81,27 +81,6 @@ package struct WatchRuleStore: Sendable {
         return !rows.isEmpty
     }
 
-    /// The individual's enabled rules on any of `typeCodes`, and their time zone: what an upload
-    /// evaluates (index: `watch_rules_individual_idx`).
-    static func enabledRules(
-        typeCodes: [Int16], individualId: Int64, on connection: LeasedConnection, logger: Logger
-    ) async throws -> (rules: [WatchRule], timeZone: String) {
-        let rows = try await connection.query(
-            """
-            SELECT \(unescaped: Self.columns), i.time_zone
-            FROM individuals i JOIN watch_rules r ON r.individual_id = i.id
-            WHERE i.id = \(individualId) AND r.enabled AND r.sample_type = ANY (\(typeCodes)::int2[])
-            ORDER BY r.id
-            """, logger: logger)
-        var rules: [WatchRule] = []
-        var zone = "UTC"
-        for try await row in rows {
-            rules.append(try rule(row))
-            zone = try row.makeRandomAccess()[19].decode(String.self)
-        }
-        return (rules, zone)
-    }
-
     /// The settings as columns.
     struct Values {
         var comparison: String
@@ -129,11 +108,13 @@ package struct WatchRuleStore: Sendable {
         }
     }
 
-    /// A row of `columns`. A value the table's checks let through but this build cannot read
-    /// (a future severity, say) is a decoding error, not a guess.
-    static func rule(_ row: PostgresRow) throws -> WatchRule {
+    static func rule(_ row: PostgresRow) throws -> WatchRule { try rule(row, from: 0) }
+
+    /// A row of `columns`, from the row's column `offset` on. A value the table's checks let
+    /// through but this build cannot read (a future severity, say) is a decoding error, not a guess.
+    static func rule(_ row: PostgresRow, from offset: Int) throws -> WatchRule {
         let cells = row.makeRandomAccess()
-        func cell<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T { try cells[index].decode(T.self) }
+        func cell<T: PostgresDecodable>(_ index: Int, as type: T.Type = T.self) throws -> T { try cells[offset + index].decode(T.self) }
         let comparison: WatchComparison
         switch (try cell(5, as: String.self), try cell(6, as: Float?.self), try cell(7, as: Float?.self)) {
         case ("below", let low?, _): comparison = .below(low)

@@ -212,7 +212,7 @@ struct Components {
         storedData = StoredDataEvents()
         dataManager = DataManager(
             database: database, partitions: partitions, events: storedData,
-            checks: [EmergencyDetector(logger: logger), WatchRuleDetector(logger: logger)])
+            checks: [AnomalyDetector(logger: logger)])
         imports = ImportService(database: database, maximumBytes: configuration.importMaxBytes)
         workouts = WorkoutService(database: database)
         ownData = OwnDataReader(database: database)

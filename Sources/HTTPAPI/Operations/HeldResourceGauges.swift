@@ -19,8 +19,8 @@ import RunEvents
 /// - `webhook_attempts_in_flight`: deliveries being attempted (at most `WEBHOOK_WORKERS`).
 ///
 /// Prepared statements are not counted here: PostgresNIO keeps them per connection, keyed by
-/// statement type, and this code has one (`MonitoredReadingsStatement`), so a connection holds at
-/// most one.
+/// statement type, and this code has two (Anomaly Detection's `DetectionContextStatement` and
+/// `ReadingsAroundStatement`), so a connection holds at most two.
 package struct HeldResourceGauges: Sendable {
     /// Connections and streams under way, counted where they are served.
     final class Counts: Sendable {
