@@ -62,11 +62,16 @@ package actor TestPostgres {
         databaseCount += 1
         let name = "test_\(databaseCount)"
         let url = cluster.maintenanceURL
-        let connection = try await PostgresConnection.connect(
-            configuration: .init(
-                host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable),
-            id: databaseCount, logger: Self.logger
-        )
+        let connection: PostgresConnection
+        do {
+            connection = try await PostgresConnection.connect(
+                configuration: .init(
+                    host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable),
+                id: databaseCount, logger: Self.logger
+            )
+        } catch {
+            throw CreateDatabaseFailed(description: "connecting to create \(name): \(String(reflecting: error))")
+        }
         do {
             // Names are generated above, never user input; identifiers cannot be bound.
             _ = try await connection.query(PostgresQuery(unsafeSQL: "CREATE DATABASE \(name) TEMPLATE \(template)"), logger: Self.logger)

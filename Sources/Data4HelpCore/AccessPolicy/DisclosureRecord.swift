@@ -1,25 +1,26 @@
 import Foundation
 
+/// Who was shown the data of a disclosure.
+package enum DisclosureRecipient: Sendable, Equatable {
+    /// An organisation, under one of its requests.
+    case organisation(publicId: UUID, name: String, requestPublicId: UUID)
+    /// A carer, under a care link.
+    case carer(linkPublicId: UUID, name: String?)
+}
+
 /// One disclosure as the individual's access log shows it.
 package struct DisclosureRecord: Sendable, Equatable {
     package var id: Int64
     package var at: Date
-    package var organisationPublicId: UUID
-    package var organisationName: String
-    package var requestPublicId: UUID
+    package var recipient: DisclosureRecipient
     package var channel: String
     package var types: [String]
     package var itemCount: Int
 
-    package init(
-        id: Int64, at: Date, organisationPublicId: UUID, organisationName: String, requestPublicId: UUID, channel: String, types: [String],
-        itemCount: Int
-    ) {
+    package init(id: Int64, at: Date, recipient: DisclosureRecipient, channel: String, types: [String], itemCount: Int) {
         self.id = id
         self.at = at
-        self.organisationPublicId = organisationPublicId
-        self.organisationName = organisationName
-        self.requestPublicId = requestPublicId
+        self.recipient = recipient
         self.channel = channel
         self.types = types
         self.itemCount = itemCount

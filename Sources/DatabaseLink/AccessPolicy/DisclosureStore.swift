@@ -19,23 +19,30 @@ package struct DisclosureStore: Sendable {
             """)
     }
 
-    /// The individual's disclosures, newest first (index: disclosures_individual_idx).
+    /// The individual's disclosures, newest first (index: disclosures_individual_idx): to
+    /// organisations under their requests, and to carers under care links.
     package func list(individualId: Int64, beforeId: Int64?, limit: Int) async throws -> [DisclosureRecord] {
         let rows = try await database.query(
             """
-            SELECT d.id, d.at, p.public_id, p.name, r.public_id, d.channel, d.types, d.item_count
+            SELECT d.id, d.at, p.public_id, p.name, r.public_id, l.public_id, c.full_name, d.channel, d.types, d.item_count
             FROM disclosures d
-            JOIN third_parties p ON p.id = d.third_party_id
-            JOIN access_requests r ON r.id = d.request_id
+            LEFT JOIN third_parties p ON p.id = d.third_party_id
+            LEFT JOIN access_requests r ON r.id = d.request_id
+            LEFT JOIN care_links l ON l.id = d.care_link_id
+            LEFT JOIN individuals c ON c.id = l.carer_id
             WHERE d.individual_id = \(individualId) AND d.id < \(beforeId ?? Int64.max)
             ORDER BY d.id DESC LIMIT \(limit)
             """)
         return try rows.map { row in
-            let r = try row.decode((Int64, Date, UUID, String, UUID, String, [String], Int32).self)
-            return DisclosureRecord(
-                id: r.0, at: r.1, organisationPublicId: r.2, organisationName: r.3, requestPublicId: r.4,
-                channel: r.5, types: r.6, itemCount: Int(r.7)
-            )
+            let r = try row.decode((Int64, Date, UUID?, String?, UUID?, UUID?, String?, String, [String], Int32).self)
+            let recipient: DisclosureRecipient
+            switch (r.2, r.3, r.4, r.5) {
+            case (let organisation?, let name?, let request?, nil):
+                recipient = .organisation(publicId: organisation, name: name, requestPublicId: request)
+            case (nil, nil, nil, let link?): recipient = .carer(linkPublicId: link, name: r.6)
+            default: throw StoredValueError(column: "disclosures.care_link_id")
+            }
+            return DisclosureRecord(id: r.0, at: r.1, recipient: recipient, channel: r.7, types: r.8, itemCount: Int(r.9))
         }
     }
 }

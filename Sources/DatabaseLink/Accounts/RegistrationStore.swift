@@ -75,13 +75,7 @@ package struct RegistrationStore: Sendable {
         try await database.withTransaction { connection in
             if let pending { try await Self.insert(pending, tokenDigest: tokenDigest, expiresAt: expiresAt, on: connection, logger: database.logger) }
             for message in messages {
-                _ = try await connection.query(
-                    """
-                    INSERT INTO outbound_mail (recipient, subject, body)
-                    SELECT \(message.recipient), \(message.subject), \(message.body)
-                    WHERE (SELECT count(*) FROM outbound_mail
-                           WHERE recipient = \(message.recipient) AND created_at > now() - interval '1 hour') < \(recipientCap)
-                    """, logger: database.logger)  // index: outbound_mail_recipient_idx
+                try await OutboundMailStore.queue(message, recipientCap: recipientCap, on: connection, logger: database.logger)
             }
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import PostgresNIO
 
 /// A queued message leased for sending.
@@ -16,6 +17,19 @@ package struct OutboundMailStore: Sendable {
 
     package init(database: Database) {
         self.database = database
+    }
+
+    /// Queues `message` on the caller's connection (inside its transaction), unless its recipient
+    /// was already sent `recipientCap` messages in the last hour: the caller's answer stays the
+    /// same, so the cap tells nobody anything, and an address cannot be flooded through us.
+    static func queue(_ message: OutboundMessage, recipientCap: Int, on connection: LeasedConnection, logger: Logger) async throws {
+        _ = try await connection.query(
+            """
+            INSERT INTO outbound_mail (recipient, subject, body)
+            SELECT \(message.recipient), \(message.subject), \(message.body)
+            WHERE (SELECT count(*) FROM outbound_mail
+                   WHERE recipient = \(message.recipient) AND created_at > now() - interval '1 hour') < \(recipientCap)
+            """, logger: logger)  // index: outbound_mail_recipient_idx
     }
 
     /// Leases up to `limit` due messages for `leaseFor`: another instance takes them only if this

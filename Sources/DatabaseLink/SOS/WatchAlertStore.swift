@@ -65,15 +65,24 @@ package struct WatchAlertStore: Sendable {
 }
 
 /// An alert just raised, as the individual's device is told of it.
-package struct RaisedAlert: Sendable {
+package struct RaisedAlert: Sendable, Equatable {
     package let publicId: UUID
     package let raisedAt: Date
+}
+
+/// A carer who receives a rule's alerts, through an accepted care link.
+package struct AlertCarer: Sendable {
+    package let linkId: Int64
+    package let linkPublicId: UUID
+    package let carerId: Int64
+    /// The person the alert is about, as the carer knows them.
+    package let personName: String
 }
 
 /// What the detector does with an episode it found.
 package enum EpisodeOutcome: Sendable, Equatable {
     /// A new alert.
-    case raised(UUID)
+    case raised(RaisedAlert)
     /// An alert of the same episode grew to include it.
     case extended
     /// The rule's throttle held it back.
@@ -129,15 +138,47 @@ package enum WatchRuleDetection {
         for row in try await rows.collect() {  // read whole before the connection runs the next statement
             let (kind, id, raisedAt) = try row.decode((String, UUID?, Date?).self)
             if kind == "raised", let id, let raisedAt {
+                let alert = RaisedAlert(publicId: id, raisedAt: raisedAt)
                 if settings.notifyDevice {
                     try await WebhookOutbox.enqueue(
-                        try notice(RaisedAlert(publicId: id, raisedAt: raisedAt)), to: .endpoint(of: .individual(transaction.individualId)),
-                        on: transaction.connection, logger: transaction.logger)
+                        try notice(alert), to: .endpoint(of: .individual(transaction.individualId)), on: transaction.connection,
+                        logger: transaction.logger)
                 }
-                return .raised(id)
+                return .raised(alert)
             }
             outcome = .extended
         }
         return outcome
+    }
+
+    /// Tells the carers who receive `rule`'s alerts of a new one: each carer's device endpoint
+    /// gets the message `notice` makes for them, and the person's access log records it (channel
+    /// `carer`), in the ingest transaction. Answers how many carers were told.
+    @discardableResult
+    package static func tellCarers(
+        of rule: WatchRule, typeName: String, in transaction: IngestTransaction, notice: (AlertCarer) throws -> OutboxMessage
+    ) async throws -> Int {
+        let rows = try await transaction.connection.query(
+            """
+            SELECT l.id, l.public_id, l.carer_id, p.full_name
+            FROM care_link_rules lr   -- index: care_link_rules_rule_idx
+            JOIN care_links l ON l.id = lr.link_id AND l.status = 'accepted'
+            JOIN individuals p ON p.id = l.individual_id
+            WHERE lr.rule_id = \(rule.sequence)
+            ORDER BY l.id
+            """, logger: transaction.logger
+        ).collect()
+        for row in rows {
+            let (linkId, linkPublicId, carerId, personName) = try row.decode((Int64, UUID, Int64, String).self)
+            let carer = AlertCarer(linkId: linkId, linkPublicId: linkPublicId, carerId: carerId, personName: personName)
+            try await WebhookOutbox.enqueue(
+                try notice(carer), to: .endpoint(of: .individual(carerId)), on: transaction.connection, logger: transaction.logger)
+            try await transaction.connection.query(
+                """
+                INSERT INTO disclosures (individual_id, care_link_id, channel, types, item_count)
+                VALUES (\(transaction.individualId), \(linkId), 'carer', ARRAY[\(typeName)]::text[], 1)
+                """, logger: transaction.logger)
+        }
+        return rows.count
     }
 }

@@ -177,6 +177,7 @@ struct Components {
     let sosSettings: SOSSettingsService
     let sosIncidents: SOSIncidentService
     let watchRules: WatchRuleService
+    let care: CareService
     let runEvents: RunEventService
     let livePositions: LivePositions
     /// This instance's spectators of live runs, fed by `data4help_runs` notifications.
@@ -232,6 +233,8 @@ struct Components {
         sosSettings = SOSSettingsService(database: database)
         sosIncidents = SOSIncidentService(database: database)
         watchRules = WatchRuleService(database: database)
+        care = CareService(
+            database: database, signInURL: configuration.registrationSettings.publicBaseURL + "/me/login", mailQueued: mailQueued)
         runEvents = RunEventService(database: database)
         livePositions = LivePositions(database: database)
         liveHub = LiveRunHub(interval: configuration.liveUpdateInterval, wire: LiveJSON()) { [livePositions] in
@@ -307,6 +310,7 @@ func buildRouter(
     UserDataController(dataManager: components.dataManager, ownData: components.ownData, body: body).addRoutes(to: authenticatedUsers)
     SourceController(preferences: components.sources, body: body).addRoutes(to: authenticatedUsers)
     WatchRuleController(service: components.watchRules, body: body).addRoutes(to: authenticatedUsers)
+    CareController(service: components.care, body: body).addRoutes(to: authenticatedUsers)
     ImportController(imports: components.imports).addRoutes(to: authenticatedUsers)
     WorkoutController(workouts: components.workouts).addRoutes(to: authenticatedUsers)
     UserExportController(

@@ -110,6 +110,21 @@ enum ErrorMapping {
                     .conflict, slug: "too-many-rules", title: "Too many rules",
                     detail: "You have \(maximum) watch rules, the most there may be; delete one first.")
             }
+        case let error as CareError:
+            switch error {
+            case .linkNotFound: return .notFound("care link")
+            case .invitationNotFound: return .notFound("invitation")
+            case .unknownRule: return .invalidField("rules", "must name your own watch rules")
+            case .ownAddress: return .invalidField("email", "must be someone else's address")
+            case .alreadyInvited:
+                return Problem(
+                    .conflict, slug: "already-invited", title: "Already invited",
+                    detail: "This address already has an open invitation or care link from you; end it first to send another.")
+            case .tooManyLinks(let maximum):
+                return Problem(
+                    .conflict, slug: "too-many-care-links", title: "Too many care links",
+                    detail: "You have \(maximum) open invitations and carers, the most there may be; end one first.")
+            }
         case let error as SummaryError:
             switch error {
             case .notAQuantity(let type): return .invalidField("type", "must be a quantity type; \(type.rawValue) has no summary")

@@ -48,24 +48,35 @@ struct GrantedDataController {
     }
 }
 
-/// One entry of the individual's access log.
+/// One entry of the individual's access log: to an organisation (under a request) or to a carer
+/// (under a care link).
 struct DisclosureBody: Encodable, Sendable {
     struct Organisation: Encodable, Sendable {
         let id: String
         let name: String
     }
 
+    struct Carer: Encodable, Sendable {
+        let linkId: String
+        @Nullable var name: String?
+    }
+
     let at: Date
-    let organisation: Organisation
-    let requestId: String
+    @Nullable var organisation: Organisation?
+    @Nullable var requestId: String?
+    @Nullable var carer: Carer?
     let channel: String
     let types: [String]
     let itemCount: Int
 
     init(_ record: DisclosureRecord) {
         at = record.at
-        organisation = Organisation(id: record.organisationPublicId.wireString, name: record.organisationName)
-        requestId = record.requestPublicId.wireString
+        switch record.recipient {
+        case .organisation(let id, let name, let request):
+            (organisation, requestId, carer) = (Organisation(id: id.wireString, name: name), request.wireString, nil)
+        case .carer(let link, let name):
+            (organisation, requestId, carer) = (nil, nil, Carer(linkId: link.wireString, name: name))
+        }
         channel = record.channel
         types = record.types
         itemCount = record.itemCount

@@ -88,14 +88,19 @@ package struct AnomalyDetector: IngestTransactionCheck {
         let settings = rule.settings
         let condition = WatchRuleWording.condition(of: settings, type: type)
         for episode in episodes {
-            let outcome = try await WatchRuleDetection.record(episode: episode.readings, of: rule, condition: condition, in: transaction) {
-                try AlertRaisedNotice(
-                    $0, rule: rule, typeName: type.rawValue, condition: condition, latest: episode.readings.last, episodeStartMs: episode.firstMs
-                ).message
+            let notice = { (alert: RaisedAlert) in
+                AlertRaisedNotice(
+                    alert, rule: rule, typeName: type.rawValue, condition: condition, latest: episode.readings.last, episodeStartMs: episode.firstMs)
             }
-            if case .raised(let id) = outcome {
+            let outcome = try await WatchRuleDetection.record(episode: episode.readings, of: rule, condition: condition, in: transaction) {
+                try notice($0).message
+            }
+            if case .raised(let alert) = outcome {
+                try await WatchRuleDetection.tellCarers(of: rule, typeName: type.rawValue, in: transaction) {
+                    try CareAlertNotice($0, alert: notice(alert)).message
+                }
                 Counter(label: "watch_alerts_raised_total", dimensions: [("severity", settings.severity.rawValue)]).increment()
-                logger.info("watch alert raised", metadata: ["individual.id": "\(transaction.individualId)", "alert.id": "\(id)"])
+                logger.info("watch alert raised", metadata: ["individual.id": "\(transaction.individualId)", "alert.id": "\(alert.publicId)"])
             }
         }
     }

@@ -10,6 +10,7 @@ import Logging
 import Metrics
 import NIOCore
 import NIOHTTP1
+import PostgresNIO
 import Prometheus
 
 /// Runs the real application — the same `buildApplication` as `data4help serve` — on a free
@@ -26,6 +27,22 @@ enum TestServer {
         database: DatabaseURL? = nil,
         configure: (inout AppConfiguration) -> Void = { _ in },
         _ body: @Sendable (APIClient) async throws -> Void
+    ) async throws {
+        do {
+            try await serve(database: database, configure: configure, body)
+        } catch let error as PSQLError {
+            // PSQLError's description hides the server's message and SQLSTATE; a whole-suite run on a
+            // busy machine failed twenty tests at one instant with nothing but "PSQLError" (issue 18).
+            throw DatabaseFailure(description: String(reflecting: error))
+        }
+    }
+
+    struct DatabaseFailure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    private static func serve(
+        database: DatabaseURL?, configure: (inout AppConfiguration) -> Void, _ body: @Sendable (APIClient) async throws -> Void
     ) async throws {
         let databaseURL = if let database { database } else { try await TestPostgres.shared.migratedDatabase() }
         var configuration = AppConfiguration()
