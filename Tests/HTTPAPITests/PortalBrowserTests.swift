@@ -137,7 +137,12 @@ struct PortalBrowserTests {
                 try await Self.text(session, at: "/me", of: "form[data-request=\(Self.js(request))] h3") { $0 == "Cardio Lab" }
                 try await Self.submit(session, "/me/requests/\(request)/decision", button: "button[value=accept]")
                 try await Self.text(session, at: "/me", of: "#granted tbody tr td") { $0 == "Cardio Lab" }
-                try await Self.checkPhoneWidthAndLabels(session, pages: ["/me", "/me/access-log", "/me/health", "/me/health?period=week", "/me/sos"])
+                try await Self.checkPhoneWidthAndLabels(
+                    session,
+                    pages: [
+                        "/me", "/me/access-log", "/me/health", "/me/health?period=week", "/me/sos", "/me/rules", "/me/alerts", "/me/carers",
+                        "/me/caring",
+                    ])
                 // This browser has no organisation's session: the portal sends it to sign in.
                 try await Self.go(session, "/portal/keys")
                 try await Self.text(session, at: "/portal/login", of: "h1") { $0 == "Sign in" }

@@ -70,3 +70,17 @@ package struct LatestReading: Sendable, Equatable {
         self.value = value
     }
 }
+
+/// One person a carer cares for, as the carer's list shows them: the link, the latest reading of
+/// each shared type, the shared rules' open alerts.
+package struct CaredFor: Sendable {
+    package let link: CareLink
+    package let latest: [LatestReading]
+    package let openAlerts: [WatchAlert]
+
+    package init(link: CareLink, latest: [LatestReading], openAlerts: [WatchAlert]) {
+        self.link = link
+        self.latest = latest
+        self.openAlerts = openAlerts
+    }
+}

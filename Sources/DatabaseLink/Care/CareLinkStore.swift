@@ -204,10 +204,3 @@ package struct CareLinkStore: Sendable {
             endedAt: try cell(10), endedBy: endedBy)
     }
 }
-
-/// One person a carer cares for, as the carer's list shows them.
-package struct CaredFor: Sendable {
-    package let link: CareLink
-    package let latest: [LatestReading]
-    package let openAlerts: [WatchAlert]
-}

@@ -290,7 +290,7 @@ func buildRouter(
         ),
         requests: components.accessRequests, accessLog: components.accessLog, ownData: components.ownData,
         sosSettings: components.sosSettings, sosIncidents: components.sosIncidents, imports: components.imports, workouts: components.workouts,
-        watchRules: components.watchRules
+        watchRules: components.watchRules, care: components.care
     ).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 

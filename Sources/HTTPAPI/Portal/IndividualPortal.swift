@@ -19,6 +19,7 @@ struct IndividualPortal {
     let imports: ImportService
     let workouts: WorkoutService
     let watchRules: WatchRuleService
+    let care: CareService
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         let me = site.routes(on: router).signedIn
@@ -71,6 +72,7 @@ struct IndividualPortal {
         MeImportPages(site: site, imports: imports).addRoutes(to: me)
         MeWorkoutPages(site: site, workouts: workouts).addRoutes(to: me)
         MeRulePages(site: site, rules: watchRules).addRoutes(to: me)
+        MeCarePages(site: site, care: care, rules: watchRules).addRoutes(to: me)
     }
 
     private func requestsPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {

@@ -97,7 +97,7 @@ struct PortalSite {
             ? [("", "Overview"), ("/keys", "API keys"), ("/requests", "Access requests"), ("/aggregates", "Aggregates"), ("/webhook", "Webhook")]
             : [
                 ("", "Requests"), ("/access-log", "Access log"), ("/health", "My data"), ("/workouts", "Workouts"), ("/imports", "Import"),
-                ("/rules", "Watch rules"), ("/alerts", "Alerts"), ("/sos", "AutomatedSOS"),
+                ("/rules", "Watch rules"), ("/alerts", "Alerts"), ("/carers", "Carers"), ("/caring", "Caring"), ("/sos", "AutomatedSOS"),
             ]
         return [
             "base": base,

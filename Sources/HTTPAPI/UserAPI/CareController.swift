@@ -1,6 +1,5 @@
 import AccessManager
 import Data4HelpCore
-import DatabaseLink
 import Foundation
 import HealthSharing
 import Hummingbird
