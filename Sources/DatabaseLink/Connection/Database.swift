@@ -1,6 +1,8 @@
 import Logging
 import Metrics
 import PostgresNIO
+import ServiceLifecycle
+import Synchronization
 
 /// The connection pool every store runs its queries through.
 ///
@@ -8,7 +10,7 @@ import PostgresNIO
 /// also publishes pool usage as metrics: `db_pool_connections_in_use` and
 /// `db_pool_connections_max`.
 package struct Database: Sendable {
-    /// The pool; run it as a service (`app.addServices(database.client)`).
+    /// The pool; run it as a service (`PoolService`) or around a body (`whileRunning`).
     package let client: PostgresClient
     package let logger: Logger
     private let inUse: Meter
@@ -33,12 +35,50 @@ package struct Database: Sendable {
     }
 
     /// Runs the pool for the duration of the body, for commands and tests that have no
-    /// service group of their own (the server runs `client` as a service instead).
+    /// service group of their own (the server runs it as a service instead: `PoolService`).
     package func whileRunning<Result: Sendable>(_ body: @Sendable () async throws -> Result) async throws -> Result {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { await client.run() }
-            defer { group.cancelAll() }
-            return try await body()
+        let pool = Task { await client.run() }
+        do {
+            let result = try await body()
+            await stop(pool)
+            return result
+        } catch {
+            await stop(pool)
+            throw error
+        }
+    }
+
+    /// How long a pool may take to stop once asked: it closes its connections, which takes
+    /// milliseconds.
+    package static let stopLimit = Duration.seconds(15)
+
+    /// Cancels the pool's run and waits for it, at most `limit`. PostgresNIO's pool (1.33) has been
+    /// seen to never return from `run()` after being cancelled with every connection already
+    /// closed (issue 18: a test server's pool; a test's pool after a replica's replay was paused and
+    /// resumed): a process that awaited it hung for good. Past the limit this logs it and returns
+    /// without the pool — nothing is left open by then but the pool's own task. True when it stopped.
+    @discardableResult
+    package func stop(_ pool: Task<Void, Never>, within limit: Duration = Database.stopLimit) async -> Bool {
+        pool.cancel()
+        let stopped = await Self.ended(pool, within: limit)
+        if !stopped {
+            logger.error("the connection pool did not stop within \(limit) of being asked; left behind", metadata: ["pool": "\(client)"])
+        }
+        return stopped
+    }
+
+    /// Whether `task` ends within `limit` (it is not awaited past it).
+    package static func ended(_ task: Task<Void, Never>, within limit: Duration) async -> Bool {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
+            let once = ResumeOnce(continuation)
+            Task {
+                await task.value
+                once.resume(true)
+            }
+            Task {
+                try? await Task.sleep(for: limit)
+                once.resume(false)
+            }
         }
     }
 
@@ -107,5 +147,35 @@ package struct Database: Sendable {
         try await withConnection { connection in
             try await connection.query(query, logger: logger).collect()
         }
+    }
+}
+
+/// Resumes a continuation with the first answer; later ones are dropped.
+private final class ResumeOnce: Sendable {
+    private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
+
+    init(_ continuation: CheckedContinuation<Bool, Never>) {
+        self.continuation = Mutex(continuation)
+    }
+
+    func resume(_ value: Bool) {
+        continuation.withLock { $0.take() }?.resume(returning: value)
+    }
+}
+
+/// The pool as a service of the application: it runs until the application shuts down, then
+/// stops within `Database.stopLimit` or is left behind with an error logged (see
+/// `Database.stop`), so that a pool that never returns cannot keep the process from exiting.
+package struct PoolService: Service {
+    let database: Database
+
+    package init(_ database: Database) {
+        self.database = database
+    }
+
+    package func run() async {
+        let pool = Task { await database.client.run() }
+        try? await gracefulShutdown()  // returns at graceful shutdown, throws when cancelled: either way, stop
+        await database.stop(pool)
     }
 }

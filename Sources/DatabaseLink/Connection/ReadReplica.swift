@@ -88,16 +88,14 @@ package final class ReadReplica: Service, Sendable {
     }
 
     package func run() async throws {
-        await withTaskGroup(of: Void.self) { group in
-            group.addTask { [pool] in await pool.client.run() }
-            await cancelWhenGracefulShutdown {
-                while !Task.isCancelled {
-                    await self.check()
-                    try? await Task.sleep(for: self.timing.checkInterval)
-                }
+        let running = Task { [pool] in await pool.client.run() }
+        await cancelWhenGracefulShutdown {
+            while !Task.isCancelled {
+                await self.check()
+                try? await Task.sleep(for: self.timing.checkInterval)
             }
-            group.cancelAll()
         }
+        await pool.stop(running)  // bounded: see `Database.stop`
     }
 
     /// One health check: the replica answers a query within the check interval.

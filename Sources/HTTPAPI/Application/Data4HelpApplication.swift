@@ -64,7 +64,7 @@ package func buildApplication(
         configuration: configuration
     )
     var services: [any Service] = [
-        database.client,
+        PoolService(database),
         TokenJanitor(database: database, logger: logger),
         EventListener(
             database: database,
