@@ -156,8 +156,3 @@ struct CaredForBody: ResponseEncodable, Sendable {
         openAlerts = person.openAlerts.map(WatchAlertBody.init)
     }
 }
-
-/// A short list answered whole (no pages: a person has at most a few dozen links).
-struct ItemList<Item: Encodable & Sendable>: ResponseEncodable, Sendable {
-    let items: [Item]
-}

@@ -344,9 +344,9 @@ struct WatchAlertBody: ResponseEncodable, Sendable {
     }
 
     let id: String
-    let ruleId: String?
+    @Nullable var ruleId: String?
     let ruleName: String
-    let type: String?
+    @Nullable var type: String?
     let severity: String
     let condition: String
     let episodeStart: String
@@ -354,7 +354,7 @@ struct WatchAlertBody: ResponseEncodable, Sendable {
     let readings: [Reading]
     let raisedAt: String
     let updatedAt: String
-    let acknowledgedAt: String?
+    @Nullable var acknowledgedAt: String?
 
     init(_ alert: WatchAlert) {
         id = alert.publicId.wireString
@@ -371,25 +371,5 @@ struct WatchAlertBody: ResponseEncodable, Sendable {
         raisedAt = WireFormat.timestamp(alert.raisedAt)
         updatedAt = WireFormat.timestamp(alert.updatedAt)
         acknowledgedAt = alert.acknowledgedAt.map(WireFormat.timestamp)
-    }
-
-    private enum CodingKeys: String, CodingKey {
-        case id, ruleId, ruleName, type, severity, condition, episodeStart, episodeEnd, readings, raisedAt, updatedAt, acknowledgedAt
-    }
-
-    func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(ruleId, forKey: .ruleId)
-        try container.encode(ruleName, forKey: .ruleName)
-        try container.encode(type, forKey: .type)
-        try container.encode(severity, forKey: .severity)
-        try container.encode(condition, forKey: .condition)
-        try container.encode(episodeStart, forKey: .episodeStart)
-        try container.encode(episodeEnd, forKey: .episodeEnd)
-        try container.encode(readings, forKey: .readings)
-        try container.encode(raisedAt, forKey: .raisedAt)
-        try container.encode(updatedAt, forKey: .updatedAt)
-        try container.encode(acknowledgedAt, forKey: .acknowledgedAt)
     }
 }
