@@ -136,6 +136,25 @@ struct IndividualPortalTests {
             let health = PortalBrowser.html(try await me.send(.get, "/me/health"))
             #expect(health.components(separatedBy: #"class="bar""#).count - 1 == 5 && health.contains("No data in this period."))  // steps: none
             #expect(try await me.send(.get, "/me/health?period=week").status == .ok)
+            #expect(!health.contains(#"id="glucose""#))  // no glucose readings: no glucose section
+
+            // Glucose: the chart with the range shaded and the consensus figures, computed by hand for
+            // 60, 100, 150, 200, 110 mg/dL against 70–180: in range 3 of 5, below 1, above 1; mean 124;
+            // GMI 3.31 + 0.02392 × 124 = 6.27; sample SD √(11320 / 4) = 53.2, CV 42.9 %; one hypo episode.
+            let glucose: [any Sendable] = [60, 100, 150, 200, 110].enumerated().map { index, value in
+                [
+                    "type": "bloodGlucose", "value": value, "unit": "mg/dL",
+                    "start": WireFormatTime.string(now.addingTimeInterval(Double(index - 5) * 3_600)),
+                ] as JSONObject
+            }
+            #expect(try await api.send(.post, "/api/users/data", token: person, json: ["items": glucose]).json["accepted"] as? Int == 5)
+            let charted = PortalBrowser.html(try await me.send(.get, "/me/health"))
+            #expect(charted.contains(#"id="glucose""#) && charted.contains(#"class="range""#))
+            #expect(charted.components(separatedBy: #"class="glucose-reading "#).count - 1 == 5)
+            #expect(charted.contains("60 % of 5 readings") && charted.contains("Target range 70–180 mg/dL"))
+            #expect(
+                charted.contains("<dd>20 % (below 54 mg/dL: 0 %); hypo episodes: 1</dd>") && charted.contains("<dd>20 % (above 250 mg/dL: 0 %)</dd>"))
+            #expect(charted.contains("<dd>124 mg/dL, coefficient of variation 42.9 %</dd>") && charted.contains("<dd>6.3 %</dd>"))
 
             let sos = try await me.send(.get, "/me/sos")
             let csrf = try PortalBrowser.csrf(sos)

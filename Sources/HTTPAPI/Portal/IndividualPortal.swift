@@ -101,7 +101,9 @@ struct IndividualPortal {
 }
 
 /// `/me/health`: my heart rate (mean) and steps (total) over the last day, by hour, or the last
-/// week, by day — from the same summaries as `GET /api/users/data/summary`.
+/// week, by day — from the same summaries as `GET /api/users/data/summary` — and, when I have
+/// glucose readings in the period, their chart with my range shaded and the figures of
+/// `GET /api/users/data/glucose`.
 struct MeHealthPage {
     let site: PortalSite
     let ownData: OwnDataReader
@@ -128,7 +130,37 @@ struct MeHealthPage {
                 "empty": bars.isEmpty,
             ])
         }
-        return try await site.page("me-health", title: "My data", context, values: ["charts": charts, "week": week])
+        var values: [String: Any] = ["charts": charts, "week": week]
+        let (report, readings) = try await ownData.glucose(of: individual, from: from, to: to, range: nil)
+        if !readings.isEmpty {
+            values["glucose"] = Self.glucose(report, readings, from: from, to: to, week: week)
+        }
+        return try await site.page("me-health", title: "My data", context, values: values)
+    }
+
+    /// The glucose section: the chart, range shaded, and the consensus figures beside it.
+    static func glucose(_ report: GlucoseReport, _ readings: [(timeMs: Int64, value: Float)], from: Date, to: Date, week: Bool) -> [String: Any] {
+        let (fromMs, toMs) = (from.epochMilliseconds, to.epochMilliseconds)
+        let step: Int64 = week ? 86_400_000 : 6 * 3_600_000
+        let ticks = (0...(week ? 7 : 4)).map { index -> (timeMs: Int64, label: String) in
+            let ago = Int64(index) * step
+            return (toMs - ago, index == 0 ? "now" : week ? "\(index) d ago" : "\(index * 6) h ago")
+        }
+        func percent(_ share: Double?) -> String { share.map { $0.formatted(.number.precision(.fractionLength(0...1))) } ?? "–" }
+        func whole(_ value: Double?) -> String { value.map { $0.formatted(.number.precision(.fractionLength(0)).grouping(.never)) } ?? "–" }
+        let source =
+            switch report.boundsSource {
+            case .rule: "from my glucose rule"
+            case .request, .standard: "the consensus target"
+            }
+        return [
+            "svg": GlucoseChart.svg(readings, fromMs: fromMs, toMs: toMs, low: report.low, high: report.high, ticks: ticks),
+            "range": "\(whole(report.low))–\(whole(report.high))", "rangeSource": source, "readings": report.readings,
+            "inRange": percent(report.inRange), "belowRange": percent(report.belowRange), "veryLow": percent(report.veryLow),
+            "aboveRange": percent(report.aboveRange), "veryHigh": percent(report.veryHigh), "hypoEpisodes": report.hypoEpisodes,
+            "mean": whole(report.mean), "cv": percent(report.coefficientOfVariation),
+            "gmi": report.glucoseManagementIndicator.map { $0.formatted(.number.precision(.fractionLength(1))) } ?? "–",
+        ]
     }
 
     /// `HH:00` for an hour, `MM-DD` for a day (the bucket starts are in the individual's time zone).

@@ -94,6 +94,14 @@ extension OwnDataReader {
     /// the range of their glucose watch rule, else 70–180 mg/dL. Counted as summaries count:
     /// one source per minute.
     package func glucoseReport(of individual: IndividualID, from: Date, to: Date, range: (low: Double, high: Double)?) async throws -> GlucoseReport {
+        try await glucose(of: individual, from: from, to: to, range: range).report
+    }
+
+    /// The glucose report of a window and the readings it counted (one source per minute, oldest
+    /// first, mg/dL), for a chart.
+    package func glucose(
+        of individual: IndividualID, from: Date, to: Date, range: (low: Double, high: Double)?
+    ) async throws -> (report: GlucoseReport, readings: [(timeMs: Int64, value: Float)]) {
         guard to.timeIntervalSince(from) <= Double(Self.maximumGlucoseDays) * 86_400 else {
             throw SummaryError.windowTooLong(maximumDays: Self.maximumGlucoseDays)
         }
@@ -108,6 +116,6 @@ extension OwnDataReader {
         }
         let readings = try await summaries.countedReadings(
             individualId: individual.rowId, type: glucose, fromMs: from.epochMilliseconds, toMs: to.epochMilliseconds)
-        return GlucoseReport(readings: readings, low: bounds.low, high: bounds.high, boundsSource: bounds.source)
+        return (GlucoseReport(readings: readings, low: bounds.low, high: bounds.high, boundsSource: bounds.source), readings)
     }
 }
