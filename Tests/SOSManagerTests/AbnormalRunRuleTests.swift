@@ -1,3 +1,4 @@
+import Data4HelpCore
 import DatabaseLink
 import Foundation
 import HealthSharing
@@ -48,6 +49,26 @@ struct AbnormalRunRuleTests {
         #expect(rule.isAbnormal(89, type: .oxygenSaturation) && !rule.isAbnormal(90, type: .oxygenSaturation))
         #expect(!AbnormalRunRule(Self.thresholds([])).isAbnormal(50, type: .oxygenSaturation))  // no threshold set
         #expect(!rule.isAbnormal(10, type: .stepCount))
+    }
+
+    /// AutomatedSOS is the individual's emergency rule for each monitored type, found like any
+    /// other consecutive rule: the same comparison, N readings, a three-hour gap ends a run.
+    @Test func theThresholdsAreAnEmergencyRulePerMonitoredType() {
+        let thresholds = SOSThresholds(minHeartRate: 40, maxHeartRate: 150, minOxygenSaturation: 90, consecutiveReadings: 3, cancelWindowSeconds: 0)
+        let heart = thresholds.rule(for: .heartRate)
+        #expect(heart?.comparison == .outside(low: 40, high: 150) && heart?.persistence == .consecutive(3) && heart?.severity == .emergency)
+        #expect(thresholds.rule(for: .oxygenSaturation)?.comparison == .below(90))
+        #expect(thresholds.rule(for: .stepCount) == nil)
+        let minimumOnly = SOSThresholds(minHeartRate: 40, maxHeartRate: nil, minOxygenSaturation: nil, consecutiveReadings: 2, cancelWindowSeconds: 0)
+        #expect(minimumOnly.rule(for: .heartRate)?.comparison == .below(40) && minimumOnly.rule(for: .oxygenSaturation) == nil)
+
+        // Three low readings, the first four hours before the others: two runs, neither of three.
+        let spread = [Self.reading(-4 * 3600, 30), Self.reading(-60, 30), Self.reading(-30, 30)]
+        let rule = AbnormalRunRule(Self.thresholds(spread))
+        #expect(rule.emergencies(type: .heartRate, new: Set(spread.map(\.identity)), receivedAt: Self.now).isEmpty)
+        let close = [Self.reading(-2 * 3600, 30), Self.reading(-60, 30), Self.reading(-30, 30)]
+        #expect(
+            AbnormalRunRule(Self.thresholds(close)).emergencies(type: .heartRate, new: Set(close.map(\.identity)), receivedAt: Self.now).count == 1)
     }
 
     /// Whatever order readings arrive in, and however often they are resent, the emergencies are

@@ -3,6 +3,7 @@ import DatabaseLink
 import Foundation
 import HealthSharing
 import SOSManager
+import SeededRandom
 import Testing
 
 @Suite("WatchEpisodes: each condition kind at its edges")
@@ -28,6 +29,25 @@ struct WatchEpisodesTests {
     ) -> [WatchEpisode] {
         let sorted = readings.sorted { ($0.timeMs, $0.key) < ($1.timeMs, $1.key) }
         return finder.episodes(in: sorted, new: Set((new ?? readings).map(\.identity)), receivedAtMs: receivedAtMs)
+    }
+
+    /// The detector skips the read when no new reading meets a rule's condition: for runs of
+    /// readings (consecutive, sustained) that must never lose an episode.
+    @Test(arguments: 0..<300) func noNewReadingMeetingTheConditionMeansNoEpisode(seed: Int) {
+        var random = SplitMix64(seed: UInt64(seed) &+ 0x51_7CC1_B727_220A)
+        let persistence: WatchPersistence =
+            Bool.random(using: &random)
+            ? .consecutive(Int.random(in: 1...4, using: &random)) : .sustained(milliseconds: Int64.random(in: 1...20, using: &random) * Self.minute)
+        let comparison: WatchComparison = Bool.random(using: &random) ? .below(40) : .outside(low: 40, high: 120)
+        let rule = Self.finder(comparison, persistence)
+        let readings = (0..<Int.random(in: 1...40, using: &random)).map { index in
+            Self.reading(
+                Double(index) * Double.random(in: 0.5...3, using: &random), [30, 35, 60, 80, 130].randomElement(using: &random)!, key: Int64(index))
+        }
+        let new = readings.filter { _ in Bool.random(using: &random) }
+        let episodes = Self.episodes(rule, readings, new: new)
+        if !rule.mayFindEpisodes(with: new) { #expect(episodes.isEmpty) }
+        #expect(episodes.allSatisfy { $0.readings.allSatisfy { comparison.isMet(by: $0.value) } })
     }
 
     @Test func consecutiveNeedsExactlyN() {

@@ -31,10 +31,11 @@ package enum WatchPersistence: Sendable, Equatable {
     case aggregate(WatchAggregate, windowMs: Int64)
 }
 
-/// How serious an alert is. `emergency` is AutomatedSOS (`PUT /api/users/sos`), which calls an
-/// ambulance; a watch rule raises the others.
+/// How serious an alert is. `emergency` is AutomatedSOS's rule (set with `PUT /api/users/sos`),
+/// which opens an incident and calls an ambulance instead of raising an alert; an individual's own
+/// watch rules raise the others.
 package enum AlertSeverity: String, Sendable, CaseIterable {
-    case info, warning, urgent
+    case info, warning, urgent, emergency
 }
 
 /// Local times of day a rule is active in, `[from, to)` in minutes after midnight of the

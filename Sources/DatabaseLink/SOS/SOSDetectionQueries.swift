@@ -11,35 +11,41 @@ package struct SOSThresholds: Sendable, Equatable {
     package let consecutiveReadings: Int
     package let cancelWindowSeconds: Int
 
+    package init(minHeartRate: Float, maxHeartRate: Float?, minOxygenSaturation: Float?, consecutiveReadings: Int, cancelWindowSeconds: Int) {
+        self.minHeartRate = minHeartRate
+        self.maxHeartRate = maxHeartRate
+        self.minOxygenSaturation = minOxygenSaturation
+        self.consecutiveReadings = consecutiveReadings
+        self.cancelWindowSeconds = cancelWindowSeconds
+    }
+
     /// These thresholds with the stored readings around an upload's new ones.
     package func with(readings: [StoredReading]) -> MonitoredReadings {
-        MonitoredReadings(
-            minHeartRate: minHeartRate, maxHeartRate: maxHeartRate, minOxygenSaturation: minOxygenSaturation,
-            consecutiveReadings: consecutiveReadings, cancelWindowSeconds: cancelWindowSeconds, readings: readings)
+        MonitoredReadings(thresholds: self, readings: readings)
     }
 }
 
 /// An enrolled individual's thresholds and the stored readings of one monitored type around
 /// the new ones, oldest first, as detection needs them.
 package struct MonitoredReadings: Sendable {
-    package let minHeartRate: Float
-    package let maxHeartRate: Float?
-    package let minOxygenSaturation: Float?
-    package let consecutiveReadings: Int
-    package let cancelWindowSeconds: Int
+    package let thresholds: SOSThresholds
     /// Sorted by time, then de-duplication key (the order the samples are stored in).
     package let readings: [StoredReading]
+
+    package init(thresholds: SOSThresholds, readings: [StoredReading]) {
+        self.thresholds = thresholds
+        self.readings = readings
+    }
 
     package init(
         minHeartRate: Float, maxHeartRate: Float?, minOxygenSaturation: Float?, consecutiveReadings: Int, cancelWindowSeconds: Int,
         readings: [StoredReading]
     ) {
-        self.minHeartRate = minHeartRate
-        self.maxHeartRate = maxHeartRate
-        self.minOxygenSaturation = minOxygenSaturation
-        self.consecutiveReadings = consecutiveReadings
-        self.cancelWindowSeconds = cancelWindowSeconds
-        self.readings = readings
+        self.init(
+            thresholds: SOSThresholds(
+                minHeartRate: minHeartRate, maxHeartRate: maxHeartRate, minOxygenSaturation: minOxygenSaturation,
+                consecutiveReadings: consecutiveReadings, cancelWindowSeconds: cancelWindowSeconds),
+            readings: readings)
     }
 }
 

@@ -214,7 +214,7 @@ struct WatchRuleForm: Decodable {
         }
         let severity =
             fields.optional("severity", severity) { (raw: String) throws(InvalidValue) -> AlertSeverity in
-                guard let severity = AlertSeverity(rawValue: raw) else {
+                guard let severity = AlertSeverity(rawValue: raw), severity != .emergency else {
                     throw InvalidValue(
                         raw == "emergency"
                             ? "emergency is AutomatedSOS, which calls an ambulance: set it with PUT /api/users/sos"

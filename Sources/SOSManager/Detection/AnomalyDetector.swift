@@ -5,20 +5,17 @@ import HealthSharing
 import Logging
 import Metrics
 
-/// The SOS Manager's Anomaly Detection module, run inside every ingest transaction: AutomatedSOS
-/// (`AbnormalRunRule`, an incident with an ambulance) and the individual's watch rules
-/// (`WatchEpisodes`, alerts). What it finds commits together with the reading that completed it,
-/// or not at all; ingests of one individual are serialised on every instance, so two instances
+/// The SOS Manager's Anomaly Detection module, run inside every ingest transaction: the
+/// individual's watch rules (alerts) and AutomatedSOS, their emergency rule (`AbnormalRunRule`:
+/// an incident with an ambulance), all found by `WatchEpisodes`. What it finds commits together
+/// with the reading that completed it, or not at all; ingests of one individual are serialised on every instance, so two instances
 /// never open the same incident or raise the same episode twice, and throttles hold across them.
 ///
 /// Cost per upload: one prepared lookup (enrolment, rules, time zone) for everyone; then, per
-/// uploaded type somebody watches, one prepared read of the stored readings around the new ones —
-/// wide enough for AutomatedSOS and every rule on that type at once — and each evaluator takes
-/// its own window of it.
+/// uploaded type with a rule that one of the new readings meets (or an aggregate rule), one
+/// prepared read of the stored readings around the new ones — wide enough for every such rule on
+/// that type at once — and each evaluator takes its own window of it. A normal reading costs no read.
 package struct AnomalyDetector: IngestTransactionCheck {
-    /// The types AutomatedSOS watches.
-    static let emergencyTypes: Set<SampleType> = [.heartRate, .oxygenSaturation]
-
     let logger: Logger
 
     package init(logger: Logger) {
@@ -36,30 +33,24 @@ package struct AnomalyDetector: IngestTransactionCheck {
             guard let type = SampleType(storageCode: typeCode) else { continue }
             let new = readings.filter { $0.typeCode == typeCode }
             guard let first = new.map(\.timeMs).min(), let last = new.map(\.timeMs).max() else { continue }
-            let sos = Self.emergencyTypes.contains(type) ? context.sos : nil
+            // AutomatedSOS is this type's emergency rule, when the individual is enrolled and it has a threshold.
+            let sos = context.sos.flatMap { thresholds in thresholds.rule(for: type).map { (thresholds, WatchEpisodes($0)) } }
+                .flatMap { $0.1.mayFindEpisodes(with: new) ? $0 : nil }
             // A rule cannot end a recent episode with what this upload stored: history, not worth a read.
             let rules = context.rules.filter { $0.settings.typeCode == typeCode && last + WatchEpisodes.maximumReadingAge >= receivedAtMs }
-                .map { rule in
-                    (
-                        rule,
-                        WatchEpisodes(
-                            comparison: rule.settings.comparison, persistence: rule.settings.persistence, activeHours: rule.settings.activeHours,
-                            timeZone: timeZone)
-                    )
-                }
-            var windows = rules.map { _, finder in
+                .map { ($0, WatchEpisodes($0.settings, timeZone: timeZone)) }
+                .filter { $0.1.mayFindEpisodes(with: new) }
+            let windows = (rules.map(\.1) + (sos.map { [$0.1] } ?? [])).map { finder in
                 ReadingWindow(fromMs: first - finder.context.milliseconds, toMs: last + finder.context.milliseconds, extra: finder.context.readings)
             }
-            if let sos { windows.append(ReadingWindow(fromMs: first, toMs: last, extra: sos.consecutiveReadings)) }
             guard let wide = ReadingWindow(covering: windows) else { continue }
             let stored = try await AnomalyDetectionQueries.readings(
                 typeCode: typeCode, fromMs: wide.fromMs, toMs: wide.toMs, extra: wide.extra, in: transaction)
             let fresh = Set(new.map(\.identity))
-            if let sos {
-                let window = ReadingWindow(fromMs: first, toMs: last, extra: sos.consecutiveReadings)
+            if let thresholds = sos?.0, let window = windows.last {  // the emergency rule's window comes last
                 try await openIncidents(
-                    AbnormalRunRule(sos.with(readings: window.cut(stored))), type: type, cancelWindowSeconds: sos.cancelWindowSeconds, new: fresh,
-                    in: transaction)
+                    AbnormalRunRule(thresholds.with(readings: window.cut(stored))), type: type, cancelWindowSeconds: thresholds.cancelWindowSeconds,
+                    new: fresh, in: transaction)
             }
             for ((rule, finder), window) in zip(rules, windows) {
                 try await raiseAlerts(

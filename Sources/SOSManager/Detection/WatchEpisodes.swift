@@ -36,6 +36,11 @@ package struct WatchEpisodes: Sendable {
         self.timeZone = timeZone
     }
 
+    /// The finder of a rule's episodes (its active hours read in `timeZone`).
+    package init(_ rule: WatchRuleSettings, timeZone: TimeZone = .gmt) {
+        self.init(comparison: rule.comparison, persistence: rule.persistence, activeHours: rule.activeHours, timeZone: timeZone)
+    }
+
     /// The longest gap between two readings of a sustained run: half the duration, at least 5 and
     /// at most 15 minutes (an Apple Watch measures heart rate every few minutes at rest; a gap
     /// longer than that is a time nobody knows about).
@@ -56,6 +61,15 @@ package struct WatchEpisodes: Sendable {
         case .sustained(let duration): (duration + Self.maximumGapMs(sustaining: duration), 1)
         case .aggregate(_, let window): (window, 1)
         }
+    }
+
+    /// Whether an upload whose new readings are `new` can be part of an episode at all: a run
+    /// of readings that meet the condition must contain a new one, so when none of them meets it
+    /// there is nothing to read (the common case: a normal reading costs no read). An aggregate's
+    /// window may meet it with any new reading.
+    package func mayFindEpisodes(with new: [StoredReading]) -> Bool {
+        if case .aggregate = persistence { return true }
+        return new.contains { comparison.isMet(by: $0.value) }
     }
 
     package func episodes(in readings: [StoredReading], new: Set<ReadingIdentity>, receivedAtMs: Int64) -> [WatchEpisode] {
