@@ -71,4 +71,27 @@ package struct PopulationSeeder: Sendable {
             """
         ).map { try $0.decode(Int64.self) }
     }
+
+    /// A heart-rate reading every whole second, around 70 bpm, for each individual from `from` to
+    /// `to` (whole UTC minutes): the recent history a watch streaming all day leaves, which the
+    /// watch rules read around every upload. Blocks written directly (no rollups, no detection);
+    /// blocks that already exist are left as they are.
+    package func seedHeartRate(individualIds: [Int64], from: Date, to: Date, batch: Int = 200) async throws {
+        for start in stride(from: 0, to: individualIds.count, by: batch) {
+            let ids = Array(individualIds[start..<min(start + batch, individualIds.count)])
+            try await database.query(
+                """
+                INSERT INTO sample_blocks (individual_id, sample_type, block_start, offsets_ms, vals, keys)
+                SELECT i, 1, m, b.offsets, b.vals, b.keys
+                FROM unnest(\(ids)::int8[]) AS i,
+                     generate_series(date_trunc('minute', \(from)::timestamptz), \(to)::timestamptz - interval '1 minute', interval '1 minute') AS m,
+                     LATERAL (
+                         SELECT array_agg(s * 1000 ORDER BY s) AS offsets, array_agg((66 + random() * 8)::real ORDER BY s) AS vals,
+                                array_agg((random() * 9e18)::int8 ORDER BY s) AS keys
+                         FROM generate_series(0, 59) AS s WHERE i IS NOT NULL AND m IS NOT NULL
+                     ) AS b
+                ON CONFLICT DO NOTHING
+                """)
+        }
+    }
 }

@@ -56,7 +56,8 @@ struct AllBenchCommand: AsyncParsableCommand {
         lineBufferStandardOutput()  // each report line as it comes, also into a file or a pipe
         let benches: [(String, any AsyncParsableCommand.Type)] = [
             ("ingest", IngestBenchCommand.self), ("webhooks", WebhookBenchCommand.self), ("aggregates", AggregateBenchCommand.self),
-            ("sos", SOSBenchCommand.self), ("live", LiveBenchCommand.self), ("import", ImportBenchCommand.self),
+            ("sos", SOSBenchCommand.self), ("rules", RulesBenchCommand.self), ("live", LiveBenchCommand.self),
+            ("import", ImportBenchCommand.self),
         ]
         let started = Date()
         for (name, command) in benches {

@@ -52,24 +52,24 @@ struct SOSBenchCommand: AsyncParsableCommand {
                 """)
             let setUp = ContinuousClock.now
             let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 8), logger: server.logger)
-            let (ids, tokens) = try await database.whileRunning { try await seed(database) }
+            let (ids, tokens) = try await database.whileRunning { try await Self.seed(individuals, tag: "sosbench", database) }
             print(String(format: "set-up (seeding, tokens): %.0f s", (ContinuousClock.now - setUp).inSeconds))
 
-            let baseline = try await stream(server, tokens: tokens, lowFrom: [:], tally: tally)
+            let (baseline, _) = try await stream(server, tokens: tokens, lowFrom: [:])
             print(baseline.line("baseline, nobody enrolled"))
 
             let enrolling = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 8), logger: server.logger)
-            try await enrolling.whileRunning { try await enrol(ids, enrolling) }
+            try await enrolling.whileRunning { try await Self.enrol(ids, enrolling) }
             var generator = SystemRandomNumberGenerator()
             let chosen = Array((0..<individuals).shuffled(using: &generator).prefix(emergencies))
             let lowFrom = Dictionary(uniqueKeysWithValues: chosen.map { ($0, Int.random(in: 2..<max(3, seconds - 3), using: &generator)) })
-            let watched = try await stream(server, tokens: tokens, lowFrom: lowFrom, tally: tally)
+            let (watched, triggers) = try await stream(server, tokens: tokens, lowFrom: lowFrom)
             print(watched.line("everyone enrolled, \(emergencies) emergencies"))
             try await Task.sleep(for: .seconds(2))  // the last dispatches
 
             let arrivals = tally.received.withLock { $0 }
             var afterAck: [Double] = [], afterSend: [Double] = []
-            for (person, timing) in watched.triggers {
+            for (person, timing) in triggers.timing.withLock({ $0 }) {
                 guard let arrived = arrivals["Seeded \(person)"] else { continue }
                 afterAck.append((arrived - timing.acknowledged).inSeconds * 1000)
                 afterSend.append((arrived - timing.sent).inSeconds * 1000)
@@ -97,71 +97,33 @@ struct SOSBenchCommand: AsyncParsableCommand {
     }
 
     /// One phase: every individual's readings of `seconds` seconds, uploaded every `uploadEvery`
-    /// seconds on a fixed schedule spread evenly over each interval.
-    private func stream(_ server: BenchServer, tokens: [String], lowFrom: [Int: Int], tally: Tally) async throws -> StreamResult {
-        let individuals = self.individuals, every = max(1, uploadEvery), rounds = max(1, seconds / max(1, uploadEvery))
-        let total = individuals * rounds
-        let start = ContinuousClock.now + .seconds(1)
+    /// seconds; `lowFrom` people send three low readings from that second on.
+    private func stream(_ server: BenchServer, tokens: [String], lowFrom: [Int: Int]) async throws -> (PhoneStream.Result, Triggers) {
+        let phones = PhoneStream(individuals: individuals, every: uploadEvery, seconds: seconds, clients: clients)
+        let (individuals, every) = (self.individuals, phones.every)
         let wallStart = Date().addingTimeInterval(1)
-        let next = WorkCounter()
-        let result = PhaseTally()
-        // Upload j is individual j % n's round j / n, due at start + (j / n) × every seconds.
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            for _ in 0..<clients {
-                group.addTask {
-                    while case let j = next.take(), j < total {
-                        let (round, person) = (j / individuals, j % individuals)
-                        let due = start + .seconds(Double(j) / Double(individuals) * Double(every))
-                        if ContinuousClock.now < due {
-                            try await Task.sleep(until: due)
-                        } else if ContinuousClock.now - due > .seconds(1) {
-                            result.late.withLock { $0 += 1 }
-                        }
-                        let items = (0..<every).map { offset in
-                            let second = round * every + offset
-                            let low = lowFrom[person].map { (0..<3).contains(second - $0) } ?? false
-                            let time = wallStart.addingTimeInterval(Double(second) + Double(person) / Double(individuals))
-                            return #"{"type":"heartRate","value":\#(low ? 30 : 72),"start":"\#(time.wireTime)"}"#
-                        }
-                        let sent = ContinuousClock.now
-                        let status = try? await server.send(
-                            .POST, "/api/users/data", token: tokens[person], json: #"{"items":["# + items.joined(separator: ",") + "]}"
-                        ).status
-                        let acknowledged = ContinuousClock.now
-                        result.acks.withLock { $0.append((acknowledged - sent).inSeconds * 1000) }
-                        if status != .ok { result.failed.withLock { $0 += 1 } }
-                        if let from = lowFrom[person], (round * every..<(round + 1) * every).contains(from + 2) {
-                            result.triggers.withLock { $0[person] = (sent, acknowledged) }
-                        }
-                    }
+        let triggers = Triggers()
+        let result = try await phones.run(
+            server, tokens: tokens, start: .now + .seconds(1),
+            items: { person, round in
+                (0..<every).map { offset in
+                    let second = round * every + offset
+                    let low = lowFrom[person].map { (0..<3).contains(second - $0) } ?? false
+                    return PhoneStream.item(
+                        "heartRate", low ? 30 : 72, at: wallStart.addingTimeInterval(Double(second) + Double(person) / Double(individuals)))
                 }
-            }
-            try await group.waitForAll()
-        }
-        return StreamResult(
-            uploads: total, readings: total * every, elapsed: ContinuousClock.now - start, target: Double(individuals) / Double(every),
-            acks: result.acks.withLock { $0 }.sorted(), late: result.late.withLock { $0 }, failed: result.failed.withLock { $0 },
-            triggers: result.triggers.withLock { $0 }
-        )
+            },
+            acknowledged: { upload in
+                if let from = lowFrom[upload.person], (upload.round * every..<(upload.round + 1) * every).contains(from + 2) {
+                    triggers.timing.withLock { $0[upload.person] = (upload.sent, upload.acknowledged) }
+                }
+            })
+        return (result, triggers)
     }
 
-    struct StreamResult {
-        let uploads: Int
-        let readings: Int
-        let elapsed: Duration
-        let target: Double
-        let acks: [Double]
-        let late: Int
-        let failed: Int
-        let triggers: [Int: (sent: ContinuousClock.Instant, acknowledged: ContinuousClock.Instant)]
-
-        func line(_ phase: String) -> String {
-            String(
-                format:
-                    "%@: %.0f uploads/s (target %.0f/s), %.0f readings/s; upload acknowledged p50 %.1f ms p99 %.1f ms; %d uploads more than 1 s behind schedule; %d failed",
-                phase, Double(uploads) / elapsed.inSeconds, target, Double(readings) / elapsed.inSeconds,
-                percentile(acks, 0.5), percentile(acks, 0.99), late, failed)
-        }
+    /// When each emergency's triggering upload was sent and acknowledged.
+    final class Triggers: Sendable {
+        let timing = Mutex<[Int: (sent: ContinuousClock.Instant, acknowledged: ContinuousClock.Instant)]>([:])
     }
 
     /// What the simulator notes down, from its request handlers.
@@ -169,26 +131,18 @@ struct SOSBenchCommand: AsyncParsableCommand {
         let received = Mutex<[String: ContinuousClock.Instant]>([:])
     }
 
-    /// What one phase's load generator notes down, from many tasks.
-    final class PhaseTally: Sendable {
-        let acks = Mutex<[Double]>([])
-        let triggers = Mutex<[Int: (sent: ContinuousClock.Instant, acknowledged: ContinuousClock.Instant)]>([:])
-        let late = Mutex(0)
-        let failed = Mutex(0)
-    }
-
     /// Seeds the individuals and logs each in; answers their ids and tokens, in seeding order.
-    private func seed(_ database: Database) async throws -> ([Int64], [String]) {
+    static func seed(_ individuals: Int, tag: String, _ database: Database) async throws -> ([Int64], [String]) {
         let seeder = PopulationSeeder(database: database)
-        try await seeder.seed(individuals: individuals, days: 1, tag: "sosbench")
-        let ids = try await seeder.seededIds(tag: "sosbench")
+        try await seeder.seed(individuals: individuals, days: 1, tag: tag)
+        let ids = try await seeder.seededIds(tag: tag)
         let sessions = SessionService(database: database, hasher: PasswordHasher(), tokenLifetime: .seconds(86_400))
         let tokens = try await BenchServer.concurrently(ids.count, 8) { try await sessions.issue(for: .individual(ids[$0])).token }
         return (ids, tokens)
     }
 
-    /// Enrols everyone: 3 readings, no cancel window.
-    private func enrol(_ ids: [Int64], _ database: Database) async throws {
+    /// Enrols everyone: below 40 bpm for 3 readings, no cancel window.
+    static func enrol(_ ids: [Int64], _ database: Database) async throws {
         let settings = SOSSettingsStore(database: database)
         _ = try await BenchServer.concurrently(ids.count, 8) { index in
             _ = try await settings.replace(
