@@ -93,13 +93,51 @@ struct WatchRuleTests {
         try await TestServer.run { api in
             let (person, _) = try await api.individualSession()
             let templates = try await api.send(.get, "/api/users/rule-templates", token: person).items
-            #expect(templates.compactMap { $0["id"] as? String } == ["lowHeartRate", "glucoseOutOfRange", "glucoseSevere", "lowOxygenSaturation"])
+            #expect(
+                templates.compactMap { $0["id"] as? String } == [
+                    "lowHeartRate", "glucoseOutOfRange", "glucoseSevere", "lowOxygenSaturation", "automatedSOS",
+                ])
             // Every field of the rule is there, null when it does not apply.
             #expect((templates.first?["rule"] as? [String: Any])?["low"] is NSNull)
             let adopted = try await api.send(.post, "/api/users/rule-templates/lowHeartRate/adopt", token: person)
             #expect(adopted.status == .created)
             #expect(adopted.string("template") == "lowHeartRate" && adopted.string("condition") == "heart rate below 40 bpm for 20 minutes")
             #expect(try await api.send(.post, "/api/users/rule-templates/nothing/adopt", token: person).status == .notFound)
+        }
+    }
+
+    /// The design's AutomatedSOS rule is a template too: adopting it enrols me in AutomatedSOS with
+    /// its thresholds, keeps what I had set there, and then three low readings open an incident.
+    @Test func adoptingTheAutomatedSOSTemplateEnrolsMe() async throws {
+        try await TestServer.run { api in
+            let (person, _) = try await api.individualSession()
+            let template = try await api.send(.get, "/api/users/rule-templates", token: person).items.first { $0["id"] as? String == "automatedSOS" }
+            let rule = try #require(template?["rule"] as? [String: Any])
+            #expect(rule["severity"] as? String == "emergency" && rule["when"] as? String == "below" && rule["value"] as? Double == 40)
+            #expect(rule["over"] as? String == "consecutive" && rule["readings"] as? Int == 3)
+
+            // Not enrolled yet, with a contact and a higher threshold set.
+            let contact: JSONObject = ["name": "Ada Lovelace", "phone": "+39 333 1234567"]
+            let set = try await api.send(
+                .put, "/api/users/sos", token: person,
+                json: ["enabled": false, "minHeartRate": 45, "consecutiveReadings": 5, "cancelWindowSeconds": 0, "contacts": [contact]])
+            #expect(set.status == .ok)
+            let adopted = try await api.send(.post, "/api/users/rule-templates/automatedSOS/adopt", token: person)
+            #expect(adopted.status == .ok && adopted.headers[.contentLocation] == "/api/users/sos")
+            #expect(adopted.json["enabled"] as? Bool == true && adopted.json["minHeartRate"] as? Double == 40)
+            #expect(adopted.json["consecutiveReadings"] as? Int == 3 && adopted.json["cancelWindowSeconds"] as? Int == 0)
+            #expect((adopted.json["contacts"] as? [[String: Any]])?.first?["phone"] as? String == "+393331234567")
+            let settings = try await api.send(.get, "/api/users/sos", token: person)
+            #expect(settings.json["enabled"] as? Bool == true && settings.json["minHeartRate"] as? Double == 40)
+            #expect(try await api.send(.get, "/api/users/rules", token: person).items.isEmpty)  // no rule of mine: it is AutomatedSOS
+
+            try await SOSIncidentTests.upload(api, person, SOSIncidentTests.heartRates([30, 30, 30], from: Date().addingTimeInterval(-5)))
+            #expect(try await SOSIncidentTests.incidents(api, person).count == 1)
+
+            // Someone who never set anything is enrolled with the defaults' cancel window.
+            let (newcomer, _) = try await api.individualSession()
+            let first = try await api.send(.post, "/api/users/rule-templates/automatedSOS/adopt", token: newcomer)
+            #expect(first.status == .ok && first.json["enabled"] as? Bool == true && first.json["cancelWindowSeconds"] as? Int == 3)
         }
     }
 

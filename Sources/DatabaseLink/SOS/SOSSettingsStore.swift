@@ -56,15 +56,18 @@ package struct SOSSettingsStore: Sendable {
             FROM sos_settings WHERE individual_id = \(individualId)
             """, logger: logger
         ).collect()
-        return try rows.first.map { row in
-            let r = try row.decode((Bool, Float, Float?, Float?, Int16, Int16, String, String, Date, [Int32]?, [String]?).self)
-            var record = SOSSettingsRecord(
-                enabled: r.0, minHeartRate: r.1, maxHeartRate: r.2, minOxygenSaturation: r.3, consecutiveReadings: r.4,
-                cancelWindowSeconds: r.5, contacts: r.6, medicalNotes: r.7, updatedAt: r.8
-            )
-            for (position, secret) in zip(r.9 ?? [], r.10 ?? []) { record.contactSecrets[Int(position)] = secret }
-            return record
-        }
+        return try rows.first.map(record)
+    }
+
+    /// A row of `settings`' columns as a record.
+    private static func record(_ row: PostgresRow) throws -> SOSSettingsRecord {
+        let r = try row.decode((Bool, Float, Float?, Float?, Int16, Int16, String, String, Date, [Int32]?, [String]?).self)
+        var record = SOSSettingsRecord(
+            enabled: r.0, minHeartRate: r.1, maxHeartRate: r.2, minOxygenSaturation: r.3, consecutiveReadings: r.4,
+            cancelWindowSeconds: r.5, contacts: r.6, medicalNotes: r.7, updatedAt: r.8
+        )
+        for (position, secret) in zip(r.9 ?? [], r.10 ?? []) { record.contactSecrets[Int(position)] = secret }
+        return record
     }
 
     /// Replaces the individual's settings; answers them as stored. Each contact with a webhook
@@ -93,6 +96,37 @@ package struct SOSSettingsStore: Sendable {
                 """, logger: database.logger)
             try await Self.upsert(individualId: individualId, settings, on: connection, logger: database.logger)
             return try await Self.settings(individualId: individualId, on: connection, logger: database.logger) ?? settings
+        }
+    }
+
+    /// Enrols the individual in AutomatedSOS with these thresholds, keeping the rest of their
+    /// settings (contacts and their endpoints, notes, the other thresholds, the cancel window); a
+    /// first enrolment takes `cancelWindowSeconds`. One statement, so a concurrent `replace` is
+    /// never half-overwritten. Answers the settings as stored.
+    package func enrol(
+        individualId: Int64, minHeartRate: Float, consecutiveReadings: Int16, cancelWindowSeconds: Int16
+    ) async throws
+        -> SOSSettingsRecord
+    {
+        try await database.withConnection { connection in
+            let rows = try await connection.query(
+                """
+                WITH stored AS (
+                    INSERT INTO sos_settings (individual_id, enabled, min_heart_rate, consecutive_readings, cancel_window_seconds)
+                    VALUES (\(individualId), true, \(minHeartRate), \(consecutiveReadings), \(cancelWindowSeconds))
+                    ON CONFLICT (individual_id) DO UPDATE SET
+                        enabled = true, min_heart_rate = EXCLUDED.min_heart_rate, consecutive_readings = EXCLUDED.consecutive_readings,
+                        updated_at = now()
+                    RETURNING *
+                )
+                SELECT enabled, min_heart_rate, max_heart_rate, min_oxygen_saturation, consecutive_readings, cancel_window_seconds,
+                       contacts::text, medical_notes, updated_at,
+                       (SELECT array_agg(contact_position::int4 ORDER BY contact_position) FROM webhook_endpoints WHERE sos_contact_of = \(individualId)),
+                       (SELECT array_agg(secret ORDER BY contact_position) FROM webhook_endpoints WHERE sos_contact_of = \(individualId))
+                FROM stored
+                """, logger: database.logger
+            ).collect()
+            return try Self.record(rows[0])  // an upsert's RETURNING: always one row
         }
     }
 

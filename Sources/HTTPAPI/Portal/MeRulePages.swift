@@ -26,8 +26,10 @@ struct MeRulePages {
         }
         group.post("rules/templates/{templateId}/adopt") { request, context in
             try await site.submit(request, context, showing: rulesPage) { _ in
-                _ = try await rules.adopt(template: context.parameters.get("templateId") ?? "", for: try context.signedInIndividual())
-                return PortalForm.redirect(to: "/me/rules")
+                switch try await rules.adopt(template: context.parameters.get("templateId") ?? "", for: try context.signedInIndividual()) {
+                case .rule: return PortalForm.redirect(to: "/me/rules")
+                case .automatedSOS: return PortalForm.redirect(to: "/me/sos")  // its contacts and cancel window are set there
+                }
             }
         }
         group.post("rules/{ruleId}/enabled") { request, context in

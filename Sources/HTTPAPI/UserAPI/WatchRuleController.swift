@@ -58,10 +58,21 @@ struct WatchRuleController {
         WatchRuleTemplateListBody()
     }
 
-    @Sendable func adopt(_ request: Request, context: IndividualRequestContext) async throws -> EditedResponse<WatchRuleBody> {
+    /// `201` with the new rule; for the AutomatedSOS template, `200` with the AutomatedSOS
+    /// settings now enrolled (`Content-Location: /api/users/sos`, where they are changed).
+    @Sendable func adopt(_ request: Request, context: IndividualRequestContext) async throws -> Response {
         guard let name = context.parameters.get("templateId") else { throw WatchRuleError.unknownTemplate }
-        let rule = try await service.adopt(template: name, for: context.individual)
-        return EditedResponse(status: .created, headers: [.location: "/api/users/rules/\(rule.publicId.wireString)"], response: WatchRuleBody(rule))
+        switch try await service.adopt(template: name, for: context.individual) {
+        case .rule(let rule):
+            return try EditedResponse(
+                status: .created, headers: [.location: "/api/users/rules/\(rule.publicId.wireString)"], response: WatchRuleBody(rule)
+            )
+            .response(from: request, context: context)
+        case .automatedSOS(let settings, let updatedAt):
+            return try EditedResponse(
+                status: .ok, headers: [.contentLocation: "/api/users/sos"], response: SOSSettingsBody(settings, updatedAt: updatedAt)
+            ).response(from: request, context: context)
+        }
     }
 
     @Sendable func alerts(_ request: Request, context: IndividualRequestContext) async throws -> Page<WatchAlertBody> {

@@ -50,17 +50,22 @@ extension SOSThresholds {
     /// The emergency rule AutomatedSOS watches `type` with; nil for a type it does not watch or
     /// has no threshold for.
     package func rule(for type: SampleType) -> WatchRuleSettings? {
-        let comparison: WatchComparison? =
-            switch type {
-            case .heartRate: maxHeartRate.map { .outside(low: minHeartRate, high: $0) } ?? .below(minHeartRate)
-            case .oxygenSaturation: minOxygenSaturation.map { .below($0) }
-            default: nil
-            }
-        return comparison.map {
-            WatchRuleSettings(
-                name: "AutomatedSOS", typeCode: type.storageCode, comparison: $0, persistence: .consecutive(max(consecutiveReadings, 1)),
-                severity: .emergency, notifyDevice: false, throttleSeconds: 0, template: "automatedSOS")
+        switch type {
+        case .heartRate: heartRateRule
+        case .oxygenSaturation: minOxygenSaturation.map { emergency(.below($0), on: type) }
+        default: nil
         }
+    }
+
+    /// The emergency rule on heart rate: below the minimum, or outside minimum–maximum.
+    package var heartRateRule: WatchRuleSettings {
+        emergency(maxHeartRate.map { .outside(low: minHeartRate, high: $0) } ?? .below(minHeartRate), on: .heartRate)
+    }
+
+    private func emergency(_ comparison: WatchComparison, on type: SampleType) -> WatchRuleSettings {
+        WatchRuleSettings(
+            name: "AutomatedSOS", typeCode: type.storageCode, comparison: comparison, persistence: .consecutive(max(consecutiveReadings, 1)),
+            severity: .emergency, notifyDevice: false, throttleSeconds: 0, template: "automatedSOS")
     }
 }
 

@@ -16,6 +16,7 @@ package enum WatchRuleError: Error, Equatable {
 package struct WatchRuleService: Sendable {
     let rules: WatchRuleStore
     let alerts: WatchAlertStore
+    let sos: SOSSettingsService
 
     /// Rules one individual may have.
     package static let maximumRules = 50
@@ -23,6 +24,7 @@ package struct WatchRuleService: Sendable {
     package init(database: Database) {
         rules = WatchRuleStore(database: database)
         alerts = WatchAlertStore(database: database)
+        sos = SOSSettingsService(database: database)
     }
 
     package func rules(of individual: IndividualID, limit: Int, before: Int64?) async throws -> [WatchRule] {
@@ -41,10 +43,16 @@ package struct WatchRuleService: Sendable {
         return rule
     }
 
-    /// Adopts a template as a new rule of the individual's (enabled).
-    package func adopt(template name: String, for individual: IndividualID) async throws -> WatchRule {
+    /// Adopts a template: a new rule of the individual's (enabled), or — the design's AutomatedSOS
+    /// rule, an emergency — their enrolment in AutomatedSOS with its thresholds (its settings are
+    /// `PUT /api/users/sos`'s, and so is the ambulance).
+    package func adopt(template name: String, for individual: IndividualID) async throws -> TemplateAdoption {
         guard let template = WatchRuleTemplate.all.first(where: { $0.id == name }) else { throw WatchRuleError.unknownTemplate }
-        return try await create(template.settings, for: individual)
+        if template.id == WatchRuleTemplate.automatedSOS.id {
+            let (settings, updatedAt) = try await sos.enrol(individual, with: WatchRuleTemplate.automatedSOSThresholds)
+            return .automatedSOS(settings, updatedAt: updatedAt)
+        }
+        return .rule(try await create(template.settings, for: individual))
     }
 
     package func replace(_ id: UUID, with settings: WatchRuleSettings, of individual: IndividualID) async throws -> WatchRule {
@@ -118,6 +126,14 @@ package struct WatchRuleService: Sendable {
     }
 }
 
+/// What adopting a template made.
+package enum TemplateAdoption: Sendable {
+    /// A new rule of the individual's.
+    case rule(WatchRule)
+    /// The design's AutomatedSOS rule: the individual's AutomatedSOS settings, now enrolled.
+    case automatedSOS(SOSSettings, updatedAt: Date?)
+}
+
 /// Rules from the systems in the design's literature, adopted in one call.
 package struct WatchRuleTemplate: Sendable {
     package let id: String
@@ -145,5 +161,23 @@ package struct WatchRuleTemplate: Sendable {
             settings: WatchRuleSettings(
                 name: "Low oxygen saturation", typeCode: SampleType.oxygenSaturation.storageCode, comparison: .below(90),
                 persistence: .sustained(milliseconds: 5 * 60_000), severity: .urgent, throttleSeconds: 3600, template: "lowOxygenSaturation")),
+        automatedSOS,
     ]
+
+    /// The design's AutomatedSOS thresholds: 3 consecutive heart-rate readings below 40 bpm (the
+    /// defaults of `PUT /api/users/sos`).
+    package static let automatedSOSThresholds: SOSThresholds = {
+        let defaults = SOSSettings()
+        return SOSThresholds(
+            minHeartRate: Float(defaults.minHeartRate), maxHeartRate: nil, minOxygenSaturation: nil,
+            consecutiveReadings: defaults.consecutiveReadings,
+            cancelWindowSeconds: defaults.cancelWindowSeconds)
+    }()
+
+    /// The design's AutomatedSOS rule, an emergency: adopting it enrols the individual in
+    /// AutomatedSOS (an incident and an ambulance instead of an alert).
+    package static let automatedSOS = WatchRuleTemplate(
+        id: "automatedSOS",
+        summary: "Three heart-rate readings in a row below 40 bpm call an ambulance to my location (AutomatedSOS, the design's rule).",
+        settings: automatedSOSThresholds.heartRateRule)
 }

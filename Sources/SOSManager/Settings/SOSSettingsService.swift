@@ -35,6 +35,15 @@ package struct SOSSettingsService: Sendable {
         return (try Self.settings(record), record.updatedAt)
     }
 
+    /// Enrols the individual with the design's AutomatedSOS rule — `template`'s heart-rate
+    /// minimum and consecutive readings — keeping their contacts, notes and other thresholds.
+    package func enrol(_ individual: IndividualID, with template: SOSThresholds) async throws -> (settings: SOSSettings, updatedAt: Date?) {
+        let record = try await store.enrol(
+            individualId: individual.rowId, minHeartRate: template.minHeartRate, consecutiveReadings: Int16(clamping: template.consecutiveReadings),
+            cancelWindowSeconds: Int16(clamping: template.cancelWindowSeconds))
+        return (try Self.settings(record), record.updatedAt)
+    }
+
     private static func settings(_ record: SOSSettingsRecord) throws -> SOSSettings {
         var contacts = try JSONDecoder().decode([EmergencyContact].self, from: Data(record.contacts.utf8))
         for index in contacts.indices { contacts[index].webhookSecret = record.contactSecrets[index] }
