@@ -10,12 +10,14 @@ import Synchronization
 /// optimisation, never a dependency.
 ///
 /// Run it as a service: it runs the replica's pool and asks the replica every `checkInterval`
-/// whether it answers (`db_replica_up`). Stores built over `database` then route every lease:
+/// whether it answers within `checkTimeout` (`db_replica_up`). Stores built over `database` then route every lease:
 /// to the replica while it is up and its pool hands out a connection within `leaseTimeout`,
 /// otherwise to the primary (`db_reads_routed_total{target}` counts both).
 package final class ReadReplica: Service, Sendable {
     package struct Timing: Sendable {
         package var checkInterval = Duration.seconds(1)
+        /// How long a health check may take before the replica counts as down.
+        package var checkTimeout = Duration.seconds(1)
         package var leaseTimeout = Duration.milliseconds(500)
         /// How long an export waits for the replica to replay what the primary has written.
         package var catchUpTimeout = Duration.milliseconds(500)
@@ -98,10 +100,10 @@ package final class ReadReplica: Service, Sendable {
         await pool.stop(running)  // bounded: see `Database.stop`
     }
 
-    /// One health check: the replica answers a query within the check interval.
+    /// One health check: the replica answers a query within `checkTimeout`.
     private func check() async {
         do {
-            let inRecovery = try await withTimeout(timing.checkInterval) { [pool] in
+            let inRecovery = try await withTimeout(timing.checkTimeout) { [pool] in
                 try await pool.query("SELECT pg_is_in_recovery()").first?.decode(Bool.self) ?? false
             }
             if !up.exchange(true, ordering: .relaxed) {
