@@ -97,6 +97,8 @@ struct PortalBrowserTests {
             _ = try await api.send(
                 .post, "/api/users/data", token: person,
                 json: ["items": [["type": "heartRate", "value": 71, "unit": "bpm", "start": "2026-11-20T10:00:00Z"] as JSONObject]])
+            // A watch rule, so that its page is checked at phone width too.
+            let rule = try #require(try await api.send(.post, "/api/users/rule-templates/lowHeartRate/adopt", token: person).json["id"] as? String)
             let base = "http://127.0.0.1:\(try #require(api.client.port))"
             let fiscalCode = try #require(account["fiscalCode"] as? String), email = try #require(account["email"] as? String)
             let organisation = try await HeadlessChromium(), individual = try await HeadlessChromium()
@@ -140,7 +142,8 @@ struct PortalBrowserTests {
                 try await Self.checkPhoneWidthAndLabels(
                     session,
                     pages: [
-                        "/me", "/me/access-log", "/me/health", "/me/health?period=week", "/me/sos", "/me/rules", "/me/alerts", "/me/carers",
+                        "/me", "/me/access-log", "/me/health", "/me/health?period=week", "/me/sos", "/me/rules", "/me/rules/\(rule)", "/me/alerts",
+                        "/me/carers",
                         "/me/caring",
                     ])
                 // This browser has no organisation's session: the portal sends it to sign in.

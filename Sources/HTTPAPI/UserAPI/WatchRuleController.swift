@@ -123,15 +123,18 @@ struct WatchRuleForm: Decodable {
         case name, type, when, value, low, high, over, readings, minutes, activeHours, severity, notifyDevice, throttleMinutes, enabled
     }
 
-    /// A form from the portal's fields (nil where left empty).
+    /// A form from the portal's fields (nil where left empty). The portal's form always has the
+    /// active hours' fields: left empty, the rule watches all day.
     init(
         name: String? = nil, type: String? = nil, when: String? = nil, value: Double? = nil, low: Double? = nil, high: Double? = nil,
-        over: String? = nil, readings: Int? = nil, minutes: Int? = nil, severity: String? = nil, throttleMinutes: Int? = nil, enabled: Bool? = nil
+        over: String? = nil, readings: Int? = nil, minutes: Int? = nil, severity: String? = nil, throttleMinutes: Int? = nil, enabled: Bool? = nil,
+        activeHours: Hours?
     ) {
         (self.name, self.type, self.when, self.value, self.low, self.high) = (name, type, when, value, low, high)
         (self.over, self.readings, self.minutes, self.severity, self.throttleMinutes, self.enabled) = (
             over, readings, minutes, severity, throttleMinutes, enabled
         )
+        (self.activeHours, activeHoursSent) = (activeHours, true)
     }
 
     init(from decoder: any Decoder) throws {
