@@ -16,24 +16,37 @@ struct LiveRunHubTests {
     final class CountingWire: LiveWireFormat {
         let states = Mutex(0)
         let updates = Mutex(0)
+        let stateCarriesRank: Bool
+        var stateNamesRunner: Bool { true }
 
-        func state(_ state: RunnerState) -> ByteBuffer {
-            states.withLock { $0 += 1 }
-            return ByteBuffer(string: "\(state.displayName)@\(Int(state.distanceMeters))#\(state.rank ?? 0)")
+        /// `stateCarriesRank` false: like version 2, every rank change is a rank entry and the
+        /// leaders are sent as `L[…]` when they change.
+        init(stateCarriesRank: Bool = true) {
+            self.stateCarriesRank = stateCarriesRank
         }
 
-        func snapshot(event: RunEvent, runners: [ByteBuffer]) -> ByteBuffer {
+        func state(_ state: RunnerState, index: Int, of event: RunEvent) -> ByteBuffer {
+            states.withLock { $0 += 1 }
+            return ByteBuffer(string: "\(state.displayName)@\(Int(state.distanceMeters))" + (stateCarriesRank ? "#\(state.rank ?? 0)" : ""))
+        }
+
+        func snapshot(event: RunEvent, roster: [UUID], names: [UUID: String], ranked: [RunnerState], runners: [ByteBuffer]) -> ByteBuffer {
             ByteBuffer(string: "S[" + runners.map { String(buffer: $0) }.joined(separator: ",") + "]")
         }
 
-        func rank(_ state: RunnerState) -> ByteBuffer {
+        func rank(_ state: RunnerState, index: Int) -> ByteBuffer {
             ByteBuffer(string: "\(state.displayName)#\(state.rank ?? 0)")
         }
 
-        func update(runners: [ByteBuffer], ranks: [ByteBuffer]) -> ByteBuffer {
+        func leaders(_ indices: [Int]) -> ByteBuffer {
+            ByteBuffer(string: "L" + indices.map(String.init).joined(separator: ","))
+        }
+
+        func update(runners: [ByteBuffer], ranks: [ByteBuffer], leaders: ByteBuffer?) -> ByteBuffer {
             updates.withLock { $0 += 1 }
             func list(_ items: [ByteBuffer]) -> String { items.map { String(buffer: $0) }.joined(separator: ",") }
-            return ByteBuffer(string: "U[" + list(runners) + "|" + list(ranks) + "]")
+            let leaders = stateCarriesRank ? "" : leaders.map { "|" + String(buffer: $0) } ?? ""
+            return ByteBuffer(string: "U[" + list(runners) + "|" + list(ranks) + leaders + "]")
         }
     }
 
@@ -45,12 +58,12 @@ struct LiveRunHubTests {
 
     /// A hub over one in-memory event whose stored states are `stored` (the loader counts its calls).
     static func hub(
-        wire: CountingWire, loads: Counter, stored: [RunnerStateRecord] = []
+        wire: CountingWire, loads: Counter, stored: [RunnerStateRecord] = [], now: @escaping @Sendable () -> Date = { Date() }
     ) throws -> (LiveRunHub, UUID) {
         let id = UUID()
         let path = try GeoPath(points: [GeoPoint(latitude: 45.4755, longitude: 9.1725), GeoPoint(latitude: 45.4845, longitude: 9.1725)])
         let event = RunEvent(id: id, name: "Test", startsAt: startsAt, endsAt: startsAt.addingTimeInterval(3600), path: path)
-        let hub = LiveRunHub(interval: .milliseconds(20), wire: wire) { runId in
+        let hub = LiveRunHub(interval: .milliseconds(20), wire: wire, now: now) { runId in
             guard runId == id else { throw RunEventError.notFound }
             loads.add()
             return LiveBoard(event: event, records: stored)
@@ -151,6 +164,58 @@ struct LiveRunHubTests {
         hub.receive(nil as String?)
         #expect(await messages.next().map { String(buffer: $0) } == "S[R0@10#1]")
         #expect(loads.value == 3)
+    }
+
+    /// A spectator following R2 with the field every second, on a clock the test moves: R2's
+    /// moves at once, R1's at the next field period, the leaders when they change; a batch with
+    /// nothing for it does not even wake it.
+    @Test(.timeLimit(.minutes(3))) func aFollowerGetsItsRunnersAtOnceTheLeadersWhenTheyChangeAndTheFieldEachPeriod() async throws {
+        let clock = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        let wire = CountingWire(stateCarriesRank: false), loads = Counter(), wakes = Counter()
+        let (hub, id) = try Self.hub(
+            wire: wire, loads: loads,
+            stored: [Self.state(0, metres: 10, second: 5), Self.state(1, metres: 5, second: 5), Self.state(2, metres: 1, second: 5)],
+            now: { clock.withLock { $0 } })
+        let follower = try await hub.subscribe(to: id, view: LiveView(follow: [Self.runners[2]], fieldEvery: .seconds(1))) { wakes.add() }
+        defer { hub.unsubscribe(follower) }
+        #expect(follower.next().map { String(buffer: $0) } == "S[R0@10,R1@5,R2@1]")
+
+        /// The next batch's answer (polling: the batch is applied by the hub's own task).
+        func afterBatch(_ announce: RunnerStateRecord) async throws -> LiveRunHub.Subscription.Take {
+            let before = wire.updates.withLock { $0 } + wire.states.withLock { $0 }
+            hub.receive(Self.announcement(id, announce))
+            while wire.updates.withLock({ $0 }) + wire.states.withLock({ $0 }) == before { try await Task.sleep(for: .milliseconds(5)) }
+            try await Task.sleep(for: .milliseconds(5))
+            return follower.take()
+        }
+        func text(_ take: LiveRunHub.Subscription.Take) -> String {
+            switch take {
+            case .message(let message): String(buffer: message)
+            case .fieldIn(let wait): "field in \(wait)"
+            case .nothing: "nothing"
+            }
+        }
+
+        // R1 moves: nothing for the follower until the field's next period, a second away.
+        #expect(text(try await afterBatch(Self.state(1, metres: 6, second: 6))) == "field in 1.0 seconds")
+        // R0 moves, no rank changes: the deferred follower is not woken.
+        let woken = wakes.value
+        _ = try await afterBatch(Self.state(0, metres: 11, second: 6))
+        #expect(wakes.value == woken)
+        // R2, followed, moves: at once, alone.
+        #expect(text(try await afterBatch(Self.state(2, metres: 2, second: 6))) == "U[R2@2|]")
+        #expect(text(follower.take()) == "field in 1.0 seconds")
+        // The next period: the field since the snapshot, R2 included.
+        clock.withLock { $0 += 1 }
+        #expect(text(follower.take()) == "U[R0@11,R1@6,R2@2|]")
+        #expect(text(follower.take()) == "nothing")
+        // R1 passes R0: the leaders (by index) and nothing else, then the field waits again.
+        clock.withLock { $0 += 0.5 }
+        #expect(text(try await afterBatch(Self.state(1, metres: 20, second: 7))) == "U[||L1,0,2]")
+        #expect(text(follower.take()) == "field in 0.5 seconds")
+        // Following R0 instead: a new snapshot.
+        follower.change(to: LiveView(follow: [Self.runners[0]], fieldEvery: nil))
+        #expect(text(follower.take()) == "S[R1@20,R0@11,R2@2]")
     }
 
     @Test(.timeLimit(.minutes(3))) func anUnknownEventIsRefusedAndLeavesNothingBehind() async throws {

@@ -73,7 +73,9 @@ package func buildApplication(
                 EventListener.sosChannel: EventListener.notifying(components.sosChanges),
                 AggregateQueryStore.channel: EventListener.notifying(components.aggregateAnswers),
                 ImportStore.channel: EventListener.notifying(components.importsQueued),
-                RunPositionStore.channel: { [hub = components.liveHub] in hub.receive($0) },
+                RunPositionStore.channel: { [hubs = components.liveHubs] in
+                    for hub in hubs { hub.receive($0) }
+                },
             ], logger: logger),
         RequestExpiry(database: database, interval: configuration.requestExpirySweep, schemaReady: components.schemaReady, logger: logger),
         AggregateSubscriptionRunner(
@@ -106,7 +108,7 @@ package func buildApplication(
         logger.warning("SOS_DISPATCH_URL is not set: this instance detects emergencies but dispatches none")
     }
     let webSockets = Router(context: LiveSocketContext.self)
-    let liveSocket = RunLiveSocket(hub: components.liveHub, open: components.held.webSockets)
+    let liveSocket = RunLiveSocket(hub: components.liveHub, hubV1: components.liveHubV1, open: components.held.webSockets)
     liveSocket.addRoutes(to: webSockets)
     liveSocket.addPlainRoute(to: router)
     var app = Application(
@@ -180,8 +182,11 @@ struct Components {
     let care: CareService
     let runEvents: RunEventService
     let livePositions: LivePositions
-    /// This instance's spectators of live runs, fed by `data4help_runs` notifications.
+    /// This instance's spectators of live runs, fed by `data4help_runs` notifications: version 2
+    /// of the live protocol, and version 1 (kept for one release).
     let liveHub: LiveRunHub
+    let liveHubV1: LiveRunHub
+    var liveHubs: [LiveRunHub] { [liveHub, liveHubV1] }
     /// Bumped whenever PostgreSQL announces a new AutomatedSOS incident.
     let sosChanges: ChangeSignal
     let aggregateSubscriptions: AggregateSubscriptions
@@ -237,7 +242,10 @@ struct Components {
             database: database, signInURL: configuration.registrationSettings.publicBaseURL + "/me/login", mailQueued: mailQueued)
         runEvents = RunEventService(database: database)
         livePositions = LivePositions(database: database)
-        liveHub = LiveRunHub(interval: configuration.liveUpdateInterval, wire: LiveJSON()) { [livePositions] in
+        liveHub = LiveRunHub(interval: configuration.liveUpdateInterval, wire: LiveCompact()) { [livePositions] in
+            try await livePositions.snapshot(of: $0)
+        }
+        liveHubV1 = LiveRunHub(interval: configuration.liveUpdateInterval, wire: LiveJSON()) { [livePositions] in
             try await livePositions.snapshot(of: $0)
         }
         sosChanges = ChangeSignal()

@@ -33,9 +33,9 @@ package struct HeldResourceGauges: Sendable {
     init(counts: Counts, components: Components, rateLimiter: RateLimiter, webhookAttempts: InFlightCount?) {
         let sources: [(label: String, read: @Sendable () -> Int)] = [
             ("process_resident_memory_bytes", { Self.residentBytes() }),
-            ("live_events_watched", { components.liveHub.watchedEventCount }),
-            ("live_spectators", { components.liveHub.spectatorCount }),
-            ("live_messages_due", { components.liveHub.messagesDue }),
+            ("live_events_watched", { components.liveHubs.reduce(0) { $0 + $1.watchedEventCount } }),
+            ("live_spectators", { components.liveHubs.reduce(0) { $0 + $1.spectatorCount } }),
+            ("live_messages_due", { components.liveHubs.reduce(0) { $0 + $1.messagesDue } }),
             ("websocket_connections_open", { counts.webSockets.value }),
             ("sse_streams_open", { counts.eventStreams.value }),
             ("change_signal_waiters", { components.changes.waiterCount + components.sosChanges.waiterCount }),

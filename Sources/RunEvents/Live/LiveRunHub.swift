@@ -7,15 +7,45 @@ import Synchronization
 /// How the live view goes on the wire. The hub renders each runner's state once per change and
 /// hands the same bytes to every spectator; the HTTP layer decides what the bytes are.
 package protocol LiveWireFormat: Sendable {
-    /// One runner's state.
-    func state(_ state: RunnerState) -> ByteBuffer
-    /// The first message on a connection (and after the event or its roster changed): the event
-    /// and every runner, leader first.
-    func snapshot(event: RunEvent, runners: [ByteBuffer]) -> ByteBuffer
-    /// A runner's rank alone (when others passed them: their own state is unchanged).
-    func rank(_ state: RunnerState) -> ByteBuffer
-    /// The runners whose state changed, and those whose rank alone changed, leader first.
-    func update(runners: [ByteBuffer], ranks: [ByteBuffer]) -> ByteBuffer
+    /// Whether a runner's state carries its rank. If it does, a runner whose state is sent needs
+    /// no rank entry; if not, every rank change is sent as a rank entry.
+    var stateCarriesRank: Bool { get }
+    /// Whether a state names its runner. If not (it names the runner's index only), a runner the
+    /// board did not know means a new snapshot for every spectator.
+    var stateNamesRunner: Bool { get }
+    /// One runner's state; `index` is the runner's on the board (`LiveBoard.indices`). An empty
+    /// buffer leaves the runner out of the lists (a format that sends only runners with a position).
+    func state(_ state: RunnerState, index: Int, of event: RunEvent) -> ByteBuffer
+    /// The first message on a connection (and after the event or its roster changed): the event,
+    /// the board's roster (ids by index, with `names`), and every runner's state, leader first.
+    func snapshot(event: RunEvent, roster: [UUID], names: [UUID: String], ranked: [RunnerState], runners: [ByteBuffer]) -> ByteBuffer
+    /// A runner's rank as a rank entry (for a runner whose state is not in the message).
+    func rank(_ state: RunnerState, index: Int) -> ByteBuffer
+    /// The leaders' indices, leader first (empty: the format does not send them).
+    func leaders(_ indices: [Int]) -> ByteBuffer
+    /// The runners whose state changed, the rank entries, and the leaders when they changed.
+    func update(runners: [ByteBuffer], ranks: [ByteBuffer], leaders: ByteBuffer?) -> ByteBuffer
+}
+
+/// What one spectator asked to see: by default every runner at every batch; or the runners they
+/// follow at every batch and the rest of the field at most every `fieldEvery` (on a grid of
+/// that period shared by every spectator, so that spectators with the same period share the
+/// field's message), with the leaders whenever they change.
+package struct LiveView: Sendable, Equatable {
+    package var follow: Set<UUID>
+    /// Nil: the whole field at every batch.
+    package var fieldEvery: Duration?
+
+    package init(follow: Set<UUID> = [], fieldEvery: Duration? = nil) {
+        self.follow = follow
+        self.fieldEvery = fieldEvery
+    }
+
+    package static let wholeField = LiveView()
+    /// RaceJoy lets a spectator follow up to 50 runners.
+    package static let maximumFollowed = 50
+    /// How many leaders a spectator is sent whenever they change.
+    package static let leaderCount = 10
 }
 
 /// Fans runners' new states out to this instance's spectators.
@@ -36,14 +66,20 @@ package final class LiveRunHub: Sendable {
     private let load: Loader
     private let wire: any LiveWireFormat
     private let interval: Duration
+    private let now: @Sendable () -> Date
     private let runs = Mutex<[UUID: LiveRun]>([:])
 
     /// - Parameters:
     ///   - interval: the shortest time between two batches of one event (the most an update waits).
+    ///   - now: the wall clock the field periods' grid is laid on (a test's own).
     ///   - load: the event and its runners' stored states (`LivePositions.snapshot`).
-    package init(interval: Duration = .milliseconds(50), wire: any LiveWireFormat, load: @escaping Loader) {
+    package init(
+        interval: Duration = .milliseconds(50), wire: any LiveWireFormat, now: @escaping @Sendable () -> Date = { Date() },
+        load: @escaping Loader
+    ) {
         self.interval = interval
         self.wire = wire
+        self.now = now
         self.load = load
     }
 
@@ -52,11 +88,11 @@ package final class LiveRunHub: Sendable {
     /// after each batch. It must only schedule the taking (it runs under the hub's batching loop),
     /// and may be called again before the previous message was taken: wake-ups coalesce.
     /// Throws `RunEventError.notFound` for an unknown event.
-    package func subscribe(to runId: UUID, wake: @escaping @Sendable () -> Void) async throws -> Subscription {
+    package func subscribe(to runId: UUID, view: LiveView = .wholeField, wake: @escaping @Sendable () -> Void) async throws -> Subscription {
         let subscription = runs.withLock { runs in
-            let run = runs[runId] ?? LiveRun(id: runId, interval: interval, wire: wire, load: load)
+            let run = runs[runId] ?? LiveRun(id: runId, interval: interval, wire: wire, now: now, load: load)
             runs[runId] = run
-            return run.add(wake: wake)
+            return run.add(view: view, wake: wake)
         }
         do {
             try await subscription.run.ready()
@@ -115,11 +151,34 @@ package final class LiveRunHub: Sendable {
             onWake = wake
         }
 
+        /// What to do now.
+        package enum Take: Sendable {
+            /// Send this, then take again once it is written.
+            case message(ByteBuffer)
+            /// Nothing new (or the spectator left): wait for the next wake-up.
+            case nothing
+            /// Nothing now, but the field has news that is due after this long: take again then
+            /// (the hub does not wake a spectator for the field it deferred).
+            case fieldIn(Duration)
+        }
+
         /// The message to send now — the snapshot first, then every runner changed since the
-        /// previous one — or nil when there is nothing new (or the spectator left). Take the next
-        /// one when this one has been written: what waits meanwhile is each runner's latest state.
+        /// previous one (or, between field periods, the followed runners and leaders that
+        /// changed). Take the next one when this one has been written: what waits meanwhile is
+        /// each runner's latest state.
+        package func take() -> Take {
+            finished.load(ordering: .relaxed) ? .nothing : run.take(for: self)
+        }
+
+        /// `take()`'s message, nil for anything else.
         package func next() -> ByteBuffer? {
-            finished.load(ordering: .relaxed) ? nil : run.message(for: self)
+            if case .message(let message) = take() { message } else { nil }
+        }
+
+        /// Follow other runners, or change the field's rate: the next message is a snapshot.
+        package func change(to view: LiveView) {
+            run.change(self, to: view)
+            wake()
         }
 
         func wake() {
@@ -136,13 +195,27 @@ final class LiveRun: Sendable {
     let id: UUID
     private let interval: Duration
     private let wire: any LiveWireFormat
+    private let now: @Sendable () -> Date
     private let load: LiveRunHub.Loader
 
     private struct Viewer {
         let subscription: LiveRunHub.Subscription
-        /// The board generation and batch this spectator has been sent (generation 0: nothing yet).
+        var view: LiveView
+        /// The board generation this spectator has been sent (0: nothing yet), the batch its
+        /// last field message brought it to, and the batch of its last message of any kind.
         var generation = 0
         var seen: UInt64 = 0
+        var followSeen: UInt64 = 0
+        /// The field period (on the shared grid) of its last field message.
+        var fieldPeriod: Int64 = 0
+        /// It was told to come back for the field (`Take.fieldIn`) and has not yet.
+        var fieldDeferred = false
+
+        /// Whether a batch that changed `moved` and the ranks of `reranked` is worth waking it for.
+        func wantsWake(moved: Set<UUID>, leadersChanged: Bool) -> Bool {
+            guard view.fieldEvery != nil else { return true }
+            return leadersChanged || !fieldDeferred || !view.follow.isDisjoint(with: moved)
+        }
     }
 
     private struct State {
@@ -153,13 +226,19 @@ final class LiveRun: Sendable {
         var reloadWanted = false
         /// Announced states not applied yet.
         var pending: [RunnerStateRecord] = []
-        /// Each runner's full state as it is now (rank included) and the batch that last
-        /// changed it (not counting rank-only changes)…
+        /// Each runner's full state as it is now and the batch that last changed it (not
+        /// counting rank-only changes)…
         var rendered: [UUID: ByteBuffer] = [:]
         var changedIn: [UUID: UInt64] = [:]
-        /// …and its rank entry and the batch that last changed its rank alone.
+        /// …and its rank entry, the batch that last changed its rank alone, and the batch that
+        /// last changed its rank at all.
         var renderedRank: [UUID: ByteBuffer] = [:]
         var rerankedIn: [UUID: UInt64] = [:]
+        var rankChangedIn: [UUID: UInt64] = [:]
+        /// The leaders, rendered, and the batch that last changed them.
+        var leaders: [UUID] = []
+        var renderedLeaders: ByteBuffer?
+        var leadersChangedIn: UInt64 = 0
         /// The newest batch.
         var batch: UInt64 = 0
         var lastBatchAt: ContinuousClock.Instant = .now - .seconds(3_600)
@@ -176,10 +255,11 @@ final class LiveRun: Sendable {
 
     private let state = Mutex(State())
 
-    init(id: UUID, interval: Duration, wire: any LiveWireFormat, load: @escaping LiveRunHub.Loader) {
+    init(id: UUID, interval: Duration, wire: any LiveWireFormat, now: @escaping @Sendable () -> Date, load: @escaping LiveRunHub.Loader) {
         self.id = id
         self.interval = interval
         self.wire = wire
+        self.now = now
         self.load = load
     }
 
@@ -190,10 +270,21 @@ final class LiveRun: Sendable {
         state.withLock { state in state.viewers.values.count { $0.generation < state.generation || $0.seen < state.batch } }
     }
 
-    func add(wake: @escaping @Sendable () -> Void) -> LiveRunHub.Subscription {
+    func add(view: LiveView, wake: @escaping @Sendable () -> Void) -> LiveRunHub.Subscription {
         let subscription = LiveRunHub.Subscription(run: self, wake: wake)
-        state.withLock { $0.viewers[ObjectIdentifier(subscription)] = Viewer(subscription: subscription) }
+        state.withLock { $0.viewers[ObjectIdentifier(subscription)] = Viewer(subscription: subscription, view: view) }
         return subscription
+    }
+
+    /// A new view starts with a snapshot, like a new connection.
+    func change(_ subscription: LiveRunHub.Subscription, to view: LiveView) {
+        state.withLock { state in
+            guard var viewer = state.viewers[ObjectIdentifier(subscription)] else { return }
+            viewer.view = view
+            viewer.generation = 0
+            viewer.fieldDeferred = false
+            state.viewers[ObjectIdentifier(subscription)] = viewer
+        }
     }
 
     /// Answers how many spectators remain.
@@ -288,7 +379,10 @@ final class LiveRun: Sendable {
             for continuation in waiting { continuation.resume(throwing: error) }
             return
         }
-        let rendered = Dictionary(uniqueKeysWithValues: loaded.ranked.map { ($0.runnerId, wire.state($0)) })
+        let rendered = Dictionary(
+            uniqueKeysWithValues: loaded.ranked.map { ($0.runnerId, wire.state($0, index: loaded.indices[$0.runnerId] ?? 0, of: loaded.event)) })
+        let leaders = loaded.ranked.prefix(LiveView.leaderCount).map(\.runnerId)
+        let renderedLeaders = wire.leaders(leaders.compactMap { loaded.indices[$0] })
         let (waiting, viewers) = state.withLock { state in
             defer { state.waiting = [] }
             state.board = loaded
@@ -298,6 +392,8 @@ final class LiveRun: Sendable {
             state.changedIn = rendered.mapValues { _ in state.batch }
             state.renderedRank = [:]
             state.rerankedIn = [:]
+            state.rankChangedIn = [:]
+            (state.leaders, state.renderedLeaders, state.leadersChangedIn) = (leaders, renderedLeaders, state.batch)
             state.lastBatchAt = .now
             return (state.waiting, state.viewers.values.map(\.subscription))
         }
@@ -305,7 +401,8 @@ final class LiveRun: Sendable {
         for subscription in viewers { subscription.wake() }
     }
 
-    /// Applies the announced states, renders the runners that changed, and wakes every spectator.
+    /// Applies the announced states, renders the runners that changed, and wakes the spectators
+    /// that have something to take.
     private func applyBatch() {
         guard
             let (records, board) = state.withLock({ state -> ([RunnerStateRecord], LiveBoard)? in
@@ -316,10 +413,21 @@ final class LiveRun: Sendable {
         else { return }
         var updated = board
         let changed = updated.apply(records)
-        let moved = changed.moved.map { ($0.runnerId, wire.state($0)) }
-        let reranked = changed.reranked.map { ($0.runnerId, wire.state($0), wire.rank($0)) }
+        let index = { (runner: UUID) in updated.indices[runner] ?? 0 }
+        let moved = changed.moved.map { ($0.runnerId, wire.state($0, index: index($0.runnerId), of: updated.event)) }
+        let rankOnly = Set(changed.reranked.map(\.runnerId))
+        let ranks = changed.ranksChanged.map { state in
+            let index = index(state.runnerId)
+            return (
+                state.runnerId, rankOnly.contains(state.runnerId) ? wire.state(state, index: index, of: updated.event) : nil,
+                wire.rank(state, index: index)
+            )
+        }
+        let leaders = updated.ranked.prefix(LiveView.leaderCount).map(\.runnerId)
+        let movedIds = Set(changed.moved.map(\.runnerId)).union(changed.ranksChanged.map(\.runnerId))
         let viewers = state.withLock { state -> [LiveRunHub.Subscription] in
             state.lastBatchAt = .now
+            if changed.joined, !wire.stateNamesRunner { state.reloadWanted = true }  // spectators learn the new runners' indices from a snapshot
             guard !changed.isEmpty else { return [] }
             state.board = updated
             state.batch += 1
@@ -327,45 +435,89 @@ final class LiveRun: Sendable {
                 state.rendered[runner] = bytes
                 state.changedIn[runner] = state.batch
             }
-            for (runner, bytes, rank) in reranked {
-                state.rendered[runner] = bytes  // for spectators that have not had its last change yet
+            for (runner, bytes, rank) in ranks {
+                if let bytes {
+                    state.rendered[runner] = bytes  // for spectators that have not had its last change yet (when states carry ranks)
+                    state.rerankedIn[runner] = state.batch
+                }
                 state.renderedRank[runner] = rank
-                state.rerankedIn[runner] = state.batch
+                state.rankChangedIn[runner] = state.batch
             }
-            return state.viewers.values.map(\.subscription)
+            let leadersChanged = leaders != state.leaders
+            if leadersChanged {
+                state.leaders = leaders
+                state.renderedLeaders = wire.leaders(leaders.compactMap { updated.indices[$0] })
+                state.leadersChangedIn = state.batch
+            }
+            return state.viewers.values.filter { $0.wantsWake(moved: movedIds, leadersChanged: leadersChanged) }.map(\.subscription)
         }
         for subscription in viewers { subscription.wake() }
     }
 
-    /// What `subscription` should send next: the snapshot if it has not had the current board's,
-    /// else every runner changed since its last message (nil: nothing new).
-    func message(for subscription: LiveRunHub.Subscription) -> ByteBuffer? {
+    /// What `subscription` should do next: send the snapshot if it has not had the current
+    /// board's; else, when its field is due, every runner changed since its last field message
+    /// (shared with every spectator at the same point); else the followed runners and leaders
+    /// that changed since its last message.
+    func take(for subscription: LiveRunHub.Subscription) -> LiveRunHub.Subscription.Take {
         state.withLock { state in
             let key = ObjectIdentifier(subscription)
-            guard let board = state.board, var viewer = state.viewers[key] else { return nil }
+            guard let board = state.board, var viewer = state.viewers[key] else { return .nothing }
             defer { state.viewers[key] = viewer }
             if viewer.generation != state.generation {
                 viewer.generation = state.generation
-                viewer.seen = state.batch
-                return snapshot(&state, board: board)
+                (viewer.seen, viewer.followSeen) = (state.batch, state.batch)
+                if let every = viewer.view.fieldEvery { viewer.fieldPeriod = period(every).current }
+                return .message(snapshot(&state, board: board))
             }
-            guard viewer.seen < state.batch else { return nil }
-            defer { viewer.seen = state.batch }
+            guard viewer.seen < state.batch else { return .nothing }
+            if let every = viewer.view.fieldEvery {
+                let (period, next) = period(every)
+                if period <= viewer.fieldPeriod {
+                    defer { viewer.followSeen = state.batch }
+                    if viewer.followSeen < state.batch, let message = followed(&state, viewer.view.follow, since: viewer.followSeen) {
+                        return .message(message)
+                    }
+                    viewer.fieldDeferred = true
+                    return .fieldIn(next)
+                }
+                viewer.fieldPeriod = period
+                viewer.fieldDeferred = false
+            }
+            defer { (viewer.seen, viewer.followSeen) = (state.batch, state.batch) }
             if state.sharedUpdates.to != state.batch { state.sharedUpdates = (state.batch, [:]) }
             let since = viewer.seen
-            if let shared = state.sharedUpdates.from[since] { return shared }
-            var runners: [ByteBuffer] = [], ranks: [ByteBuffer] = []
-            for runner in board.ranked {
-                if (state.changedIn[runner.runnerId] ?? 0) > since {
-                    state.rendered[runner.runnerId].map { runners.append($0) }
-                } else if (state.rerankedIn[runner.runnerId] ?? 0) > since {
-                    state.renderedRank[runner.runnerId].map { ranks.append($0) }
-                }
-            }
-            let message = wire.update(runners: runners, ranks: ranks)
+            if let shared = state.sharedUpdates.from[since] { return .message(shared) }
+            let message = update(&state, runners: board.ranked.lazy.map(\.runnerId), since: since)
             state.sharedUpdates.from[since] = message
-            return message
+            return .message(message)
         }
+    }
+
+    /// The period of `every` that now falls in, on a grid shared by every spectator (from the
+    /// Unix epoch), and how long until the next one starts.
+    private func period(_ every: Duration) -> (current: Int64, next: Duration) {
+        let milliseconds = max(1, every.components.seconds * 1_000 + every.components.attoseconds / 1_000_000_000_000_000)
+        let now = Int64(exactly: (now().timeIntervalSince1970 * 1_000).rounded(.down)) ?? 0
+        return (now / milliseconds, .milliseconds(milliseconds - now % milliseconds))
+    }
+
+    /// The states and rank entries of `runners` changed since `since`, and the leaders if they changed.
+    private func update(_ state: inout State, runners: some Sequence<UUID>, since: UInt64) -> ByteBuffer {
+        var states: [ByteBuffer] = [], ranks: [ByteBuffer] = []
+        for runner in runners {
+            let moved = (state.changedIn[runner] ?? 0) > since
+            if moved, let bytes = state.rendered[runner], bytes.readableBytes > 0 { states.append(bytes) }
+            let reranked = (wire.stateCarriesRank ? state.rerankedIn[runner] : state.rankChangedIn[runner]) ?? 0
+            if reranked > since, !(moved && wire.stateCarriesRank), let rank = state.renderedRank[runner] { ranks.append(rank) }
+        }
+        return wire.update(runners: states, ranks: ranks, leaders: state.leadersChangedIn > since ? state.renderedLeaders : nil)
+    }
+
+    /// `update` for the followed runners, nil when none of them and not the leaders changed.
+    private func followed(_ state: inout State, _ follow: Set<UUID>, since: UInt64) -> ByteBuffer? {
+        let changed = follow.filter { max(state.changedIn[$0] ?? 0, state.rankChangedIn[$0] ?? 0) > since }
+        guard !changed.isEmpty || state.leadersChangedIn > since else { return nil }
+        return update(&state, runners: changed.sorted(), since: since)
     }
 
     private func snapshot(_ state: inout State, board: LiveBoard) -> ByteBuffer {
@@ -374,7 +526,9 @@ final class LiveRun: Sendable {
         if let shared = state.sharedSnapshot, shared.generation == state.generation, shared.batch == state.batch, shared.phase == event.phase {
             return shared.message
         }
-        let message = wire.snapshot(event: event, runners: board.ranked.compactMap { state.rendered[$0.runnerId] })
+        let names = Dictionary(board.ranked.map { ($0.runnerId, $0.displayName) }) { first, _ in first }
+        let message = wire.snapshot(
+            event: event, roster: board.roster, names: names, ranked: board.ranked, runners: board.ranked.compactMap { state.rendered[$0.runnerId] })
         state.sharedSnapshot = (state.generation, state.batch, event.phase, message)
         return message
     }

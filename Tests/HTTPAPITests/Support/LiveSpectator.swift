@@ -10,15 +10,25 @@ final class LiveSpectator: Sendable {
     private let task: Mutex<Task<Void, any Error>?> = Mutex(nil)
     /// How the connection ended, once it has (refused, failed, closed by the server).
     private let ended = Mutex<String?>(nil)
+    private let outgoing: AsyncStream<String>.Continuation
 
-    /// Connects to the server on `port` and reads until `stop()`.
-    init(port: Int, runId: String) {
-        let url = "ws://127.0.0.1:\(port)/api/runs/\(runId)/live"
+    /// Connects to the server on `port` and reads until `stop()`; `query` (`v=1`,
+    /// `follow=…&fieldEveryMs=…`) is added to the path.
+    init(port: Int, runId: String, query: String = "") {
+        let url = "ws://127.0.0.1:\(port)/api/runs/\(runId)/live" + (query.isEmpty ? "" : "?" + query)
+        let (outgoing, send) = AsyncStream.makeStream(of: String.self)
+        self.outgoing = send
         let started = Task { [self] in
             do {
-                _ = try await WebSocketClient.connect(url: url, logger: TestPostgres.logger) { inbound, _, _ in
-                    for try await message in inbound.messages(maxSize: 1 << 22) {
-                        if case .text(let text) = message { self.messages.withLock { $0.append(text) } }
+                _ = try await WebSocketClient.connect(url: url, logger: TestPostgres.logger) { inbound, outbound, _ in
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        group.addTask {
+                            for await text in outgoing { try await outbound.write(.text(text)) }
+                        }
+                        for try await message in inbound.messages(maxSize: 1 << 22) {
+                            if case .text(let text) = message { self.messages.withLock { $0.append(text) } }
+                        }
+                        group.cancelAll()
                     }
                 }
                 ended.withLock { $0 = "the connection was closed" }
@@ -30,16 +40,74 @@ final class LiveSpectator: Sendable {
         task.withLock { $0 = started }
     }
 
-    /// Every text message so far, parsed.
+    /// Every text message so far, parsed; version 2's compact messages are read (as the page
+    /// reads them) into version 1's shape: states as objects with the runner's id, name and rank.
     var received: [[String: Any]] {
-        messages.withLock { $0 }.compactMap { (try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any] }
+        var decoder = CompactDecoder()
+        return messages.withLock { $0 }.compactMap { text in
+            guard let message = (try? JSONSerialization.jsonObject(with: Data(text.utf8))) as? [String: Any] else { return nil }
+            return message["v"] as? Int == 2 || decoder.started && message["type"] as? String == "update" ? decoder.read(message) : message
+        }
     }
+
+    /// The raw text messages.
+    var texts: [String] { messages.withLock { $0 } }
 
     /// Runner states of every update so far, in arrival order.
     var updates: [[String: Any]] { received.filter { $0["type"] as? String == "update" }.flatMap { ($0["runners"] as? [[String: Any]]) ?? [] } }
 
-    /// Rank entries (`{ runnerId, rank }`: runners whose rank alone changed) of every update so far.
+    /// Rank entries (`{ runnerId, rank }`) of every update so far: in version 1 the runners whose
+    /// rank alone changed, in version 2 every rank change.
     var ranks: [[String: Any]] { received.filter { $0["type"] as? String == "update" }.flatMap { ($0["ranks"] as? [[String: Any]]) ?? [] } }
+
+    /// Version 2's messages, read with the snapshot's roster and epoch.
+    struct CompactDecoder {
+        var started = false
+        var roster: [(id: String, name: String)] = []
+        var epoch = 0.0
+        var rank: [Int: Int] = [:]
+
+        mutating func read(_ message: [String: Any]) -> [String: Any] {
+            var read = message
+            if message["type"] as? String == "snapshot" {
+                started = true
+                roster = ((message["runners"] as? [[Any]]) ?? []).map { ($0.first as? String ?? "", $0.last as? String ?? "") }
+                epoch = (message["epoch"] as? Double ?? 0) / 1000
+                rank = Dictionary(((message["order"] as? [Int]) ?? []).enumerated().map { ($1, $0 + 1) }) { first, _ in first }
+                let states = Dictionary(((message["states"] as? [[Double]]) ?? []).map { (Int($0[0]), $0) }) { first, _ in first }
+                read["runners"] = ((message["order"] as? [Int]) ?? []).map { state($0, states[$0]) }
+                return read
+            }
+            let pairs = (message["ranks"] as? [Int]) ?? []
+            var entries: [[String: Any]] = []
+            for pair in stride(from: 0, to: pairs.count - 1, by: 2) {
+                rank[pairs[pair]] = pairs[pair + 1]
+                entries.append(["runnerId": roster.indices.contains(pairs[pair]) ? roster[pairs[pair]].id : "", "rank": pairs[pair + 1]])
+            }
+            read["ranks"] = entries
+            read["runners"] = ((message["runners"] as? [[Double]]) ?? []).map { state(Int($0[0]), $0) }
+            if let leaders = message["leaders"] as? [Int] { read["leaders"] = leaders.map { roster.indices.contains($0) ? roster[$0].id : "" } }
+            return read
+        }
+
+        /// `[index, lat e5, lon e5, metres, tenths since epoch, pace, flags]` as version 1's object.
+        func state(_ index: Int, _ numbers: [Double]?) -> [String: Any] {
+            var state: [String: Any] = [
+                "runnerId": roster.indices.contains(index) ? roster[index].id : "",
+                "displayName": roster.indices.contains(index) ? roster[index].name : "",
+                "rank": rank[index] as Any, "latitude": NSNull(), "longitude": NSNull(), "distanceMeters": 0.0,
+            ]
+            guard let numbers, numbers.count == 7 else { return state }
+            state["latitude"] = numbers[1] / 1e5
+            state["longitude"] = numbers[2] / 1e5
+            state["distanceMeters"] = numbers[3]
+            state["time"] = WireFormatTime.string(Date(timeIntervalSince1970: epoch + numbers[4] / 10))
+            state["paceSecondsPerKm"] = numbers[5] == 0 ? NSNull() : numbers[5]
+            state["offCourse"] = Int(numbers[6]) & 1 != 0
+            state["finished"] = Int(numbers[6]) & 2 != 0
+            return state
+        }
+    }
 
     /// Waits until what was received satisfies `condition`. Fails at once, with the reason, if
     /// the connection ended first; the deadline only bounds a server that never answers (it
@@ -58,7 +126,13 @@ final class LiveSpectator: Sendable {
         var description: String { "the spectator's WebSocket ended before the awaited message: \(reason)" }
     }
 
+    /// Sends a text message to the server.
+    func send(_ text: String) async throws {
+        outgoing.yield(text)
+    }
+
     func stop() {
+        outgoing.finish()
         task.withLock { $0?.cancel() }
     }
 }

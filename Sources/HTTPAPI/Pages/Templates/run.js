@@ -2,8 +2,38 @@
 "use strict";
 (function () {
   const runId = document.querySelector("main[data-run-id]").dataset.runId;
-  const runners = new Map();
+  // Version 2 of the live protocol (see LiveCompact.swift): runners by index, states as arrays
+  // [index, lat×1e5, lon×1e5, metres, tenths of a second since epoch, pace s/km (0: unknown), flags].
+  let runners = new Map();  // index → { runnerId, displayName, latitude, longitude, … }
+  let run = null, epoch = 0;
   let project = null;
+  const query = new URLSearchParams(location.search);
+  const followed = new Set((query.get("follow") || "").split(",").filter(Boolean));
+  const fieldEveryMs = query.get("fieldEveryMs");
+
+  function applyState(numbers) {
+    const state = runners.get(numbers[0]);
+    if (!state) return;  // a runner the next snapshot will introduce
+    state.latitude = numbers[1] / 1e5;
+    state.longitude = numbers[2] / 1e5;
+    state.distanceMeters = numbers[3];
+    state.time = epoch + numbers[4] * 100;
+    state.paceSecondsPerKm = numbers[5] || null;
+    state.offCourse = (numbers[6] & 1) !== 0;
+    state.finished = (numbers[6] & 2) !== 0;
+    // The estimated finish: the time of the fix plus the rest of the course at the runner's pace.
+    state.estimatedFinish = state.finished || !state.paceSecondsPerKm ? null
+      : state.time + state.paceSecondsPerKm * Math.max(0, run.lengthMeters - state.distanceMeters);
+  }
+
+  function follow(runnerId) {
+    if (followed.has(runnerId)) followed.delete(runnerId); else if (followed.size < 50) followed.add(runnerId);
+    const next = new URLSearchParams(location.search);
+    if (followed.size) next.set("follow", [...followed].join(",")); else next.delete("follow");
+    history.replaceState(null, "", location.pathname + (next.toString() ? "?" + next : ""));
+    if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ follow: [...followed] }));
+    render();
+  }
 
   // Fits the course into the 1000 × 1000 view box (equirectangular around its centre).
   function fit(coordinates) {
@@ -34,6 +64,7 @@
     for (const state of runners.values()) {
       if (state.latitude == null || !project) continue;
       let marker = layer.querySelector('[data-runner="' + state.runnerId + '"]');
+      const isFollowed = followed.has(state.runnerId);
       if (!marker) {
         marker = document.createElementNS("http://www.w3.org/2000/svg", "g");
         marker.setAttribute("data-runner", state.runnerId);
@@ -45,38 +76,63 @@
       marker.querySelector("circle").setAttribute("cy", y.toFixed(1));
       marker.querySelector("text").setAttribute("transform", "translate(" + x.toFixed(1) + " " + y.toFixed(1) + ")");
       marker.querySelector("text").textContent = state.displayName;
-      marker.setAttribute("class", "runner" + (state.finished ? " finished" : "") + (state.offCourse ? " off" : ""));
+      marker.setAttribute("class", "runner" + (state.finished ? " finished" : "") + (state.offCourse ? " off" : "") + (isFollowed ? " followed" : ""));
+      marker.dataset.latitude = state.latitude;
+      marker.dataset.longitude = state.longitude;
     }
     const rows = [...runners.values()].sort((a, b) => (a.rank || 1e9) - (b.rank || 1e9));
     const body = document.getElementById("leaderboard");
     body.replaceChildren(...rows.map(state => {
       const row = document.createElement("tr");
       row.setAttribute("data-runner", state.runnerId);
-      for (const text of [state.rank ?? "–", state.displayName + (state.finished ? " ✓" : ""), (state.distanceMeters / 1000).toFixed(2), pace(state.paceSecondsPerKm)]) {
+      if (followed.has(state.runnerId)) row.className = "followed";
+      const finish = state.estimatedFinish ? new Date(state.estimatedFinish).toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" }) : "–";
+      for (const text of [state.rank ?? "–", state.displayName + (state.finished ? " ✓" : ""), (state.distanceMeters / 1000).toFixed(2), pace(state.paceSecondsPerKm), finish]) {
         const cell = document.createElement("td");
         cell.textContent = text;
         row.appendChild(cell);
       }
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "follow";
+      button.textContent = followed.has(state.runnerId) ? "Unfollow" : "Follow";
+      button.setAttribute("aria-label", button.textContent + " " + state.displayName);
+      button.addEventListener("click", () => follow(state.runnerId));
+      const cell = document.createElement("td");
+      cell.appendChild(button);
+      row.appendChild(cell);
       return row;
     }));
   }
 
-  let delay = 500;
+  let delay = 500, socket = null;
   function connect() {
     const scheme = location.protocol === "https:" ? "wss:" : "ws:";
-    const socket = new WebSocket(scheme + "//" + location.host + "/api/runs/" + runId + "/live");
+    const params = new URLSearchParams();
+    if (followed.size) params.set("follow", [...followed].join(","));
+    if (fieldEveryMs) params.set("fieldEveryMs", fieldEveryMs);
+    socket = new WebSocket(scheme + "//" + location.host + "/api/runs/" + runId + "/live" + (params.toString() ? "?" + params : ""));
     const status = document.getElementById("status");
     socket.onopen = () => { delay = 500; status.textContent = "Live"; };
     socket.onmessage = (message) => {
       const data = JSON.parse(message.data);
       if (data.type === "snapshot") {
-        runners.clear();
+        // Every runner's index, name and state anew (a first connection, a reconnection, a new roster).
+        run = data.run;
+        epoch = data.epoch;
+        runners = new Map(data.runners.map(([runnerId, displayName], index) => [index, { runnerId, displayName, latitude: null, distanceMeters: 0 }]));
+        data.order.forEach((index, place) => { const state = runners.get(index); if (state) state.rank = place + 1; });
+        document.getElementById("runners").replaceChildren();
         drawCourse(data.run);
+      } else if (data.type === "error") {
+        status.textContent = data.detail;
+        return;
       }
-      for (const state of data.runners || []) runners.set(state.runnerId, state);
-      for (const entry of data.ranks || []) {
-        const state = runners.get(entry.runnerId);
-        if (state) state.rank = entry.rank;
+      for (const numbers of data.states || data.runners || []) applyState(numbers);
+      const ranks = data.ranks || [];
+      for (let i = 0; i + 1 < ranks.length; i += 2) {
+        const state = runners.get(ranks[i]);
+        if (state) state.rank = ranks[i + 1];
       }
       render();
     };

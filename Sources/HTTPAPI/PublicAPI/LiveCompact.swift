@@ -1,0 +1,77 @@
+import Data4HelpCore
+import Foundation
+import NIOCore
+import RunEvents
+
+/// Version 2 of the live view (the default): JSON text frames whose runner data are arrays of
+/// integers, about 40 bytes per runner update where version 1 (`LiveJSON`) spent ~390.
+///
+/// Text rather than binary: the page decodes it with the browser's own `JSON.parse` (no decoder
+/// of ours to get wrong in JavaScript), a person can read it in the browser's tools, and after
+/// this change what a message costs is mostly per message (a frame, a write), not per byte. No
+/// compression (`permessage-deflate` would compress every shared buffer again per connection).
+///
+/// - The snapshot: `{"type":"snapshot","v":2,"run":{…},"epoch":ms,"runners":[[id,name],…],
+///   "states":[state…],"order":[index…]}` — a runner's **index** is its place in `runners`;
+///   `order` is every index, leader first; `epoch` is the event's start (ms since 1970).
+/// - An update: `{"type":"update","runners":[state…],"ranks":[index,rank,…],"leaders":[index…]}` —
+///   the runners whose state changed, the new ranks (flat pairs), and the top ten, leader
+///   first, only when they changed.
+/// - A state: `[index, latitude × 1e5, longitude × 1e5, metres along the course, tenths of a
+///   second since epoch, pace in s/km (0: not yet known), flags]`, flags 1 off course,
+///   2 finished. The page computes the estimated finish from the pace and the course's length.
+struct LiveCompact: LiveWireFormat {
+    var stateCarriesRank: Bool { false }
+    var stateNamesRunner: Bool { false }
+
+    func state(_ state: RunnerState, index: Int, of event: RunEvent) -> ByteBuffer {
+        guard let latitude = state.latitude, let longitude = state.longitude, let time = state.time else { return ByteBuffer() }
+        let flags = (state.offCourse ? 1 : 0) | (state.finished ? 2 : 0)
+        let numbers = [
+            index, Self.whole(latitude * 1e5), Self.whole(longitude * 1e5), Self.whole(state.distanceMeters),
+            Self.whole(time.timeIntervalSince(event.startsAt) * 10), Self.whole(state.paceSecondsPerKm ?? 0), flags,
+        ]
+        return ByteBuffer(string: "[" + numbers.map(String.init).joined(separator: ",") + "]")
+    }
+
+    func snapshot(event: RunEvent, roster: [UUID], names: [UUID: String], ranked: [RunnerState], runners: [ByteBuffer]) -> ByteBuffer {
+        var message = ByteBuffer(string: #"{"type":"snapshot","v":2,"run":"#)
+        var run = LiveJSON.encode(LiveRunBody(event))
+        message.writeBuffer(&run)
+        message.writeString(#","epoch":\#(Self.whole(event.startsAt.timeIntervalSince1970 * 1_000)),"runners":"#)
+        var entries = LiveJSON.encode(roster.map { [$0.wireString, names[$0] ?? ""] })
+        message.writeBuffer(&entries)
+        message.writeString(#","states":"#)
+        LiveJSON.writeArray(runners.filter { $0.readableBytes > 0 }, to: &message)
+        let indices = Dictionary(uniqueKeysWithValues: roster.enumerated().map { ($1, $0) })
+        message.writeString(#","order":[\#(ranked.compactMap { indices[$0.runnerId] }.map(String.init).joined(separator: ","))]}"#)
+        return message
+    }
+
+    func rank(_ state: RunnerState, index: Int) -> ByteBuffer {
+        ByteBuffer(string: "\(index),\(state.rank ?? 0)")
+    }
+
+    func leaders(_ indices: [Int]) -> ByteBuffer {
+        ByteBuffer(string: "[" + indices.map(String.init).joined(separator: ",") + "]")
+    }
+
+    func update(runners: [ByteBuffer], ranks: [ByteBuffer], leaders: ByteBuffer?) -> ByteBuffer {
+        var message = ByteBuffer(string: #"{"type":"update","runners":"#)
+        LiveJSON.writeArray(runners, to: &message)
+        message.writeString(#","ranks":"#)
+        LiveJSON.writeArray(ranks, to: &message)
+        if let leaders {
+            message.writeString(#","leaders":"#)
+            message.writeImmutableBuffer(leaders)
+        }
+        message.writeString("}")
+        return message
+    }
+
+    /// A number the server computed from validated values (coordinates, metres, seconds), to the
+    /// nearest whole; 0 for what cannot be one (never a trap).
+    private static func whole(_ value: Double) -> Int {
+        Int(exactly: value.rounded()) ?? 0
+    }
+}
