@@ -85,6 +85,42 @@ struct SpectatorPageTests {
                     })
                 let order = try #require(passed["rows"] as? [[String]])
                 #expect(order.map { [$0[0], $0[1]] } == [["1", "Marco"], ["2", "Giulia"]], "\(order)")
+
+                // The page's decoder of the compact protocol puts each runner where the server has
+                // them: within a metre of the stored position.
+                let decoded = Self.parse(
+                    try await session.evaluate(
+                        """
+                        JSON.stringify(Object.fromEntries([...document.querySelectorAll('#runners [data-runner]')].map(m =>
+                          [m.dataset.runner, [Number(m.dataset.latitude), Number(m.dataset.longitude)]])))
+                        """))
+                let stored = try await api.send(.get, "/api/runs/\(id)/leaderboard").items
+                #expect(decoded.count == 2)
+                for runner in stored {
+                    let position = try #require(decoded[runner["runnerId"] as? String ?? ""] as? [Double])
+                    let metres = RunLiveTests.metres(
+                        (position[0], position[1]), (runner["latitude"] as? Double ?? 90, runner["longitude"] as? Double ?? 0))
+                    #expect(metres < 1, "\(runner["displayName"] ?? "") is \(metres) m from where the server has them")
+                }
+
+                // Following Giulia from the leaderboard: her row and marker are highlighted, the
+                // page's address keeps it, and her next move still arrives.
+                let giulia = try #require(stored.first { $0["displayName"] as? String == "Giulia" }?["runnerId"] as? String)
+                #expect(
+                    try await session.evaluate(
+                        "document.querySelector('#leaderboard tr[data-runner=\"\(giulia)\"] button.follow').click() ?? true", as: Bool.self))
+                let following = Self.parse(
+                    try await session.wait(
+                        for:
+                            "JSON.stringify({row: document.querySelector('tr.followed')?.dataset.runner ?? null, marker: document.querySelector('.runner.followed')?.dataset.runner ?? null, url: location.search})"
+                    ) { Self.parse($0)["row"] as? String == giulia })
+                #expect(following["marker"] as? String == giulia && following["url"] as? String == "?follow=\(giulia)")
+                _ = try await api.send(
+                    .post, "/api/users/runs/\(id)/positions", token: runner,
+                    json: ["positions": [RunPositionTests.fix(120, at: startsAt.addingTimeInterval(14))]])
+                _ = try await session.wait(for: Self.probe) { value in
+                    (Self.parse(value)["rows"] as? [[String]])?.contains { $0[1] == "Giulia" && $0[2] == "0.12" } == true
+                }
                 let screenshot = try await session.call("Page.captureScreenshot", ["format": "png"])
                 if let data = (screenshot["data"] as? String).flatMap({ Data(base64Encoded: $0) }) {
                     try? data.write(to: FileManager.default.temporaryDirectory.appendingPathComponent("data4help-spectator-page.png"))
