@@ -1,5 +1,6 @@
 import AccessManager
 import ArgumentParser
+import AsyncHTTPClient
 import Data4HelpCore
 import DatabaseLink
 import Foundation
@@ -12,23 +13,44 @@ import NIOWebSocket
 import RunEvents
 import Synchronization
 
-/// `data4help bench live`: one event, runners posting a position every second to one instance,
-/// spectator WebSockets split over two instances; prints fix posted → update received p50/p99,
-/// messages/s, and whether every spectator ended with every runner's final state.
+/// `data4help bench live`: one event per protocol version, runners posting a position every
+/// `--fix-every` to one instance, spectator WebSockets split over two instances; prints fix posted
+/// → update received p50/p99, messages/s and bytes, the bytes per runner update, the CPU of the
+/// server apart from the load generator's and per delivered runner update, and whether every
+/// spectator ended with every runner's final state.
+///
+/// By default version 1 runs first as the baseline, then version 2, on fresh events in the same
+/// run. With `--follow`, each spectator follows that many runners and takes the field every
+/// `--field-every` (version 2 only); latency is then measured on the followed runners.
 ///
 /// Latency is measured on `measured` spectators that parse every message (half on each
-/// instance); the others count messages and keep only what arrives after the final positions
-/// are sent, which is then checked: every runner's last fix must be there.
+/// instance); the others count messages and states and keep only what arrives after the final
+/// positions are sent, which is then checked: every runner's last fix must be there.
 struct LiveBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "live", abstract: "Track4Run live fan-out latency over two instances.")
 
-    @Option(help: "Runners, each posting one position per second.") var runners = 500
+    @Option(help: "Runners.") var runners = 500
+    @Option(help: "How often each runner posts a position (1s, 5s, 500ms).") var fixEvery = BenchDuration(milliseconds: 1_000)
     @Option(help: "Spectator WebSockets, split over the two instances.") var spectators = 2_000
     @Option(help: "Spectators that parse every message for the latency figures.") var measured = 50
     @Option(help: "Seconds of running.") var seconds = 30
     @Option(help: "LIVE_UPDATE_INTERVAL_MS of both instances.") var intervalMs = 50
+    @Option(help: "Runners each spectator follows (0: every spectator takes the whole field at every update).") var follow = 0
+    @Option(help: "With --follow: how often a spectator takes the whole field (0: at every update).") var fieldEvery = BenchDuration(milliseconds: 0)
+    @Option(help: "Protocol versions to run one after the other, comma-separated (default 1,2; with --follow 2).") var protocols: String?
+
+    func validate() throws {
+        guard runners > 0, spectators > 0, seconds > 0, fixEvery.milliseconds > 0 else {
+            throw ValidationError("runners, spectators, seconds and --fix-every must be positive")
+        }
+        guard follow <= min(50, runners) else { throw ValidationError("--follow is at most 50 and at most --runners") }
+    }
 
     func run() async throws {
+        let versions = (protocols ?? (follow > 0 ? "2" : "1,2")).split(separator: ",").compactMap { Int($0) }
+        guard !versions.isEmpty, versions.allSatisfy({ $0 == 1 || $0 == 2 }), follow == 0 || !versions.contains(1) else {
+            throw ValidationError("--protocols is 1, 2 or 1,2; version 1 cannot follow")
+        }
         // Every runner is a phone of its own: posts must not queue behind a handful of client
         // connections (AsyncHTTPClient's default is 8 per host), or the benchmark measures that queue.
         try await BenchServer.run(
@@ -39,9 +61,11 @@ struct LiveBenchCommand: AsyncParsableCommand {
             }
         ) { server in
             print(
-                "data4help bench live — \(runners) runners at 1 Hz for \(seconds) s, \(spectators) spectators over 2 instances (\(measured) measuring), batches every ≥ \(intervalMs) ms"
-            )
+                "data4help bench live — \(runners) runners posting every \(fixEvery) for \(seconds) s, \(spectators) spectators over 2 instances (\(measured) measuring)"
+                    + (follow > 0 ? ", each following \(follow) with the field every \(fieldEvery)" : ", each taking the whole field")
+                    + ", batches every ≥ \(intervalMs) ms; protocol versions \(versions.map(String.init).joined(separator: " then "))")
             let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 4), logger: server.logger)
+            let seeding = ContinuousClock.now
             let tokens = try await database.whileRunning { () -> [String] in
                 let seeder = PopulationSeeder(database: database)
                 try await seeder.seed(individuals: runners + 1, days: 1, tag: "livebench")
@@ -49,121 +73,231 @@ struct LiveBenchCommand: AsyncParsableCommand {
                 let sessions = SessionService(database: database, hasher: PasswordHasher(), tokenLifetime: .seconds(86_400))
                 return try await BenchServer.concurrently(ids.count, 8) { try await sessions.issue(for: .individual(ids[$0])).token }
             }
-            // A 5 km out-and-back course from the Arco della Pace, starting shortly.
-            let course = try GeoPath(points: [
-                GeoPoint(latitude: 45.4755, longitude: 9.1725), GeoPoint(latitude: 45.4755 + 0.0225, longitude: 9.1725),
-            ])
-            let startsAt = Date().addingTimeInterval(20).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
-            let (created, event) = try await server.send(
-                .POST, "/api/users/runs", token: tokens[runners],
-                json: """
-                    {"name":"Bench","startsAt":"\(startsAt.wireTime)","endsAt":"\(startsAt.addingTimeInterval(7200).wireTime)",
-                     "enrolmentDeadline":"\(startsAt.wireTime)","maxParticipants":\(runners),
-                     "path":{"type":"LineString","coordinates":[[9.1725,45.4755],[9.1725,45.498],[9.1725,45.4755]]}}
-                    """)
-            guard created == .created, let id = event["id"] as? String else { throw ValidationError("event not created: \(created)") }
-            let runnerIds = try await BenchServer.concurrently(runners, 16) { index -> String in
-                let (status, body) = try await server.send(
-                    .POST, "/api/users/runs/\(id)/enrolment", token: tokens[index], json: #"{"displayName":"R\#(index)"}"#)
-                guard status == .created, let runner = body["runnerId"] as? String else { throw ValidationError("enrolment \(index): \(status)") }
-                return runner
-            }
-
-            let tally = LiveTally()
-            let watchers = (0..<spectators).map { index in
-                LiveWatcher(host: "127.0.0.1", port: server.ports[index % 2], path: "/api/runs/\(id)/live", measuring: index < measured, tally: tally)
-            }
-            let connecting = ContinuousClock.now
-            while watchers.contains(where: { !$0.connected }) {
-                guard ContinuousClock.now - connecting < .seconds(60) else {
-                    throw ValidationError("only \(watchers.filter(\.connected).count) spectators connected")
+            print(String(format: "set-up: %d people seeded with sessions in %.1f s", runners + 1, (ContinuousClock.now - seeding).inSeconds))
+            // The load generator's own event loops (spectators' sockets, the posting client), so that
+            // its CPU can be told apart from the servers'.
+            let generator = MultiThreadedEventLoopGroup(numberOfThreads: 2)
+            let generatorThreads = try await ThreadCPU.threads(of: generator)
+            var clientConfiguration = HTTPClient.Configuration(timeout: .init(connect: .seconds(5), read: .seconds(120)))
+            clientConfiguration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 128
+            let poster = HTTPClient(eventLoopGroupProvider: .shared(generator), configuration: clientConfiguration)
+            do {
+                for version in versions {
+                    try await scenario(
+                        version: version, server: server, tokens: tokens, poster: poster, generator: generator, generatorThreads: generatorThreads)
                 }
-                try await Task.sleep(for: .milliseconds(50))
+                try await poster.shutdown()
+            } catch {
+                try? await poster.shutdown()
+                throw error
             }
-            print(String(format: "set-up: %d spectators connected in %.1f s", spectators, (ContinuousClock.now - connecting).inSeconds))
-            try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.3))
-
-            // Runner i runs at 2.5–4.5 m/s; second s's fix is posted at start + s + i/n to the first instance.
-            let speeds = (0..<runners).map { 2.5 + 2.0 * Double($0) / Double(max(1, runners - 1)) }
-            let begin = ContinuousClock.now, cpuAtBegin = processCPUSeconds(), machineAtBegin = machineBusySeconds()
-            let next = WorkCounter()
-            let runnerCount = runners, duration = seconds, total = runners * seconds
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                for _ in 0..<128 {
-                    group.addTask {
-                        while case let k = next.take(), k < total {
-                            let (second, runner) = (k / runnerCount + 1, k % runnerCount)
-                            if second == duration, runner == 0 { tally.finalPhase.withLock { $0 = true } }
-                            let due = begin + .seconds(Double(k) / Double(runnerCount))
-                            if ContinuousClock.now < due { try await Task.sleep(until: due) }
-                            let time = startsAt.addingTimeInterval(Double(second))
-                            let point = course.point(at: speeds[runner] * Double(second))
-                            let stamp = time.wireTime
-                            tally.posted(runner: runnerIds[runner], time: stamp)
-                            let postedAt = ContinuousClock.now
-                            let (status, _) = try await server.send(
-                                .POST, "/api/users/runs/\(id)/positions", token: tokens[runner],
-                                json: """
-                                    {"positions":[{"latitude":\(point.latitude),"longitude":\(point.longitude),"accuracy":5,"time":"\(stamp)"}]}
-                                    """)
-                            if status != .ok { tally.failed.withLock { $0 += 1 } }
-                            tally.postLatencies.withLock { $0.append((ContinuousClock.now - postedAt).inSeconds * 1000) }
-                            if second == duration { tally.finalTimes.withLock { $0[runner] = stamp } }
-                        }
-                    }
-                }
-                try await group.waitForAll()
-            }
-            let streamed = ContinuousClock.now - begin, cpu = processCPUSeconds() - cpuAtBegin
-            let machine = machineBusySeconds().map { end in machineAtBegin.map { end - $0 } ?? .nan } ?? .nan
-            try await Task.sleep(for: .seconds(3))  // the last updates
-            let open = watchers.filter(\.open).count
-            for watcher in watchers { watcher.stop() }
-
-            let finals = tally.finalTimes.withLock { $0 }
-            var missing = 0
-            for watcher in watchers {
-                let seen = watcher.finalStates()
-                for (runner, time) in finals where seen[runnerIds[runner]] != time { missing += 1 }
-            }
-            let latencies = tally.latencies.withLock { $0 }.sorted()
-            let messages = watchers.reduce(0) { $0 + $1.messageCount }
-            let bytes = watchers.reduce(0) { $0 + $1.byteCount }
-            let statesPerSpectator = Double(watchers.prefix(measured).reduce(0) { $0 + $1.stateCount }) / Double(max(1, measured))
-            print(
-                String(
-                    format: "posted %d positions in %.1f s (%.0f/s), %d failed", total, streamed.inSeconds, Double(total) / streamed.inSeconds,
-                    tally.failed.withLock { $0 }))
-            let posts = tally.postLatencies.withLock { $0 }.sorted()
-            print(
-                String(
-                    format: "post round trip (fix stored and announced): p50 %.1f ms   p99 %.1f ms", percentile(posts, 0.5), percentile(posts, 0.99)))
-            print(
-                String(
-                    format: "fix posted → update received (%d measuring spectators, %d samples): p50 %.1f ms   p99 %.1f ms   max %.1f ms",
-                    measured, latencies.count, percentile(latencies, 0.5), percentile(latencies, 0.99), latencies.last ?? .nan))
-            print(
-                String(
-                    format: "messages delivered to spectators: %d (%.0f/s, %.1f MB/s); runner states per measuring spectator: %.0f for %d posted",
-                    messages, Double(messages) / streamed.inSeconds, Double(bytes) / streamed.inSeconds / 1e6, statesPerSpectator, total))
-            print(
-                String(
-                    format:
-                        "CPU while posting: this process (both servers and every client) %.2f, whole machine (PostgreSQL included) %.2f of %d cores",
-                    cpu / streamed.inSeconds, machine / streamed.inSeconds, ProcessInfo.processInfo.activeProcessorCount))
-            print("spectators still connected at the end: \(open) of \(spectators)")
-            let reasons = Dictionary(grouping: watchers.compactMap(\.lostBecause), by: { $0 }).mapValues(\.count)
-            for (reason, count) in reasons.sorted(by: { $0.value > $1.value }) { print("  lost \(count): \(reason)") }
-            print("final states missing: \(missing) of \(finals.count * spectators) (runner × spectator)")
-            BenchSummary.record(
-                "live", "\(runners) runners, \(spectators) spectators: fix posted → update received, p50 / p99 (ms)", format: "%.1f / %.1f",
-                percentile(latencies, 0.5), percentile(latencies, 0.99))
-            BenchSummary.record(
-                "live", "positions posted per second; post round trip p99 (ms)", format: "%.0f; %.1f", Double(total) / streamed.inSeconds,
-                percentile(posts, 0.99))
+            try await generator.shutdownGracefully()
         }
     }
 
+    /// One event watched with protocol `version`: set-up, the race, the figures.
+    private func scenario(
+        version: Int, server: BenchServer, tokens: [String], poster: HTTPClient, generator: MultiThreadedEventLoopGroup, generatorThreads: [Int]
+    ) async throws {
+        print("— protocol version \(version)\(version == 1 ? " (baseline)" : "")")
+        // A 5 km out-and-back course from the Arco della Pace, starting once everyone is in.
+        let course = try GeoPath(points: [GeoPoint(latitude: 45.4755, longitude: 9.1725), GeoPoint(latitude: 45.4755 + 0.0225, longitude: 9.1725)])
+        let lead = 20 + Double(runners + spectators) / 250
+        let startsAt = Date().addingTimeInterval(lead).addingTimeInterval(-Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 1))
+        let (created, event) = try await server.send(
+            .POST, "/api/users/runs", token: tokens[runners],
+            json: """
+                {"name":"Bench v\(version)","startsAt":"\(startsAt.wireTime)","endsAt":"\(startsAt.addingTimeInterval(7200).wireTime)",
+                 "enrolmentDeadline":"\(startsAt.wireTime)","maxParticipants":\(runners),
+                 "path":{"type":"LineString","coordinates":[[9.1725,45.4755],[9.1725,45.498],[9.1725,45.4755]]}}
+                """)
+        guard created == .created, let id = event["id"] as? String else { throw ValidationError("event not created: \(created)") }
+        let runnerIds = try await BenchServer.concurrently(runners, 16) { index -> String in
+            let (status, body) = try await server.send(
+                .POST, "/api/users/runs/\(id)/enrolment", token: tokens[index], json: #"{"displayName":"R\#(index)"}"#)
+            guard status == .created, let runner = body["runnerId"] as? String else { throw ValidationError("enrolment \(index): \(status)") }
+            return runner
+        }
+
+        let tally = LiveTally(version: version)
+        let watchers = (0..<spectators).map { index in
+            var query = version == 1 ? "?v=1" : ""
+            var followed: [Int] = []
+            if follow > 0 {
+                followed = (0..<follow).map { (index &* 7919 &+ $0 &* 104_729) % runners }
+                query = "?follow=" + followed.map { runnerIds[$0] }.joined(separator: ",") + "&fieldEveryMs=\(fieldEvery.milliseconds)"
+            }
+            return LiveWatcher(
+                group: generator, host: "127.0.0.1", port: server.ports[index % 2], path: "/api/runs/\(id)/live" + query, measuring: index < measured,
+                following: followed.map { runnerIds[$0] }, tally: tally)
+        }
+        let connecting = ContinuousClock.now
+        while watchers.contains(where: { !$0.connected }) || tally.roster.withLock({ $0.isEmpty }) && version == 2 {
+            guard ContinuousClock.now - connecting < .seconds(120) else {
+                throw ValidationError("only \(watchers.filter(\.connected).count) spectators connected")
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        print(String(format: "set-up: %d spectators connected in %.1f s", spectators, (ContinuousClock.now - connecting).inSeconds))
+        // Version 2 names runners by index: the bench keys what it posts the way spectators read it.
+        let indexOf = Dictionary(tally.roster.withLock { $0 }.enumerated().map { ($1, $0) }) { first, _ in first }
+        let keys = runnerIds.map { version == 1 ? $0 : String(indexOf[$0] ?? -1) }
+        guard startsAt.timeIntervalSinceNow > 0 else { throw ValidationError("set-up took longer than the lead of \(lead) s: the race has started") }
+        try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.3))
+
+        // Runner i runs at 2.5–4.5 m/s; round r's fix (at start + (r + 1) × fix-every) is posted at
+        // begin + (r + i/n) × fix-every to the first instance.
+        let speeds = (0..<runners).map { 2.5 + 2.0 * Double($0) / Double(max(1, runners - 1)) }
+        let every = Double(fixEvery.milliseconds) / 1000
+        let rounds = max(1, Int(exactly: (Double(seconds) / every).rounded(.down)) ?? 1)
+        let begin = ContinuousClock.now, cpuAtBegin = processCPUSeconds(), machineAtBegin = machineBusySeconds()
+        let generatorAtBegin = ThreadCPU.seconds(of: generatorThreads)
+        let deliveredAtBegin = watchers.reduce(0) { $0 + $1.stateCount }
+        let next = WorkCounter()
+        let runnerCount = runners, total = runners * rounds
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<128 {
+                group.addTask {
+                    while case let k = next.take(), k < total {
+                        let (round, runner) = (k / runnerCount, k % runnerCount)
+                        if round == rounds - 1, runner == 0 { tally.finalPhase.withLock { $0 = true } }
+                        let due = begin + .seconds(Double(k) / Double(runnerCount) * every)
+                        if ContinuousClock.now < due { try await Task.sleep(until: due) }
+                        let offset = Double(round + 1) * every
+                        let time = startsAt.addingTimeInterval(offset)
+                        let point = course.point(at: speeds[runner] * offset)
+                        let stamp = time.wireTime
+                        let key = keys[runner] + "|" + (version == 1 ? stamp : String(Int(exactly: (offset * 10).rounded()) ?? 0))
+                        tally.posted(key)
+                        let postedAt = ContinuousClock.now
+                        var request = HTTPClientRequest(url: server.base + "/api/users/runs/\(id)/positions")
+                        request.method = .POST
+                        request.headers.add(name: "Authorization", value: "Bearer \(tokens[runner])")
+                        request.headers.add(name: "Content-Type", value: "application/json")
+                        request.body = .bytes(
+                            ByteBuffer(
+                                string:
+                                    #"{"positions":[{"latitude":\#(point.latitude),"longitude":\#(point.longitude),"accuracy":5,"time":"\#(stamp)"}]}"#
+                            ))
+                        let response = try await poster.execute(request, timeout: .seconds(60))
+                        _ = try await response.body.collect(upTo: 1 << 20)
+                        if response.status != .ok { tally.failed.withLock { $0 += 1 } }
+                        tally.postLatencies.withLock { $0.append((ContinuousClock.now - postedAt).inSeconds * 1000) }
+                        if round == rounds - 1 { tally.finalKeys.withLock { $0[runner] = key } }
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        let streamed = ContinuousClock.now - begin, cpu = processCPUSeconds() - cpuAtBegin
+        let generatorCPU = ThreadCPU.seconds(of: generatorThreads) - generatorAtBegin
+        let machine = machineBusySeconds().map { end in machineAtBegin.map { end - $0 } ?? .nan } ?? .nan
+        let delivered = watchers.reduce(0) { $0 + $1.stateCount } - deliveredAtBegin
+        try await Task.sleep(for: .seconds(3 + Double(fieldEvery.milliseconds) / 1000))  // the last updates, and the field's
+        let open = watchers.filter(\.open).count
+        for watcher in watchers { watcher.stop() }
+
+        let finals = tally.finalKeys.withLock { $0 }
+        var missing = 0
+        for watcher in watchers {
+            let seen = watcher.finalStates()
+            for (_, key) in finals {
+                let parts = key.split(separator: "|", maxSplits: 1)
+                if seen[String(parts[0])] != String(parts[1]) { missing += 1 }
+            }
+        }
+        let latencies = tally.latencies.withLock { $0 }.sorted()
+        let messages = watchers.reduce(0) { $0 + $1.messageCount }
+        let bytes = watchers.reduce(0) { $0 + $1.byteCount }
+        let (stateBytes, stateCount, largest) = watchers.prefix(measured).reduce((0, 0, 0)) {
+            ($0.0 + $1.stateBytes, $0.1 + $1.measuredStates, max($0.2, $1.largestState))
+        }
+        let seconds = streamed.inSeconds, cores = ProcessInfo.processInfo.activeProcessorCount
+        print(
+            String(format: "posted %d positions in %.1f s (%.0f/s), %d failed", total, seconds, Double(total) / seconds, tally.failed.withLock { $0 })
+        )
+        let posts = tally.postLatencies.withLock { $0 }.sorted()
+        print(
+            String(format: "post round trip (fix stored and announced): p50 %.1f ms   p99 %.1f ms", percentile(posts, 0.5), percentile(posts, 0.99)))
+        print(
+            String(
+                format: "fix posted → update received (%d measuring spectators, %d samples%@): p50 %.1f ms   p99 %.1f ms   max %.1f ms", measured,
+                latencies.count, follow > 0 ? ", followed runners" : "", percentile(latencies, 0.5), percentile(latencies, 0.99),
+                latencies.last ?? .nan))
+        print(
+            String(
+                format: "messages delivered to spectators: %d (%.0f/s, %.1f MB/s), runner updates delivered: %d (%.0f/s)", messages,
+                Double(messages) / seconds, Double(bytes) / seconds / 1e6, delivered, Double(delivered) / seconds))
+        print(
+            String(
+                format: "bytes per runner update on the wire: %.1f average, %d largest (%d updates read by the measuring spectators)",
+                Double(stateBytes) / Double(max(1, stateCount)), largest, stateCount))
+        let serverCPU = cpu - generatorCPU
+        print(
+            String(
+                format:
+                    "CPU while posting, in cores of %d: servers %.2f (this process but the load generator's event loops), load generator %.2f, whole machine %.2f (PostgreSQL included)",
+                cores, serverCPU / seconds, generatorCPU / seconds, machine / seconds))
+        print(String(format: "servers' CPU per delivered runner update: %.2f µs", serverCPU / Double(max(1, delivered)) * 1e6))
+        print("spectators still connected at the end: \(open) of \(spectators)")
+        let reasons = Dictionary(grouping: watchers.compactMap(\.lostBecause), by: { $0 }).mapValues(\.count)
+        for (reason, count) in reasons.sorted(by: { $0.value > $1.value }) { print("  lost \(count): \(reason)") }
+        print("final states missing: \(missing) of \(finals.count * spectators) (runner × spectator)")
+        let label =
+            "v\(version), \(runners) runners every \(fixEvery), \(spectators) spectators"
+            + (follow > 0 ? " following \(follow), field every \(fieldEvery)" : "")
+        BenchSummary.record(
+            "live", "\(label): fix posted → update received, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(latencies, 0.5),
+            percentile(latencies, 0.99))
+        BenchSummary.record(
+            "live", "\(label): bytes per runner update; servers' µs per delivered update", format: "%.1f; %.2f",
+            Double(stateBytes) / Double(max(1, stateCount)), serverCPU / Double(max(1, delivered)) * 1e6)
+        BenchSummary.record("live", "\(label): final states missing", "\(missing)")
+    }
+}
+
+/// A duration given as `5s`, `500ms` or `1m`.
+struct BenchDuration: ExpressibleByArgument, CustomStringConvertible, Sendable {
+    let milliseconds: Int
+
+    init(milliseconds: Int) {
+        self.milliseconds = milliseconds
+    }
+
+    init?(argument: String) {
+        let units: [(String, Int)] = [("ms", 1), ("s", 1_000), ("m", 60_000)]
+        guard let (suffix, scale) = units.first(where: { argument.hasSuffix($0.0) }), let value = Double(argument.dropLast(suffix.count)),
+            let milliseconds = Int(exactly: (value * Double(scale)).rounded()), milliseconds >= 0
+        else { return nil }
+        self.milliseconds = milliseconds
+    }
+
+    var description: String { milliseconds % 1_000 == 0 ? "\(milliseconds / 1_000) s" : "\(milliseconds) ms" }
+}
+
+/// CPU time of chosen threads of this process (`/proc/self/task/TID/stat`).
+enum ThreadCPU {
+    /// The thread ids of a group's event loops.
+    static func threads(of group: MultiThreadedEventLoopGroup) async throws -> [Int] {
+        var ids: [Int] = []
+        for loop in group.makeIterator() {
+            let link = try await loop.submit { try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self") }.get()
+            if let id = link.split(separator: "/").last.flatMap({ Int($0) }) { ids.append(id) }
+        }
+        return ids
+    }
+
+    /// User and system seconds of `threads` so far.
+    static func seconds(of threads: [Int]) -> Double {
+        threads.reduce(0) { total, thread in
+            guard let stat = try? String(contentsOfFile: "/proc/self/task/\(thread)/stat", encoding: .utf8),
+                let close = stat.lastIndex(of: ")")
+            else { return total }
+            let fields = stat[stat.index(after: close)...].split(separator: " ")
+            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return total }
+            return total + (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+        }
+    }
 }
 
 /// User and system CPU time of this process so far.
@@ -186,41 +320,72 @@ func machineBusySeconds() -> Double? {
     return busy / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
-/// What the posting side and the measuring spectators note down.
+/// What the posting side and the measuring spectators note down. A state's key is
+/// `runner|time`: in version 1 the runner's id and the fix's time as written; in version 2 the
+/// runner's index and the tenths of a second since the epoch.
 final class LiveTally: Sendable {
-    let sent = Mutex<[String: ContinuousClock.Instant]>([:])  // "runnerId|time" → when its post began
+    let version: Int
+    let sent = Mutex<[String: ContinuousClock.Instant]>([:])  // key → when its post began
     let latencies = Mutex<[Double]>([])
     /// Each post's round trip (ms): the part of the delivery latency spent before the fix is stored.
     let postLatencies = Mutex<[Double]>([])
     let failed = Mutex(0)
     let finalPhase = Mutex(false)
-    /// Each runner's last fix time (by runner index).
-    let finalTimes = Mutex<[Int: String]>([:])
+    /// Each runner's last fix (by runner number).
+    let finalKeys = Mutex<[Int: String]>([:])
+    /// Version 2: the runners' ids by index, from the first measuring spectator's snapshot.
+    let roster = Mutex<[String]>([])
 
-    func posted(runner: String, time: String) {
-        sent.withLock { $0[runner + "|" + time] = .now }
+    init(version: Int) {
+        self.version = version
+    }
+
+    func posted(_ key: String) {
+        sent.withLock { $0[key] = .now }
     }
 }
 
 /// One spectator: a WebSocket client on the live view, handling frames on its event loop (a
-/// plain NIO pipeline: 2,000 clients share the machine with the servers they measure, so the
-/// load generator must cost as little as a browser elsewhere would). Messages are single text
-/// frames; a measuring spectator parses each, the others count them and, once the final
-/// positions are being posted, note each runner's newest time (a byte scan, not a JSON parse).
+/// plain NIO pipeline on the load generator's own event loops: thousands of clients share the
+/// machine with the servers they measure, so the load generator must cost as little as a browser
+/// elsewhere would). Messages are single text frames; a measuring spectator parses each, the
+/// others count messages and runner updates and, once the final positions are being posted, note
+/// each runner's newest time (a byte scan, not a JSON parse).
 final class LiveWatcher: Sendable {
-    private let state = Mutex<(connected: Bool, messages: Int, bytes: Int, states: Int, newest: [String: String], channel: (any Channel)?)>(
-        (false, 0, 0, 0, [:], nil))
+    private struct State {
+        var connected = false
+        var messages = 0
+        var bytes = 0
+        /// Runner updates received (every spectator), and the bytes of those a measuring one read.
+        var states = 0
+        var measuredStates = 0
+        var stateBytes = 0
+        var largestState = 0
+        /// Each runner's newest fix in the final phase: version 1 by id (the time as written),
+        /// version 2 by index (tenths of a second).
+        var newest: [String: String] = [:]
+        var newestTenths: [Int: Int] = [:]
+        var channel: (any Channel)?
+    }
+
+    private let state = Mutex(State())
     private let measuring: Bool
     private let tally: LiveTally
-    /// Runner and time of the states already measured (a state re-sent because a rank changed is not a new delivery).
+    /// Runner and time of the states already measured (a state re-sent in a field message, or
+    /// because a rank changed, is not a new delivery).
     private let measured = Mutex(Set<String>())
+    /// The runners followed (ids), and as the keys' runner part once the roster is known: only
+    /// their latency is measured.
+    private let following: [String]
+    private let followedKeys = Mutex<Set<Substring>?>(nil)
 
-    init(host: String, port: Int, path: String, measuring: Bool, tally: LiveTally) {
+    init(group: any EventLoopGroup, host: String, port: Int, path: String, measuring: Bool, following: [String] = [], tally: LiveTally) {
         self.measuring = measuring
+        self.following = following
         self.tally = tally
-        let bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton).channelInitializer { [self] channel in
+        let bootstrap = ClientBootstrap(group: group).channelInitializer { [self] channel in
             channel.eventLoop.makeCompletedFuture {
-                let upgrader = NIOTypedWebSocketClientUpgrader<Void>(maxFrameSize: 1 << 24) { channel, _ in
+                let upgrader = NIOTypedWebSocketClientUpgrader<Void>(maxFrameSize: 1 << 26) { channel, _ in
                     channel.eventLoop.makeCompletedFuture {
                         try channel.pipeline.syncOperations.addHandler(SpectatorHandler(watcher: self))
                         self.state.withLock { $0.connected = true }
@@ -247,17 +412,24 @@ final class LiveWatcher: Sendable {
     var connected: Bool { state.withLock { $0.connected } }
     var messageCount: Int { state.withLock { $0.messages } }
     var byteCount: Int { state.withLock { $0.bytes } }
-    /// Runner states received by a measuring spectator.
+    /// Runner updates received.
     var stateCount: Int { state.withLock { $0.states } }
+    /// Runner updates a measuring spectator read, their bytes, and the largest.
+    var measuredStates: Int { state.withLock { $0.measuredStates } }
+    var stateBytes: Int { state.withLock { $0.stateBytes } }
+    var largestState: Int { state.withLock { $0.largestState } }
     var open: Bool { state.withLock { $0.channel?.isActive ?? false } }
 
     func stop() {
         state.withLock { $0.channel?.close(promise: nil) }
     }
 
-    /// Each runner's newest time among the messages received after the final positions began.
+    /// Each runner's newest time among the messages received after the final positions began,
+    /// keyed as `LiveTally` keys them.
     func finalStates() -> [String: String] {
-        state.withLock { $0.newest }
+        state.withLock { state in
+            tally.version == 1 ? state.newest : Dictionary(uniqueKeysWithValues: state.newestTenths.map { (String($0), String($1)) })
+        }
     }
 
     /// Why the connection ended early, if it did.
@@ -271,25 +443,158 @@ final class LiveWatcher: Sendable {
     fileprivate func received(_ message: ByteBuffer) {
         let arrived = ContinuousClock.now
         let finalPhase = tally.finalPhase.withLock { $0 }
-        let states = measuring || finalPhase ? Self.runnerTimes(in: message) : []
+        let bytes = message.readableBytesView
+        let isUpdate = bytes.starts(with: Self.updatePrefix)
+        if tally.version == 2, measuring, !isUpdate, bytes.starts(with: Self.snapshotPrefix) { noteRoster(message) }
+        // Keys and sizes of the runner updates, where this spectator reads them.
+        var keys: [String] = [], tenths: [(Int, Int)] = [], sizes: [Int] = []
+        var count = 0
+        if tally.version == 1 {
+            if measuring || finalPhase {
+                let states = Self.runnerTimes(in: message)
+                keys = states.map { $0.0 + "|" + $0.1 }
+                count = isUpdate ? states.count : 0
+            } else if isUpdate {
+                count = Self.occurrences(of: Self.timeKey, in: message)
+            }
+            if measuring, isUpdate, count > 0, let runners = Self.v1RunnersLength(message) { sizes = [runners / count] }
+        } else if isUpdate {
+            if measuring || finalPhase {
+                let states = Self.compactStates(in: message)
+                tenths = states.map { ($0.index, $0.tenths) }
+                keys = measuring ? states.map { "\($0.index)|\($0.tenths)" } : []
+                sizes = measuring ? states.map(\.bytes) : []
+                count = states.count
+            } else {
+                count = Self.compactStateCount(in: message)
+            }
+        }
         state.withLock { state in
             state.messages += 1
             state.bytes += message.readableBytes
-            state.states += measuring ? states.count : 0
+            state.states += count
+            if measuring, isUpdate {
+                state.measuredStates += tally.version == 1 ? count : sizes.count
+                state.stateBytes += tally.version == 1 ? (sizes.first ?? 0) * count : sizes.reduce(0, +)
+                state.largestState = max(state.largestState, sizes.max() ?? 0)
+            }
             guard finalPhase else { return }
-            for (runner, time) in states where state.newest[runner].map({ time > $0 }) ?? true { state.newest[runner] = time }
+            if tally.version == 1 {
+                for key in keys {
+                    let parts = key.split(separator: "|", maxSplits: 1).map(String.init)
+                    if state.newest[parts[0]].map({ parts[1] > $0 }) ?? true { state.newest[parts[0]] = parts[1] }
+                }
+            } else {
+                for (index, time) in tenths where state.newestTenths[index].map({ time > $0 }) ?? true { state.newestTenths[index] = time }
+            }
         }
         // Updates only: a snapshot re-sends states delivered before.
-        guard measuring, message.readableBytesView.starts(with: Self.updatePrefix) else { return }
-        for (id, time) in states {
-            guard measured.withLock({ $0.insert(id + "|" + time).inserted }), let sent = tally.sent.withLock({ $0[id + "|" + time] }) else {
-                continue
+        guard measuring, isUpdate else { return }
+        let followed =
+            following.isEmpty
+            ? nil
+            : followedKeys.withLock { keys in
+                if keys == nil {
+                    let roster = tally.roster.withLock { $0 }
+                    keys = Set(following.map { id in tally.version == 1 ? Substring(id) : Substring(String(roster.firstIndex(of: id) ?? -1)) })
+                }
+                return keys
             }
+        for key in keys {
+            if let followed, !followed.contains(key.prefix { $0 != "|" }) { continue }
+            guard measured.withLock({ $0.insert(key).inserted }), let sent = tally.sent.withLock({ $0[key] }) else { continue }
             tally.latencies.withLock { $0.append((arrived - sent).inSeconds * 1000) }
         }
     }
 
+    /// Version 2: the roster of a snapshot (`runners`: `[id, name]` by index), for the bench's keys.
+    private func noteRoster(_ message: ByteBuffer) {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(message.readableBytesView)) as? [String: Any],
+            let runners = object["runners"] as? [[String]]
+        else { return }
+        let ids = runners.compactMap(\.first)
+        tally.roster.withLock { if $0.isEmpty { $0 = ids } }
+    }
+
     private static let updatePrefix = Array(#"{"type":"update""#.utf8)
+    private static let snapshotPrefix = Array(#"{"type":"snapshot""#.utf8)
+    private static let compactRunners = Array(#"{"type":"update","runners":["#.utf8)
+
+    /// Version 2: each state of an update's `runners` — `[index,lat,lon,metres,tenths,pace,flags]`
+    /// — as its index, its tenths and its bytes on the wire (with the comma that separates it).
+    static func compactStates(in buffer: ByteBuffer) -> [(index: Int, tenths: Int, bytes: Int)] {
+        buffer.readableBytesView.withUnsafeBytes { bytes -> [(index: Int, tenths: Int, bytes: Int)] in
+            guard bytes.starts(with: compactRunners) else { return [] }
+            var found: [(index: Int, tenths: Int, bytes: Int)] = []
+            var cursor = compactRunners.count
+            var numbers: [Int] = []
+            numbers.reserveCapacity(7)
+            while cursor < bytes.count, bytes[cursor] == UInt8(ascii: "[") {
+                let begin = cursor
+                cursor += 1
+                numbers.removeAll(keepingCapacity: true)
+                var value = 0, negative = false
+                scan: while cursor < bytes.count {
+                    let byte = bytes[cursor]
+                    cursor += 1
+                    switch byte {
+                    case UInt8(ascii: "-"): negative = true
+                    case UInt8(ascii: "0")...UInt8(ascii: "9"): value = value &* 10 &+ Int(byte &- UInt8(ascii: "0"))
+                    case UInt8(ascii: ","), UInt8(ascii: "]"):
+                        numbers.append(negative ? -value : value)
+                        (value, negative) = (0, false)
+                        if byte == UInt8(ascii: "]") { break scan }
+                    default: break
+                    }
+                }
+                if numbers.count == 7 { found.append((numbers[0], numbers[4], cursor - begin + 1)) }
+                guard cursor < bytes.count, bytes[cursor] == UInt8(ascii: ",") else { break }
+                cursor += 1
+            }
+            return found
+        }
+    }
+
+    /// Version 2: how many states an update carries — its `[` less those of `runners`, `ranks`
+    /// and `leaders` (a count, not a parse: every spectator does it for every message).
+    static func compactStateCount(in buffer: ByteBuffer) -> Int {
+        let brackets = occurrences(of: [UInt8(ascii: "[")], in: buffer)
+        return max(0, brackets - 2 - (occurrences(of: Array(#""leaders""#.utf8), in: buffer) > 0 ? 1 : 0))
+    }
+
+    /// How often `needle` occurs in `buffer`.
+    static func occurrences(of needle: [UInt8], in buffer: ByteBuffer) -> Int {
+        buffer.readableBytesView.withUnsafeBytes { bytes -> Int in
+            var count = 0, cursor = 0
+            while let hit = find(needle, in: bytes, from: cursor) {
+                count += 1
+                cursor = hit + needle.count
+            }
+            return count
+        }
+    }
+
+    /// Where `needle` next occurs from `start` (memchr to its first byte, then memcmp: glibc's
+    /// memmem is not visible from Swift).
+    static func find(_ needle: [UInt8], in bytes: UnsafeRawBufferPointer, from start: Int) -> Int? {
+        guard let base = bytes.baseAddress, let first = needle.first else { return nil }
+        var cursor = start
+        while cursor + needle.count <= bytes.count, let hit = memchr(base + cursor, Int32(first), bytes.count - cursor) {
+            let offset = base.distance(to: UnsafeRawPointer(hit))
+            if offset + needle.count <= bytes.count, memcmp(base + offset, needle, needle.count) == 0 { return offset }
+            cursor = offset + 1
+        }
+        return nil
+    }
+
+    /// Version 1: the bytes of an update's `runners` array (between `"runners":` and `,"ranks":`).
+    static func v1RunnersLength(_ buffer: ByteBuffer) -> Int? {
+        buffer.readableBytesView.withUnsafeBytes { bytes -> Int? in
+            find(Self.ranksKey, in: bytes, from: 0).map { $0 - Self.updatePrefix.count - #","runners":"#.utf8.count }
+        }
+    }
+
+    private static let ranksKey = Array(#","ranks":"#.utf8)
 
     /// Every `"runnerId":"…"` in a message with the `"time":"…"` of the same state (the server
     /// writes keys sorted, so the time follows the id). This scan runs on every spectator's every
@@ -324,7 +629,7 @@ final class LiveWatcher: Sendable {
 
     private static let idKey = Array(#""runnerId":""#.utf8)
     private static let idKeyMarkerOffset = 7  // where the `I` of `"runnerId":"` is
-    private static let timeKey = Array(#","time":""#.utf8)
+    fileprivate static let timeKey = Array(#","time":""#.utf8)
 }
 
 /// Hands a spectator's text frames to it and answers the server's pings.
