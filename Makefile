@@ -6,7 +6,7 @@ SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DEFAULT_GOAL := help
 
-SYSTEM_PACKAGES := postgresql libargon2-dev zlib1g-dev pkg-config curl chromium nginx
+SYSTEM_PACKAGES := postgresql libargon2-dev zlib1g-dev pkg-config curl chromium nginx libjs-leaflet
 PYTHON ?= python3
 VENV := .build/venv
 PYTHON_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0

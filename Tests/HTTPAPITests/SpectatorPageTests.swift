@@ -128,4 +128,88 @@ struct SpectatorPageTests {
             }
         }
     }
+
+    /// With `MAP_TILE_URL` pointed at a tile server of the test's own, the page draws the course
+    /// and the runners with Leaflet (served by us from Debian's libjs-leaflet) over the tiles it
+    /// fetched: each runner's dot is where its position falls on the tile grid (Web Mercator),
+    /// within two pixels.
+    @Test(.timeLimit(.minutes(10))) func theMapPutsRunnersOnTheTiles() async throws {
+        let tiles = try TileServer()
+        let tileServer = tiles.start()
+        defer { tileServer.cancel() }
+        try await TestServer.run(configure: {
+            $0.mapTileURL = tiles.template
+            $0.mapAttribution = "Test tiles"
+        }) { api in
+            let (organiser, _) = try await api.individualSession()
+            let (runner, _) = try await api.individualSession(), (second, _) = try await api.individualSession()
+            let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser, enrolling: [(runner, "Giulia"), (second, "Marco")])
+            try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
+            for (token, metres) in [(runner, 40.0), (second, 90.0)] {
+                _ = try await api.send(
+                    .post, "/api/users/runs/\(id)/positions", token: token,
+                    json: [
+                        "positions": [
+                            RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)),
+                            RunPositionTests.fix(metres, at: startsAt.addingTimeInterval(20)),
+                        ]
+                    ])
+            }
+            let page = try await api.send(.get, "/runs/\(id)")
+            #expect(page.headers[.contentSecurityPolicy]?.contains("img-src 'self' http://127.0.0.1:\(tiles.port);") == true)
+            let leaflet = try await api.send(.get, "/assets/leaflet/leaflet.js")
+            #expect(leaflet.status == .ok && leaflet.headers[.contentType]?.hasPrefix("text/javascript") == true)
+            #expect(try await api.send(.get, "/assets/leaflet/leaflet.css").status == .ok)
+
+            let browser = try await HeadlessChromium()
+            defer { browser.stop() }
+            try await browser.withPage("http://127.0.0.1:\(try #require(api.client.port))/runs/\(id)") { session in
+                // Each dot's centre against where Web Mercator puts its position on a loaded tile.
+                let placement = """
+                    (() => {
+                      const tile = document.querySelector('img.leaflet-tile-loaded');
+                      const dots = [...document.querySelectorAll('.leaflet-overlay-pane [data-runner]')];
+                      if (!tile || dots.length < 2) return JSON.stringify({ ready: false });
+                      const [z, x, y] = new URL(tile.src).pathname.split('/').slice(-3).map(p => parseInt(p));
+                      const t = tile.getBoundingClientRect(), scale = t.width / 256;
+                      const errors = dots.map(d => {
+                        const lat = Number(d.dataset.latitude) * Math.PI / 180, lon = Number(d.dataset.longitude);
+                        const worldX = (lon + 180) / 360 * 256 * 2 ** z;
+                        const worldY = (1 - Math.log(Math.tan(lat) + 1 / Math.cos(lat)) / Math.PI) / 2 * 256 * 2 ** z;
+                        const r = d.getBoundingClientRect();
+                        return Math.hypot(t.left + (worldX - x * 256) * scale - (r.left + r.width / 2), t.top + (worldY - y * 256) * scale - (r.top + r.height / 2));
+                      });
+                      return JSON.stringify({ ready: true, errors, svgHidden: document.getElementById('course').hasAttribute('hidden'),
+                        names: [...document.querySelectorAll('.leaflet-tooltip.runner-name')].map(e => e.textContent).sort(),
+                        attribution: document.querySelector('.leaflet-control-attribution')?.textContent ?? '' });
+                    })()
+                    """
+                // Ready, and still: tiles and dots settle once the map's zoom animation has ended.
+                var previous: [Double] = []
+                let shown = Self.parse(
+                    try await session.wait(for: placement) { value in
+                        let errors = Self.parse(value)["errors"] as? [Double] ?? []
+                        defer { previous = errors }
+                        return Self.parse(value)["ready"] as? Bool == true && errors.count == 2 && errors == previous
+                    })
+                let errors = try #require(shown["errors"] as? [Double])
+                #expect(errors.count == 2 && errors.allSatisfy { $0 < 2 }, "\(errors) px")
+                #expect(shown["svgHidden"] as? Bool == true && shown["names"] as? [String] == ["Giulia", "Marco"])
+                #expect((shown["attribution"] as? String)?.contains("Test tiles") == true)
+                // Clicking Marco's dot follows him: it turns purple and the address keeps him.
+                let clicked = try await session.evaluate(
+                    """
+                    (() => { const dot = [...document.querySelectorAll('.leaflet-overlay-pane [data-runner]')]
+                        .find(d => d.dataset.runner === document.querySelector('#leaderboard tr:first-child').dataset.runner);
+                      dot.dispatchEvent(new MouseEvent('click', { bubbles: true })); return dot.dataset.runner })()
+                    """, as: String.self)
+                let followed = try await session.wait(for: "document.querySelector('.leaflet-overlay-pane .followed')?.dataset.runner ?? ''") {
+                    $0 as? String == clicked
+                }
+                #expect(followed as? String == clicked)
+                #expect(try await session.evaluate("location.search", as: String.self) == "?follow=\(clicked)")
+            }
+            #expect(tiles.paths.contains { $0.hasPrefix("/tiles/") && $0.hasSuffix(".png") })
+        }
+    }
 }

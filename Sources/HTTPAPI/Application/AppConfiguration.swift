@@ -59,6 +59,14 @@ package struct AppConfiguration: Sendable {
     package var openAPIPath = "openapi/data4help.yaml"
     /// `PAGES_DIR`: the Mustache templates of the HTML pages.
     package var pagesDirectory = "Sources/HTTPAPI/Pages/Templates"
+    /// `MAP_TILE_URL`: the map tiles of the Track4Run pages (`{z}`, `{x}`, `{y}`, optionally `{s}`),
+    /// fetched by the spectator's browser; empty: the course as plain SVG, no map and nothing
+    /// fetched from elsewhere. `MAP_ATTRIBUTION`: the tiles' credit line (HTML).
+    package var mapTileURL = "https://tile.openstreetmap.org/{z}/{x}/{y}.png"
+    package var mapAttribution = #"&copy; <a href="https://www.openstreetmap.org/copyright">OpenStreetMap</a> contributors"#
+    /// `LEAFLET_DIR`: Leaflet as Debian's `libjs-leaflet` installs it, served from `/assets/leaflet/`
+    /// (no CDN); missing, the pages draw the plain SVG course.
+    package var leafletDirectory = "/usr/share/javascript/leaflet"
 
     /// `READINESS_TIMEOUT_MS`: how long the database has to answer `/readyz` before the server
     /// says it is not ready (keep it below the readiness probe's own timeout).
@@ -281,6 +289,14 @@ package struct AppConfiguration: Sendable {
         if let value = reader.string(forKey: "migrations.dir") { migrationsDirectory = value }
         if let value = reader.string(forKey: "openapi.path") { openAPIPath = value }
         if let value = reader.string(forKey: "pages.dir") { pagesDirectory = value }
+        if let value = reader.string(forKey: "map.tile.url") {
+            guard value.isEmpty || MapTiles(template: value, attribution: "") != nil else {
+                throw ConfigurationError("MAP_TILE_URL must be empty or an http(s) URL with {z}, {x} and {y}")
+            }
+            mapTileURL = value
+        }
+        if let value = reader.string(forKey: "map.attribution") { mapAttribution = value }
+        if let value = reader.string(forKey: "leaflet.dir"), !value.isEmpty { leafletDirectory = value }
     }
 
     private static func epsilon(_ reader: ConfigReader, _ key: ConfigKey, env: String, default value: Epsilon) throws(ConfigurationError) -> Epsilon {

@@ -53,6 +53,12 @@ package func buildApplication(
     )
     let pages = try PageController.library(directory: configuration.pagesDirectory)
     let scripts = try PageController.scripts(directory: configuration.pagesDirectory)
+    let leaflet = PageController.leaflet(directory: configuration.leafletDirectory)
+    var tiles = configuration.mapTileURL.isEmpty ? nil : MapTiles(template: configuration.mapTileURL, attribution: configuration.mapAttribution)
+    if tiles != nil, leaflet.isEmpty {
+        logger.warning("no Leaflet in LEAFLET_DIR (install libjs-leaflet): the Track4Run pages draw the plain course, without the map")
+        tiles = nil
+    }
     let router = buildRouter(
         components: components,
         operations: OperationsController(
@@ -61,6 +67,7 @@ package func buildApplication(
         ),
         pages: pages,
         scripts: scripts,
+        map: (leaflet, tiles),
         configuration: configuration
     )
     var services: [any Service] = [
@@ -260,7 +267,7 @@ struct Components {
 /// authenticated surface adds authentication → rate limit.
 func buildRouter(
     components: Components, operations: OperationsController, pages: MustacheLibrary, scripts: [String: ByteBuffer],
-    configuration: AppConfiguration
+    map: (leaflet: [String: (type: String, bytes: ByteBuffer)], tiles: MapTiles?), configuration: AppConfiguration
 ) -> Router<AppRequestContext> {
     let routes = RouteTable()
     let router = RecordingRouter(router: Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints), table: routes)
@@ -278,7 +285,7 @@ func buildRouter(
     SampleTypeController().addRoutes(to: router)
     PublicRunController(runs: components.runEvents).addRoutes(to: router)
     PublicRunLiveController(live: components.livePositions).addRoutes(to: router)
-    PageController(library: pages, runs: components.runEvents, scripts: scripts).addRoutes(to: router)
+    PageController(library: pages, runs: components.runEvents, scripts: scripts, leaflet: map.leaflet, tiles: map.tiles).addRoutes(to: router)
     let portalAccounts = PortalAccounts(
         authenticator: components.authenticator, sessions: components.sessions, registrations: components.registrations,
         individuals: components.individuals, thirdParties: components.thirdParties

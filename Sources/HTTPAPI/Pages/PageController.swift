@@ -12,6 +12,26 @@ struct PageController {
     let runs: RunEventService
     /// The scripts by file name (`run.js`), read at start.
     let scripts: [String: ByteBuffer]
+    /// Leaflet's files by path (`leaflet.js`, `images/layers.png`), read at start, and the tiles
+    /// the spectators' page draws with it; nil: the plain SVG course.
+    var leaflet: [String: (type: String, bytes: ByteBuffer)] = [:]
+    var tiles: MapTiles?
+
+    /// Leaflet's script, style sheet and images from `directory` (Debian's `libjs-leaflet`); empty
+    /// when it is not there.
+    static func leaflet(directory: String) -> [String: (type: String, bytes: ByteBuffer)] {
+        let files: [(String, String)] = [
+            ("leaflet.js", "text/javascript; charset=utf-8"), ("leaflet.css", "text/css; charset=utf-8"),
+            ("images/layers.png", "image/png"), ("images/layers-2x.png", "image/png"), ("images/marker-icon.png", "image/png"),
+            ("images/marker-icon-2x.png", "image/png"), ("images/marker-shadow.png", "image/png"),
+        ]
+        var found: [String: (type: String, bytes: ByteBuffer)] = [:]
+        for (file, type) in files {
+            guard let data = FileManager.default.contents(atPath: (directory as NSString).appendingPathComponent(file)) else { continue }
+            found[file] = (type, ByteBuffer(bytes: data))
+        }
+        return found["leaflet.js"] != nil && found["leaflet.css"] != nil ? found : [:]
+    }
 
     /// Reads every `*.js` of the directory.
     static func scripts(directory: String) throws -> [String: ByteBuffer] {
@@ -44,21 +64,38 @@ struct PageController {
                 body: .init(byteBuffer: script)
             )
         }
-        // The spectators' page: the course and every runner, live.
+        router.get("assets/leaflet/{file}") { _, context in try leafletFile(context.parameters.get("file") ?? "") }
+        router.get("assets/leaflet/images/{file}") { _, context in try leafletFile("images/" + (context.parameters.get("file") ?? "")) }
+        // The spectators' page: the course and every runner, live, on the map's tiles when there are.
         router.get("runs/{runId}") { _, context -> HTML in
             let id = try RunEventController.runId(context)
             let (event, _) = try await runs.event(id)
-            return HTML(library.render(["id": event.id.wireString, "name": event.name], withTemplate: "run") ?? "")
+            var values: [String: Any] = ["id": event.id.wireString, "name": event.name]
+            if let tiles {
+                values["map"] = ["tileURL": tiles.template, "attribution": tiles.attribution]
+            }
+            return HTML(library.render(values, withTemplate: "run") ?? "", imagesFrom: tiles?.origin)
         }
+    }
+}
+
+extension PageController {
+    private func leafletFile(_ path: String) throws -> Response {
+        guard let file = leaflet[path] else { throw Problem.notFound("asset") }
+        return Response(
+            status: .ok, headers: [.contentType: file.type, .cacheControl: "public, max-age=86400"], body: .init(byteBuffer: file.bytes))
     }
 }
 
 /// An HTML page as a response.
 struct HTML: ResponseGenerator {
     let text: String
+    /// Another origin images may come from (the map's tiles).
+    let imagesFrom: String?
 
-    init(_ text: String) {
+    init(_ text: String, imagesFrom: String? = nil) {
         self.text = text
+        self.imagesFrom = imagesFrom
     }
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
@@ -72,7 +109,7 @@ struct HTML: ResponseGenerator {
                 .contentType: "text/html; charset=utf-8",
                 // Scripts from this origin only (no inline script, no eval); styles stay inline in the pages.
                 .contentSecurityPolicy:
-                    "default-src 'self'; script-src 'self'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+                    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self'\(imagesFrom.map { " " + $0 } ?? ""); connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
             ],
             body: .init(byteBuffer: ByteBuffer(string: text))
         )

@@ -58,6 +58,7 @@ enum TestServer {
         // a clean-clone `make test`, a build and a contract test (load 9–10 on 2 cores), and was
         // answered 503. LimitsTests sets its own small limit to test the timeout itself.
         configuration.requestTimeout = .seconds(120)
+        configuration.mapTileURL = ""  // offline: the plain SVG course (a test sets its own tile server)
         configure(&configuration)
         let pool = PoolEvents()
         let app = try buildApplication(

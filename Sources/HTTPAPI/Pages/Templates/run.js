@@ -1,7 +1,14 @@
 // The spectators' page (run.mustache): served as /assets/run.js so the page's CSP allows no inline script.
 "use strict";
 (function () {
-  const runId = document.querySelector("main[data-run-id]").dataset.runId;
+  const main = document.querySelector("main[data-run-id]");
+  const runId = main.dataset.runId;
+  // With MAP_TILE_URL set (and Leaflet served), the course and runners go on a map of tiles;
+  // otherwise on the plain SVG drawing.
+  const tileURL = main.dataset.tileUrl || "";
+  let map = null, courseLine = null;
+  const markers = new Map();  // runnerId → Leaflet circle marker
+  const onMap = () => tileURL !== "" && typeof window.L !== "undefined";
   // Version 2 of the live protocol (see LiveCompact.swift): runners by index, states as arrays
   // [index, lat×1e5, lon×1e5, metres, tenths of a second since epoch, pace s/km (0: unknown), flags].
   let runners = new Map();  // index → { runnerId, displayName, latitude, longitude, … }
@@ -49,6 +56,20 @@
   }
 
   function drawCourse(run) {
+    if (onMap()) {
+      document.getElementById("title").textContent = run.name;
+      if (!map) {
+        document.getElementById("course").setAttribute("hidden", "");
+        const element = document.getElementById("leaflet");
+        element.hidden = false;
+        map = L.map(element, { zoomSnap: 0.25 });
+        L.tileLayer(tileURL, { attribution: main.dataset.attribution || "", maxZoom: 19 }).addTo(map);
+      }
+      if (courseLine) courseLine.remove();
+      courseLine = L.polyline(run.path.coordinates.map(c => [c[1], c[0]]), { color: "#0969da", weight: 4 }).addTo(map);
+      map.fitBounds(courseLine.getBounds(), { padding: [24, 24] });
+      return;
+    }
     project = fit(run.path.coordinates);
     document.getElementById("path").setAttribute("points", run.path.coordinates.map(c => project(c[0], c[1]).join(",")).join(" "));
     document.getElementById("title").textContent = run.name;
@@ -59,10 +80,33 @@
     return Math.floor(seconds / 60) + ":" + String(Math.round(seconds % 60)).padStart(2, "0") + "/km";
   }
 
+  // A runner's dot on the map: red, green once finished, amber off course, purple when followed;
+  // a click follows them.
+  function placeOnMap(state) {
+    let marker = markers.get(state.runnerId);
+    if (!marker) {
+      marker = L.circleMarker([state.latitude, state.longitude], { radius: 8, color: "#fff", weight: 2, fillOpacity: 1 }).addTo(map);
+      marker.bindTooltip(state.displayName, { permanent: true, direction: "right", offset: [8, 0], className: "runner-name" });
+      marker.on("click", () => follow(state.runnerId));
+      marker.getElement().setAttribute("data-runner", state.runnerId);
+      markers.set(state.runnerId, marker);
+    }
+    const followedNow = followed.has(state.runnerId);
+    marker.setLatLng([state.latitude, state.longitude]);
+    marker.setStyle({ fillColor: followedNow ? "#8250df" : state.finished ? "#1a7f37" : state.offCourse ? "#9a6700" : "#cf222e", radius: followedNow ? 10 : 8 });
+    if (followedNow) marker.bringToFront();
+    const element = marker.getElement();
+    element.classList.toggle("followed", followedNow);
+    element.dataset.latitude = state.latitude;
+    element.dataset.longitude = state.longitude;
+  }
+
   function render() {
     const layer = document.getElementById("runners");
     for (const state of runners.values()) {
-      if (state.latitude == null || !project) continue;
+      if (state.latitude == null) continue;
+      if (map) { placeOnMap(state); continue; }
+      if (!project) continue;
       let marker = layer.querySelector('[data-runner="' + state.runnerId + '"]');
       const isFollowed = followed.has(state.runnerId);
       if (!marker) {
@@ -123,6 +167,8 @@
         runners = new Map(data.runners.map(([runnerId, displayName], index) => [index, { runnerId, displayName, latitude: null, distanceMeters: 0 }]));
         data.order.forEach((index, place) => { const state = runners.get(index); if (state) state.rank = place + 1; });
         document.getElementById("runners").replaceChildren();
+        for (const marker of markers.values()) marker.remove();
+        markers.clear();
         drawCourse(data.run);
       } else if (data.type === "error") {
         status.textContent = data.detail;
