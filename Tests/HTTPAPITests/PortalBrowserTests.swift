@@ -144,7 +144,7 @@ struct PortalBrowserTests {
                     pages: [
                         "/me", "/me/access-log", "/me/health", "/me/health?period=week", "/me/sos", "/me/rules", "/me/rules/\(rule)", "/me/alerts",
                         "/me/carers",
-                        "/me/caring",
+                        "/me/caring", "/me/runs", "/me/runs/new",
                     ])
                 // This browser has no organisation's session: the portal sends it to sign in.
                 try await Self.go(session, "/portal/keys")

@@ -300,12 +300,13 @@ func buildRouter(
     ).addRoutes(to: router)
     IndividualPortal(
         site: PortalSite(
-            surface: .individual, pages: PortalPages(library: pages), accounts: portalAccounts, maxBodyBytes: configuration.maxBodyBytes,
+            surface: .individual, pages: PortalPages(library: pages, leaflet: !map.leaflet.isEmpty, tiles: map.tiles), accounts: portalAccounts,
+            maxBodyBytes: configuration.maxBodyBytes,
             allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks, rateLimiter: components.rateLimiter
         ),
         requests: components.accessRequests, accessLog: components.accessLog, ownData: components.ownData,
         sosSettings: components.sosSettings, sosIncidents: components.sosIncidents, imports: components.imports, workouts: components.workouts,
-        watchRules: components.watchRules, care: components.care
+        watchRules: components.watchRules, care: components.care, runs: components.runEvents
     ).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 

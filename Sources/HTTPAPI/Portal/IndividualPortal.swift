@@ -3,6 +3,7 @@ import Data4HelpCore
 import Foundation
 import HealthSharing
 import Hummingbird
+import RunEvents
 import SOSManager
 
 /// `/me`: an individual's pages for when they are not on their phone — requests to decide
@@ -20,6 +21,7 @@ struct IndividualPortal {
     let workouts: WorkoutService
     let watchRules: WatchRuleService
     let care: CareService
+    let runs: RunEventService
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         let me = site.routes(on: router).signedIn
@@ -73,6 +75,7 @@ struct IndividualPortal {
         MeWorkoutPages(site: site, workouts: workouts).addRoutes(to: me)
         MeRulePages(site: site, rules: watchRules).addRoutes(to: me)
         MeCarePages(site: site, care: care, rules: watchRules).addRoutes(to: me)
+        MeRunPages(site: site, runs: runs).addRoutes(to: me)
     }
 
     private func requestsPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {

@@ -98,6 +98,7 @@ struct PortalSite {
             : [
                 ("", "Requests"), ("/access-log", "Access log"), ("/health", "My data"), ("/workouts", "Workouts"), ("/imports", "Import"),
                 ("/rules", "Watch rules"), ("/alerts", "Alerts"), ("/carers", "Carers"), ("/caring", "Caring"), ("/sos", "AutomatedSOS"),
+                ("/runs", "Run events"),
             ]
         return [
             "base": base,

@@ -105,6 +105,8 @@ struct RunEventForm: Decodable {
     var maxParticipants: Int?
     var path: Path?
 
+    init() {}
+
     init(query: Parameters) {
         name = query["name"].map(String.init)
         description = query["description"].map(String.init)
