@@ -212,4 +212,46 @@ struct SpectatorPageTests {
             #expect(tiles.paths.contains { $0.hasPrefix("/tiles/") && $0.hasSuffix(".png") })
         }
     }
+
+    /// The page's connection drops (a proxy between browser and server cuts it): the page says so,
+    /// reconnects by itself, and starts again from a fresh snapshot — with what happened while it
+    /// was away.
+    @Test(.timeLimit(.minutes(10))) func aDroppedConnectionReconnectsAndResumesFromAFreshSnapshot() async throws {
+        try await TestServer.run { api in
+            let (organiser, _) = try await api.individualSession()
+            let (runner, _) = try await api.individualSession()
+            let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser, enrolling: [(runner, "Giulia")])
+            try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
+            _ = try await api.send(
+                .post, "/api/users/runs/\(id)/positions", token: runner,
+                json: [
+                    "positions": [
+                        RunPositionTests.fix(0, at: startsAt.addingTimeInterval(1)), RunPositionTests.fix(20, at: startsAt.addingTimeInterval(5)),
+                    ]
+                ])
+            let proxy = try await DroppingProxy(to: try #require(api.client.port))
+            defer { proxy.stop() }
+            let browser = try await HeadlessChromium()
+            defer { browser.stop() }
+            try await browser.withPage("http://127.0.0.1:\(proxy.port)/runs/\(id)") { session in
+                _ = try await session.wait(for: Self.probe) { value in
+                    Self.parse(value)["status"] as? String == "Live" && (Self.parse(value)["rows"] as? [[String]])?.first?[2] == "0.02"
+                }
+                // Cut, and mark the page so that a reload (which would also show the new state) is told apart.
+                _ = try await session.evaluate("window.sameDocument = true")
+                proxy.dropAll()
+                _ = try await session.wait(for: "document.getElementById('status').textContent") { $0 as? String == "Reconnecting…" }
+                // She moves on while the page is away; the page's next snapshot has it.
+                _ = try await api.send(
+                    .post, "/api/users/runs/\(id)/positions", token: runner,
+                    json: ["positions": [RunPositionTests.fix(90, at: startsAt.addingTimeInterval(20))]])
+                let resumed = Self.parse(
+                    try await session.wait(for: Self.probe) { value in
+                        Self.parse(value)["status"] as? String == "Live" && (Self.parse(value)["rows"] as? [[String]])?.first?[2] == "0.09"
+                    })
+                #expect((resumed["rows"] as? [[String]])?.count == 1)
+                #expect(try await session.evaluate("window.sameDocument === true", as: Bool.self))
+            }
+        }
+    }
 }
