@@ -16,19 +16,29 @@ final class RouteTable: Sendable {
     }
 
     /// The methods accepted at this request path; empty when no route template matches it.
+    ///
+    /// As the router does, a literal segment wins over a parameter at the same place:
+    /// `/me/runs/course` is `runs/course` (POST) and not `runs/{runId}` (GET, POST).
     func allowedMethods(for path: String) -> [HTTPRequest.Method] {
         let segments = path.split(separator: "/").map(String.init)
-        var methods = routes.withLock { routes in
-            routes.filter { Self.matches($0.segments, segments) }.map(\.method)
+        var matching = routes.withLock { routes in routes.filter { Self.matches($0.segments, segments) } }
+        for index in segments.indices where matching.contains(where: { !Self.isParameter($0.segments[index]) }) {
+            matching.removeAll { Self.isParameter($0.segments[index]) }
         }
+        var methods: [HTTPRequest.Method] = []
+        for route in matching where !methods.contains(route.method) { methods.append(route.method) }
         if methods.contains(.get) { methods.append(.head) }
         return methods
+    }
+
+    private static func isParameter(_ segment: String) -> Bool {
+        segment.hasPrefix("{") && segment.hasSuffix("}")
     }
 
     private static func matches(_ template: [String], _ path: [String]) -> Bool {
         template.count == path.count
             && zip(template, path).allSatisfy { pattern, segment in
-                (pattern.hasPrefix("{") && pattern.hasSuffix("}")) || pattern == segment
+                isParameter(pattern) || pattern == segment
             }
     }
 }
