@@ -1,0 +1,58 @@
+import NIOCore
+import NIOWebSocket
+import RunEvents
+
+/// Writes one spectator's messages from its connection's event loop.
+///
+/// Thousands of spectators take the same message after every batch; doing it where the socket
+/// lives costs one hop per spectator and batch, where a task per spectator writing through the
+/// WebSocket handler costs three (the task, the handler, the event loop). The frames go down the
+/// same pipeline as the handler's own (pings, close), in order, since both are written on the
+/// event loop. Each message is taken when the previous one has been written to the socket, so
+/// the kernel's socket buffer is the only queue, and what waits meanwhile is each runner's latest
+/// state in the hub. A field the hub deferred is taken by a timer on the same event loop.
+final class LiveFrameWriter: Sendable {
+    private let channel: any Channel
+    /// Confined to the event loop: the subscription once started, whether a write is in flight,
+    /// and whether a timer will take the deferred field.
+    private let state: NIOLoopBoundBox<(subscription: LiveRunHub.Subscription?, writing: Bool, timer: Bool)>
+
+    init(channel: any Channel) {
+        self.channel = channel
+        state = .makeBoxSendingValue((nil, false, false), eventLoop: channel.eventLoop)
+    }
+
+    /// Called by the hub when there is something new to take.
+    @Sendable func wake() {
+        channel.eventLoop.execute { self.writeNext() }
+    }
+
+    func start(_ subscription: LiveRunHub.Subscription) {
+        channel.eventLoop.execute {
+            self.state.value.subscription = subscription
+            self.writeNext()
+        }
+    }
+
+    private func writeNext() {
+        guard !state.value.writing, let subscription = state.value.subscription else { return }
+        switch subscription.take() {
+        case .message(let message):
+            state.value.writing = true
+            channel.writeAndFlush(WebSocketFrame(fin: true, opcode: .text, data: message)).whenComplete { result in
+                self.state.value.writing = false
+                if case .success = result { self.writeNext() }  // a failed write: the connection is closing
+            }
+        case .fieldIn(let wait):
+            guard !state.value.timer else { return }
+            state.value.timer = true
+            let milliseconds = wait.components.seconds * 1_000 + wait.components.attoseconds / 1_000_000_000_000_000 + 1
+            channel.eventLoop.scheduleTask(in: .milliseconds(milliseconds)) {
+                self.state.value.timer = false
+                self.writeNext()
+            }
+        case .nothing:
+            return
+        }
+    }
+}
