@@ -42,9 +42,7 @@ struct CourseEditorTests {
             defer { browser.stop() }
             let created = Mutex<(id: String, metres: Double, startsAt: String)>(("", 0, ""))
             try await browser.withPage("\(base)/me/login") { session in
-                try await PortalBrowserTests.text(session, at: "/me/login", of: "h1")
-                try await PortalBrowserTests.submit(session, "/me/login", fields: [("email", email), ("password", Fixtures.password)])
-                try await PortalBrowserTests.text(session, at: "/me", of: "h1")
+                try await PortalBrowserTests.signInToMe(session, email: email)
                 try await PortalBrowserTests.go(session, "/me/runs/new")
                 _ = try await session.evaluate("document.getElementById('course-map').scrollIntoView({ block: 'center' }), true")
                 let start = Self.parse(try await session.wait(for: Self.figures) { Self.parse($0)["ready"] as? Bool == true })
@@ -96,18 +94,15 @@ struct CourseEditorTests {
                 try await PortalBrowserTests.text(session, at: "/me/runs/\(id)", of: "#course-points") { $0 == "2" }
 
                 // A course file fit-tool wrote: read by the server, drawn to edit (not saved here).
-                let document = try await session.call("DOM.getDocument")
-                let root = try #require((document["root"] as? [String: Any])?["nodeId"] as? Int)
-                let input = try #require(try await session.call("DOM.querySelector", ["nodeId": root, "selector": "#course-file"])["nodeId"] as? Int)
                 let file = TestPostgres.repositoryRoot.appendingPathComponent(".build/device-fixtures/fit-tool-course.fit").path
-                _ = try await session.call("DOM.setFileInputFiles", ["files": [file], "nodeId": input])
+                try await PortalBrowserTests.chooseFile(session, "#course-file", file)
                 _ = try await session.wait(for: Self.figures) { Self.parse($0)["points"] as? Int == 40 }
                 // A file with no path: the server's problem is shown beside the field, the course stays.
                 let empty = FileManager.default.temporaryDirectory.appendingPathComponent("empty-\(UUID().uuidString).gpx")
                 try Data(#"<?xml version="1.0"?><gpx version="1.1" creator="test" xmlns="http://www.topografix.com/GPX/1/1"></gpx>"#.utf8).write(
                     to: empty)
                 defer { try? FileManager.default.removeItem(at: empty) }
-                _ = try await session.call("DOM.setFileInputFiles", ["files": [empty.path], "nodeId": input])
+                try await PortalBrowserTests.chooseFile(session, "#course-file", empty.path)
                 let refused = try await session.wait(for: "document.getElementById('course-file-status').textContent") {
                     ($0 as? String).map { !$0.hasPrefix("Reading") && !$0.contains("points,") } ?? false
                 }

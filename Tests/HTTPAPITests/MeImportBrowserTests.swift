@@ -18,17 +18,12 @@ struct MeImportBrowserTests {
             let browser = try await HeadlessChromium()
             defer { browser.stop() }
             try await browser.withPage("\(base)/me/login") { session in
-                try await PortalBrowserTests.text(session, at: "/me/login", of: "h1")
-                try await PortalBrowserTests.submit(session, "/me/login", fields: [("email", email), ("password", Fixtures.password)])
-                try await PortalBrowserTests.text(session, at: "/me", of: "h1")
+                try await PortalBrowserTests.signInToMe(session, email: email)
                 try await PortalBrowserTests.go(session, "/me/imports")
                 try await PortalBrowserTests.text(session, at: "/me/imports", of: "h1") { $0 == "Import my data" }
 
                 // Choose the file as a person would (the DevTools protocol's file chooser), then Import.
-                let document = try await session.call("DOM.getDocument", ["depth": 0])
-                let root = try #require((document["root"] as? [String: Any])?["nodeId"] as? Int)
-                let input = try #require(try await session.call("DOM.querySelector", ["nodeId": root, "selector": "#import-file"])["nodeId"] as? Int)
-                _ = try await session.call("DOM.setFileInputFiles", ["nodeId": input, "files": [fit.path]])
+                try await PortalBrowserTests.chooseFile(session, "#import-file", fit.path)
                 #expect(
                     try await session.evaluate("document.querySelector('#import-file').files[0].name", as: String.self) == "fit-tool-activity.fit")
                 #expect(try await session.evaluate("document.querySelector('#import-form').requestSubmit(), true", as: Bool.self))

@@ -45,6 +45,22 @@ struct PortalBrowserTests {
         try await submit(session, "/portal/confirm")
     }
 
+    /// Signs an individual in on `/me/login` as a person does; ends on `/me`.
+    static func signInToMe(_ session: DevToolsSession, email: String) async throws {
+        try await text(session, at: "/me/login", of: "h1")
+        try await submit(session, "/me/login", fields: [("email", email), ("password", Fixtures.password)])
+        try await text(session, at: "/me", of: "h1")
+    }
+
+    /// Chooses the file at `path` in the file input `selector`, as the browser's file chooser
+    /// would (the DevTools protocol); the page gets its `change` event.
+    static func chooseFile(_ session: DevToolsSession, _ selector: String, _ path: String) async throws {
+        let document = try await session.call("DOM.getDocument", ["depth": 0])
+        let root = try #require((document["root"] as? [String: Any])?["nodeId"] as? Int)
+        let input = try #require(try await session.call("DOM.querySelector", ["nodeId": root, "selector": selector])["nodeId"] as? Int)
+        _ = try await session.call("DOM.setFileInputFiles", ["nodeId": input, "files": [path]])
+    }
+
     static func go(_ session: DevToolsSession, _ path: String) async throws {
         try await session.navigate(to: path)
     }

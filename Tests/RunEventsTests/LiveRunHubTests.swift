@@ -30,7 +30,7 @@ struct LiveRunHubTests {
             return ByteBuffer(string: "\(state.displayName)@\(Int(state.distanceMeters))" + (stateCarriesRank ? "#\(state.rank ?? 0)" : ""))
         }
 
-        func snapshot(event: RunEvent, roster: [UUID], names: [UUID: String], ranked: [RunnerState], runners: [ByteBuffer]) -> ByteBuffer {
+        func snapshot(_ board: LiveBoard, event: RunEvent, runners: [ByteBuffer]) -> ByteBuffer {
             ByteBuffer(string: "S[" + runners.map { String(buffer: $0) }.joined(separator: ",") + "]")
         }
 

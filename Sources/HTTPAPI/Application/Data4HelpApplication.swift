@@ -53,12 +53,6 @@ package func buildApplication(
     )
     let pages = try PageController.library(directory: configuration.pagesDirectory)
     let scripts = try PageController.scripts(directory: configuration.pagesDirectory)
-    let leaflet = PageController.leaflet(directory: configuration.leafletDirectory)
-    var tiles = configuration.mapTileURL.isEmpty ? nil : MapTiles(template: configuration.mapTileURL, attribution: configuration.mapAttribution)
-    if tiles != nil, leaflet.isEmpty {
-        logger.warning("no Leaflet in LEAFLET_DIR (install libjs-leaflet): the Track4Run pages draw the plain course, without the map")
-        tiles = nil
-    }
     let router = buildRouter(
         components: components,
         operations: OperationsController(
@@ -67,7 +61,7 @@ package func buildApplication(
         ),
         pages: pages,
         scripts: scripts,
-        map: (leaflet, tiles),
+        map: MapAssets.load(configuration, logger: logger),
         configuration: configuration
     )
     var services: [any Service] = [
@@ -267,7 +261,7 @@ struct Components {
 /// authenticated surface adds authentication → rate limit.
 func buildRouter(
     components: Components, operations: OperationsController, pages: MustacheLibrary, scripts: [String: ByteBuffer],
-    map: (leaflet: [String: (type: String, bytes: ByteBuffer)], tiles: MapTiles?), configuration: AppConfiguration
+    map: MapAssets, configuration: AppConfiguration
 ) -> Router<AppRequestContext> {
     let routes = RouteTable()
     let router = RecordingRouter(router: Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints), table: routes)
@@ -285,7 +279,7 @@ func buildRouter(
     SampleTypeController().addRoutes(to: router)
     PublicRunController(runs: components.runEvents).addRoutes(to: router)
     PublicRunLiveController(live: components.livePositions).addRoutes(to: router)
-    PageController(library: pages, runs: components.runEvents, scripts: scripts, leaflet: map.leaflet, tiles: map.tiles).addRoutes(to: router)
+    PageController(library: pages, runs: components.runEvents, scripts: scripts, map: map).addRoutes(to: router)
     let portalAccounts = PortalAccounts(
         authenticator: components.authenticator, sessions: components.sessions, registrations: components.registrations,
         individuals: components.individuals, thirdParties: components.thirdParties
@@ -300,7 +294,7 @@ func buildRouter(
     ).addRoutes(to: router)
     IndividualPortal(
         site: PortalSite(
-            surface: .individual, pages: PortalPages(library: pages, leaflet: !map.leaflet.isEmpty, tiles: map.tiles), accounts: portalAccounts,
+            surface: .individual, pages: PortalPages(library: pages, map: map), accounts: portalAccounts,
             maxBodyBytes: configuration.maxBodyBytes,
             allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks, rateLimiter: components.rateLimiter
         ),

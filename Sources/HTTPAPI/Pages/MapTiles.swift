@@ -23,4 +23,7 @@ struct MapTiles: Sendable, Equatable {
         let shownHost = template.contains("{s}.") ? "*." + host.dropFirst(2) : host
         origin = "\(scheme)://\(shownHost)" + (components.port.map { ":\($0)" } ?? "")
     }
+
+    /// `map.tileURL` and `map.attribution` of the pages' templates.
+    var templateValues: [String: String] { ["tileURL": template, "attribution": attribution] }
 }

@@ -12,26 +12,8 @@ struct PageController {
     let runs: RunEventService
     /// The scripts by file name (`run.js`), read at start.
     let scripts: [String: ByteBuffer]
-    /// Leaflet's files by path (`leaflet.js`, `images/layers.png`), read at start, and the tiles
-    /// the spectators' page draws with it; nil: the plain SVG course.
-    var leaflet: [String: (type: String, bytes: ByteBuffer)] = [:]
-    var tiles: MapTiles?
-
-    /// Leaflet's script, style sheet and images from `directory` (Debian's `libjs-leaflet`); empty
-    /// when it is not there.
-    static func leaflet(directory: String) -> [String: (type: String, bytes: ByteBuffer)] {
-        let files: [(String, String)] = [
-            ("leaflet.js", "text/javascript; charset=utf-8"), ("leaflet.css", "text/css; charset=utf-8"),
-            ("images/layers.png", "image/png"), ("images/layers-2x.png", "image/png"), ("images/marker-icon.png", "image/png"),
-            ("images/marker-icon-2x.png", "image/png"), ("images/marker-shadow.png", "image/png"),
-        ]
-        var found: [String: (type: String, bytes: ByteBuffer)] = [:]
-        for (file, type) in files {
-            guard let data = FileManager.default.contents(atPath: (directory as NSString).appendingPathComponent(file)) else { continue }
-            found[file] = (type, ByteBuffer(bytes: data))
-        }
-        return found["leaflet.js"] != nil && found["leaflet.css"] != nil ? found : [:]
-    }
+    /// Leaflet and the tiles, for the spectators' map.
+    var map = MapAssets()
 
     /// Reads every `*.js` of the directory.
     static func scripts(directory: String) throws -> [String: ByteBuffer] {
@@ -71,17 +53,17 @@ struct PageController {
             let id = try RunEventController.runId(context)
             let (event, _) = try await runs.event(id)
             var values: [String: Any] = ["id": event.id.wireString, "name": event.name]
-            if let tiles {
-                values["map"] = ["tileURL": tiles.template, "attribution": tiles.attribution]
+            if let tiles = map.tiles {
+                values["map"] = tiles.templateValues
             }
-            return HTML(library.render(values, withTemplate: "run") ?? "", imagesFrom: tiles?.origin)
+            return HTML(library.render(values, withTemplate: "run") ?? "", imagesFrom: map.tiles?.origin)
         }
     }
 }
 
 extension PageController {
     private func leafletFile(_ path: String) throws -> Response {
-        guard let file = leaflet[path] else { throw Problem.notFound("asset") }
+        guard let file = map.leaflet[path] else { throw Problem.notFound("asset") }
         return Response(
             status: .ok, headers: [.contentType: file.type, .cacheControl: "public, max-age=86400"], body: .init(byteBuffer: file.bytes))
     }

@@ -15,12 +15,7 @@ struct MeCarePages {
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
         group.get("carers") { _, context in try await carersPage(context) }
         group.post("carers") { request, context in
-            var typed: [String: Any] = [:]
-            return try await site.submit(
-                request, context,
-                showing: { context, values, status in try await carersPage(context, values: values.merging(typed) { $1 }, status: status) }
-            ) { form in
-                typed = ["typed": ["email": form["email"] ?? ""]]
+            try await site.submit(request, context, keeping: ["email"], showing: { try await carersPage($0, values: $1, status: $2) }) { form in
                 let invitation = CareInvitationForm(email: form.text("email"), types: form.values("types"), rules: form.values("rules"))
                 let (email, types, chosen) = try invitation.validated()
                 _ = try await care.invite(email, types: types, rules: chosen, by: try context.signedInIndividual())

@@ -13,11 +13,7 @@ struct MeRulePages {
     func addRoutes(to group: some RouterMethods<AppRequestContext>) {
         group.get("rules") { _, context in try await rulesPage(context) }
         group.post("rules") { request, context in
-            var typed: [String: String] = [:]
-            return try await site.submit(
-                request, context, showing: { context, values, status in try await rulesPage(context, values: values, typed: typed, status: status) }
-            ) { form in
-                typed = Self.typed(form)
+            try await site.submit(request, context, keeping: Self.fieldNames, showing: rulesPage) { form in
                 let ruleForm = try Self.form(form)
                 _ = try await rules.create(try ruleForm.settings(over: nil), for: try context.signedInIndividual())
                 return PortalForm.redirect(to: "/me/rules")
@@ -25,11 +21,7 @@ struct MeRulePages {
         }
         group.get("rules/{ruleId}") { _, context in try await rulePage(context) }
         group.post("rules/{ruleId}") { request, context in
-            var typed: [String: String] = [:]
-            return try await site.submit(
-                request, context, showing: { context, values, status in try await rulePage(context, values: values, typed: typed, status: status) }
-            ) { form in
-                typed = Self.typed(form)
+            try await site.submit(request, context, keeping: Self.fieldNames, showing: rulePage) { form in
                 let individual = try context.signedInIndividual()
                 let id = try WatchRuleController.id("ruleId", context, .ruleNotFound)
                 var ruleForm = try Self.form(form)
@@ -40,7 +32,7 @@ struct MeRulePages {
             }
         }
         group.post("rules/templates/{templateId}/adopt") { request, context in
-            try await site.submit(request, context, showing: { try await rulesPage($0, values: $1, status: $2) }) { _ in
+            try await site.submit(request, context, showing: rulesPage) { _ in
                 switch try await rules.adopt(template: context.parameters.get("templateId") ?? "", for: try context.signedInIndividual()) {
                 case .rule: return PortalForm.redirect(to: "/me/rules")
                 case .automatedSOS: return PortalForm.redirect(to: "/me/sos")  // its contacts and cancel window are set there
@@ -48,7 +40,7 @@ struct MeRulePages {
             }
         }
         group.post("rules/{ruleId}/enabled") { request, context in
-            try await site.submit(request, context, showing: { try await rulesPage($0, values: $1, status: $2) }) { form in
+            try await site.submit(request, context, showing: rulesPage) { form in
                 let individual = try context.signedInIndividual()
                 let id = try WatchRuleController.id("ruleId", context, .ruleNotFound)
                 var settings = try await rules.rule(id, of: individual).settings
@@ -58,7 +50,7 @@ struct MeRulePages {
             }
         }
         group.post("rules/{ruleId}/delete") { request, context in
-            try await site.submit(request, context, showing: { try await rulesPage($0, values: $1, status: $2) }) { _ in
+            try await site.submit(request, context, showing: rulesPage) { _ in
                 try await rules.delete(try WatchRuleController.id("ruleId", context, .ruleNotFound), of: try context.signedInIndividual())
                 return PortalForm.redirect(to: "/me/rules")
             }
@@ -73,10 +65,10 @@ struct MeRulePages {
     }
 
     private func rulesPage(
-        _ context: AppRequestContext, values: [String: Any] = [:], typed: [String: String] = [:], status: HTTPResponse.Status = .ok
+        _ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok
     ) async throws -> Response {
         let mine = try await rules.rules(of: try context.signedInIndividual(), limit: WatchRuleService.maximumRules, before: nil)
-        var all = Self.formValues(values, typed: typed)
+        var all = Self.formValues(values, typed: values["typed"] as? [String: String] ?? [:])
         all["rules"] = PortalPages.values(of: mine.map(WatchRuleBody.init))
         all["hasRules"] = !mine.isEmpty
         all["templates"] = PortalPages.values(of: WatchRuleTemplateListBody().items)
@@ -85,11 +77,11 @@ struct MeRulePages {
 
     /// `/me/rules/{ruleId}`: one rule's form, filled with the rule (or with what was typed, beside its problems).
     private func rulePage(
-        _ context: AppRequestContext, values: [String: Any] = [:], typed: [String: String]? = nil, status: HTTPResponse.Status = .ok
+        _ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok
     ) async throws -> Response {
         let id = try WatchRuleController.id("ruleId", context, .ruleNotFound)
         let rule = try await rules.rule(id, of: try context.signedInIndividual())
-        var all = Self.formValues(values, typed: typed ?? Self.typed(rule.settings))
+        var all = Self.formValues(values, typed: values["typed"] as? [String: String] ?? Self.typed(rule.settings))
         all["ruleId"] = rule.publicId.wireString
         all["template"] = rule.settings.template != nil
         all["enabled"] = rule.settings.enabled
@@ -148,11 +140,6 @@ struct MeRulePages {
     private static let fieldNames = [
         "name", "type", "when", "value", "low", "high", "over", "readings", "minutes", "activeFrom", "activeTo", "severity", "throttleMinutes",
     ]
-
-    /// What was typed, shown again beside its problems.
-    private static func typed(_ form: PortalForm) -> [String: String] {
-        Dictionary(uniqueKeysWithValues: fieldNames.map { ($0, form[$0] ?? "") })
-    }
 
     /// A stored rule as the form's fields.
     private static func typed(_ settings: WatchRuleSettings) -> [String: String] {

@@ -22,23 +22,19 @@ struct MeRunPages {
         }
         group.get("runs/new") { _, context in try await editor(context, event: nil) }
         group.post("runs/new") { request, context in
-            var typed: [String: String] = [:]
-            return try await site.submit(
-                request, context, showing: { try await editor($0, event: nil, values: $1, typed: typed, status: $2) }
+            try await site.submit(
+                request, context, keeping: Self.fieldNames, showing: { try await editor($0, event: nil, values: $1, status: $2) }
             ) { form in
-                typed = Self.typed(form)
                 let event = try await runs.create(try Self.form(form).plan(current: nil), by: try context.signedInIndividual())
                 return PortalForm.redirect(to: "/me/runs/\(event.id.wireString)")
             }
         }
         group.get("runs/{runId}") { _, context in try await editor(context, event: try await organised(context)) }
         group.post("runs/{runId}") { request, context in
-            var typed: [String: String] = [:]
             let event = try await organised(context)
             return try await site.submit(
-                request, context, showing: { try await editor($0, event: event, values: $1, typed: typed, status: $2) }
+                request, context, keeping: Self.fieldNames, showing: { try await editor($0, event: event, values: $1, status: $2) }
             ) { form in
-                typed = Self.typed(form)
                 let change = try Self.form(form)
                 _ = try await runs.update(event.id, by: try context.signedInIndividual()) { try change.plan(current: $0) }
                 return PortalForm.redirect(to: "/me/runs/\(event.id.wireString)")
@@ -78,8 +74,7 @@ struct MeRunPages {
     }
 
     private func editor(
-        _ context: AppRequestContext, event: RunEvent?, values: [String: Any] = [:], typed: [String: String]? = nil,
-        status: HTTPResponse.Status = .ok
+        _ context: AppRequestContext, event: RunEvent?, values: [String: Any] = [:], status: HTTPResponse.Status = .ok
     ) async throws -> Response {
         var all = values
         // The course's problems (`path.coordinates[3]`, `path.type`) show under the map.
@@ -90,7 +85,7 @@ struct MeRunPages {
             all["errors"] = errors
         }
         all["leafletPage"] = true
-        all["typed"] = typed ?? event.map(Self.typed) ?? ["maxParticipants": "100"]
+        all["typed"] = values["typed"] ?? event.map(Self.typed) ?? ["maxParticipants": "100"]
         all["action"] = event.map { "/me/runs/\($0.id.wireString)" } ?? "/me/runs/new"
         all["editing"] = event != nil
         if let event {
@@ -117,10 +112,6 @@ struct MeRunPages {
     }
 
     private static let fieldNames = ["name", "description", "startsAt", "endsAt", "enrolmentDeadline", "maxParticipants", "path"]
-
-    private static func typed(_ form: PortalForm) -> [String: String] {
-        Dictionary(uniqueKeysWithValues: fieldNames.map { ($0, form[$0] ?? "") })
-    }
 
     private static func typed(_ event: RunEvent) -> [String: String] {
         let path = (try? JSONEncoder().encode(event.path.coordinates)).map { String(decoding: $0, as: UTF8.self) } ?? "[]"

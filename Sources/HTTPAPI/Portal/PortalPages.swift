@@ -9,20 +9,19 @@ import Mustache
 /// the form, each field's message next to that field.
 struct PortalPages {
     let library: MustacheLibrary
-    /// Whether Leaflet is served (`/assets/leaflet/`), and the map tiles, for the pages with a map
-    /// (the course editor): the templates get `leaflet` and `map.tileURL`/`map.attribution`, and
-    /// the pages' CSP lets images come from the tiles' origin.
-    var leaflet = false
-    var tiles: MapTiles?
+    /// Leaflet and the tiles, for the pages with a map (the course editor): the templates get
+    /// `leaflet` and `map.tileURL`/`map.attribution`, and the pages' CSP lets images come from
+    /// the tiles' origin.
+    var map = MapAssets()
 
     /// A page; `values` are the template's, `csrf` the form token of its forms.
     func page(_ template: String, title: String, csrf: String, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) -> Response {
         var all = values
         all["title"] = title
         all["csrf"] = csrf
-        all["leaflet"] = leaflet
-        if let tiles { all["map"] = ["tileURL": tiles.template, "attribution": tiles.attribution] }
-        var response = HTML(library.render(all, withTemplate: template) ?? "", imagesFrom: tiles?.origin).response
+        all["leaflet"] = map.hasLeaflet
+        if let tiles = map.tiles { all["map"] = tiles.templateValues }
+        var response = HTML(library.render(all, withTemplate: template) ?? "", imagesFrom: map.tiles?.origin).response
         response.status = status
         response.headers[.cacheControl] = "no-store"  // pages show secrets once, and personal data
         return response

@@ -124,16 +124,19 @@ struct PortalSite {
     /// A page of a portal, given the values to show besides its own (a form's problems) and the status.
     typealias Page = (AppRequestContext, [String: Any], HTTPResponse.Status) async throws -> Response
 
-    /// Runs a form's action; an error shows `page` again with the problem beside its fields.
+    /// Runs a form's action; an error shows `page` again with the problem beside its fields and,
+    /// as `typed`, what was typed in the fields named in `keeping` (never a password).
     func submit(
-        _ request: Request, _ context: AppRequestContext, showing page: Page, _ action: (PortalForm) async throws -> Response
+        _ request: Request, _ context: AppRequestContext, keeping fields: [String] = [], showing page: Page,
+        _ action: (PortalForm) async throws -> Response
     ) async throws -> Response {
         var request = request
         let form = try await PortalForm(&request, limit: maxBodyBytes)
         do {
             return try await action(form)
         } catch {
-            let (values, status) = PortalPages.errorValues(error, logger: context.logger)
+            var (values, status) = PortalPages.errorValues(error, logger: context.logger)
+            if !fields.isEmpty { values["typed"] = Dictionary(uniqueKeysWithValues: fields.map { ($0, form[$0] ?? "") }) }
             return try await page(context, values, status)
         }
     }

@@ -34,17 +34,18 @@ struct LiveCompact: LiveWireFormat {
         return ByteBuffer(string: "[" + numbers.map(String.init).joined(separator: ",") + "]")
     }
 
-    func snapshot(event: RunEvent, roster: [UUID], names: [UUID: String], ranked: [RunnerState], runners: [ByteBuffer]) -> ByteBuffer {
+    func snapshot(_ board: LiveBoard, event: RunEvent, runners: [ByteBuffer]) -> ByteBuffer {
         var message = ByteBuffer(string: #"{"type":"snapshot","v":2,"run":"#)
         var run = LiveJSON.encode(LiveRunBody(event))
         message.writeBuffer(&run)
         message.writeString(#","epoch":\#(Self.whole(event.startsAt.timeIntervalSince1970 * 1_000)),"runners":"#)
-        var entries = LiveJSON.encode(roster.map { [$0.wireString, names[$0] ?? ""] })
+        let names = Dictionary(board.ranked.map { ($0.runnerId, $0.displayName) }) { first, _ in first }
+        var entries = LiveJSON.encode(board.roster.map { [$0.wireString, names[$0] ?? ""] })
         message.writeBuffer(&entries)
         message.writeString(#","states":"#)
         LiveJSON.writeArray(runners.filter { $0.readableBytes > 0 }, to: &message)
-        let indices = Dictionary(uniqueKeysWithValues: roster.enumerated().map { ($1, $0) })
-        message.writeString(#","order":[\#(ranked.compactMap { indices[$0.runnerId] }.map(String.init).joined(separator: ","))]}"#)
+        let order = board.ranked.compactMap { board.indices[$0.runnerId] }.map(String.init).joined(separator: ",")
+        message.writeString(#","order":[\#(order)]}"#)
         return message
     }
 

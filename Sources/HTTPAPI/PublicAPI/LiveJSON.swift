@@ -15,7 +15,7 @@ struct LiveJSON: LiveWireFormat {
         Self.encode(RunnerStateBody(state))
     }
 
-    func snapshot(event: RunEvent, roster: [UUID], names: [UUID: String], ranked: [RunnerState], runners: [ByteBuffer]) -> ByteBuffer {
+    func snapshot(_ board: LiveBoard, event: RunEvent, runners: [ByteBuffer]) -> ByteBuffer {
         var message = ByteBuffer(string: #"{"type":"snapshot","run":"#)
         var run = Self.encode(LiveRunBody(event))
         message.writeBuffer(&run)

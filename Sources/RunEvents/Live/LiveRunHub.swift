@@ -16,9 +16,10 @@ package protocol LiveWireFormat: Sendable {
     /// One runner's state; `index` is the runner's on the board (`LiveBoard.indices`). An empty
     /// buffer leaves the runner out of the lists (a format that sends only runners with a position).
     func state(_ state: RunnerState, index: Int, of event: RunEvent) -> ByteBuffer
-    /// The first message on a connection (and after the event or its roster changed): the event,
-    /// the board's roster (ids by index, with `names`), and every runner's state, leader first.
-    func snapshot(event: RunEvent, roster: [UUID], names: [UUID: String], ranked: [RunnerState], runners: [ByteBuffer]) -> ByteBuffer
+    /// The first message on a connection (and after the event or its roster changed): `event`
+    /// (the board's, in its phase now), the board's runners (their indices and ranking), and
+    /// `runners`, every runner's rendered state, leader first.
+    func snapshot(_ board: LiveBoard, event: RunEvent, runners: [ByteBuffer]) -> ByteBuffer
     /// A runner's rank as a rank entry (for a runner whose state is not in the message).
     func rank(_ state: RunnerState, index: Int) -> ByteBuffer
     /// The leaders' indices, leader first (empty: the format does not send them).
@@ -526,9 +527,7 @@ final class LiveRun: Sendable {
         if let shared = state.sharedSnapshot, shared.generation == state.generation, shared.batch == state.batch, shared.phase == event.phase {
             return shared.message
         }
-        let names = Dictionary(board.ranked.map { ($0.runnerId, $0.displayName) }) { first, _ in first }
-        let message = wire.snapshot(
-            event: event, roster: board.roster, names: names, ranked: board.ranked, runners: board.ranked.compactMap { state.rendered[$0.runnerId] })
+        let message = wire.snapshot(board, event: event, runners: board.ranked.compactMap { state.rendered[$0.runnerId] })
         state.sharedSnapshot = (state.generation, state.batch, event.phase, message)
         return message
     }
