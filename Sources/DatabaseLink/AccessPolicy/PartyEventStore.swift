@@ -152,7 +152,8 @@ extension HealthDataReader {
                 AS u(offset_ms, val, duration_ms, key, source_id)
             LEFT JOIN sample_sources s ON s.individual_id = b.individual_id AND s.source_id = u.source_id
             WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
-              AND b.block_start >= 'epoch'::timestamptz + \(firstMs - firstMs % 60_000) * interval '1 millisecond'
+              AND b.block_start >= 'epoch'::timestamptz + \(Self.floorHour(firstMs)) * interval '1 millisecond'
+              AND (b.block_minutes = 60 OR b.block_start >= 'epoch'::timestamptz + \(firstMs - firstMs % 60_000) * interval '1 millisecond')
               AND b.block_start <= 'epoch'::timestamptz + \(lastMs) * interval '1 millisecond'
               AND u.key = ANY (\(keys)::int8[])
             ORDER BY start_ms, b.sample_type, u.key

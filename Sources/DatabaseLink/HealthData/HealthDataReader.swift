@@ -42,9 +42,12 @@ package struct HealthDataReader: Sendable {
     /// stable under concurrent inserts, no OFFSET over samples.
     ///
     /// Blocks are unnested only as far as needed. Every block that starts in a later minute than
-    /// the position (earlier, descending) holds only qualifying samples, at least one; so the
-    /// blocks up to the `limit`-th such block surely hold the page. Index: the primary key for
-    /// one type, sample_blocks_individual_time_idx for several.
+    /// the position holds only qualifying samples, at least one — and so does every block that
+    /// starts in an earlier minute (descending), except an hour block holding the position; so the
+    /// blocks up to the `limit`-th such block surely hold the page (an hour block never shares its
+    /// hour with another block: migration 0032). The window starts at the hour block that may
+    /// hold the first qualifying sample. Index: the primary key for one type,
+    /// sample_blocks_individual_time_idx for several.
     package func samples(
         individualId: Int64, types: [Int16], fromMs: Int64?, toMs: Int64?, descending: Bool, limit: Int, after position: SamplePosition?
     ) async throws -> [SampleRow] {
@@ -65,21 +68,24 @@ package struct HealthDataReader: Sendable {
         let order =
             descending
             ? (
-                boundary: "b.block_start >= bounds.low_minute AND b.block_start < bounds.high_minute ORDER BY b.block_start DESC",
+                boundary:
+                    "b.block_start >= bounds.low_minute AND b.block_start < bounds.high_minute AND NOT (b.block_minutes = 60 AND b.block_start = bounds.high_hour) ORDER BY b.block_start DESC",
                 window:
-                    "b.block_start >= GREATEST(bounds.low_minute, COALESCE((SELECT block_start FROM boundary), '-infinity')) AND b.block_start <= bounds.high_minute",
+                    "b.block_start >= GREATEST(bounds.low_hour, COALESCE((SELECT block_start FROM boundary), '-infinity')) AND b.block_start <= bounds.high_minute",
                 after: "<", direction: "DESC"
             )
             : (
                 boundary: "b.block_start > bounds.low_minute AND b.block_start <= bounds.high_minute ORDER BY b.block_start",
                 window:
-                    "b.block_start >= bounds.low_minute AND b.block_start <= LEAST(bounds.high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))",
+                    "b.block_start >= bounds.low_hour AND b.block_start <= LEAST(bounds.high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))",
                 after: ">", direction: "ASC"
             )
         let query: PostgresQuery = """
             WITH bounds AS (
                 SELECT 'epoch'::timestamptz + \(lowerMinuteMs) * interval '1 millisecond' AS low_minute,
-                       'epoch'::timestamptz + \(upperMinuteMs) * interval '1 millisecond' AS high_minute
+                       'epoch'::timestamptz + \(Self.floorHour(lowerMs)) * interval '1 millisecond' AS low_hour,
+                       'epoch'::timestamptz + \(upperMinuteMs) * interval '1 millisecond' AS high_minute,
+                       'epoch'::timestamptz + \(Self.floorHour(upperMs - 1)) * interval '1 millisecond' AS high_hour
             ),
             boundary AS (
                 SELECT b.block_start FROM sample_blocks b, bounds
@@ -146,5 +152,10 @@ package struct HealthDataReader: Sendable {
 
     private static func floorMinute(_ milliseconds: Int64) -> Int64 {
         milliseconds - ((milliseconds % 60_000) + 60_000) % 60_000
+    }
+
+    /// The UTC hour a time is in: where the hour block that may hold it starts (migration 0032).
+    static func floorHour(_ milliseconds: Int64) -> Int64 {
+        milliseconds - ((milliseconds % 3_600_000) + 3_600_000) % 3_600_000
     }
 }

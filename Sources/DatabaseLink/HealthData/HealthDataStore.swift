@@ -92,7 +92,7 @@ package struct HealthDataStore: Sendable {
     /// Stores an individual's samples and fixes in one transaction; returns which were new.
     ///
     /// Duplicates — a key already in the sample's block, or repeated within the batch — are
-    /// skipped. Each new sample is merged into its block (kept sorted by offset) and added to
+    /// skipped. Each new sample is merged into its block (its minute's, or its hour's: migration 0032) (kept sorted by offset) and added to
     /// the daily rollup of its day in the individual's time zone (types `sample_types` marks
     /// `rolled_up`) — whole while the day has one source; a day that now has several is counted
     /// again from its samples with one source per minute (migration 0029), in the same
@@ -102,9 +102,12 @@ package struct HealthDataStore: Sendable {
     /// `afterStoring` runs last, in the same transaction, on the samples that were new (perhaps
     /// none: an import's progress commits even with a batch of duplicates); throwing from it
     /// rolls the whole upload back. Without `announce` (imported history) no party event is
-    /// written: the import announces what it stored once, when it ends.
+    /// written: the import announces what it stored once, when it ends. Samples of an hour that
+    /// starts before `wholeHoursBefore` and holds no block yet go into one block of the whole
+    /// hour (settled history, migration 0032); nil for uploads, which never start one.
     package func ingest(
         individualId: Int64, samples: SampleColumns, locations: LocationColumns, receivedAt: Date = Date(), announce: Bool = true,
+        wholeHoursBefore: Date? = nil,
         afterStoring: (_ readings: [StoredReading], _ transaction: IngestTransaction) async throws -> Void = { _, _ in }
     ) async throws -> IngestOutcome {
         try await partitions.ensure(.sampleBlocks, covering: Set(samples.blockStarts))
@@ -118,7 +121,8 @@ package struct HealthDataStore: Sendable {
             if samples.count > 0 {
                 let sourceIds = try await Self.sourceIds(for: samples, individualId: individualId, on: connection, logger: database.logger)
                 let rows = try await connection.execute(
-                    SampleIngestStatement(individualId: individualId, samples: samples, sourceIds: sourceIds, announce: announce),
+                    SampleIngestStatement(
+                        individualId: individualId, samples: samples, sourceIds: sourceIds, announce: announce, wholeHoursBefore: wholeHoursBefore),
                     logger: database.logger
                 )
                 var recount: (types: [Int16], days: [String]) = ([], [])
@@ -245,20 +249,39 @@ package struct HealthDataStore: Sendable {
 struct SampleIngestStatement: PostgresPreparedStatement {
     static let name = "data4help_ingest_samples"
     static let sql = """
-        WITH incoming AS (
-            SELECT * FROM unnest($2::int2[], $3::timestamptz[], $4::int4[],
-                                 $5::float4[], $6::int4[], $7::int8[],
-                                 $8::int2[], $9::int4[])
+        WITH incoming AS (   -- block_start: the sample's minute
+            SELECT *, date_bin('1 hour', t.block_start, 'epoch') AS hour
+            FROM unnest($2::int2[], $3::timestamptz[], $4::int4[],
+                        $5::float4[], $6::int4[], $7::int8[],
+                        $8::int2[], $9::int4[])
                 AS t(sample_type, block_start, offset_ms, val, duration_ms, key, source_id, ordinal)
+        ),
+        hours AS (   -- whether each hour's samples go into one hour block (migration 0032)
+            SELECT h.sample_type, h.hour,
+                   EXISTS (SELECT 1 FROM sample_blocks b
+                           WHERE b.individual_id = $1 AND b.sample_type = h.sample_type AND b.block_start = h.hour AND b.block_minutes = 60)
+                   OR (h.hour < $11::timestamptz AND NOT EXISTS (
+                           SELECT 1 FROM sample_blocks b
+                           WHERE b.individual_id = $1 AND b.sample_type = h.sample_type
+                             AND b.block_start >= h.hour AND b.block_start < h.hour + interval '1 hour')) AS whole
+            FROM (SELECT DISTINCT sample_type, hour FROM incoming) h
+        ),
+        placed AS (
+            SELECT i.sample_type,
+                   CASE WHEN h.whole THEN i.hour ELSE i.block_start END AS block_start,
+                   CASE WHEN h.whole THEN i.offset_ms + (extract(epoch FROM i.block_start - i.hour) * 1000)::int4 ELSE i.offset_ms END AS offset_ms,
+                   i.val, i.duration_ms, i.key, i.source_id, i.ordinal,
+                   CASE WHEN h.whole THEN 60 ELSE 1 END::int2 AS block_minutes
+            FROM incoming i JOIN hours h ON h.sample_type = i.sample_type AND h.hour = i.hour
         ),
         unique_incoming AS (
             SELECT DISTINCT ON (sample_type, block_start, key)
-                   sample_type, block_start, offset_ms, val, NULLIF(duration_ms, -1) AS duration_ms, key, source_id, ordinal
-            FROM incoming
+                   sample_type, block_start, offset_ms, val, NULLIF(duration_ms, -1) AS duration_ms, key, source_id, ordinal, block_minutes
+            FROM placed
             ORDER BY sample_type, block_start, key, ordinal
         ),
         touched AS (   -- the existing blocks this batch writes into (primary-key lookups)
-            SELECT b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids
+            SELECT b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids, b.block_minutes
             FROM sample_blocks b
             WHERE b.individual_id = $1
               AND (b.sample_type, b.block_start) IN (SELECT DISTINCT sample_type, block_start FROM unique_incoming)
@@ -271,17 +294,17 @@ struct SampleIngestStatement: PostgresPreparedStatement {
             )
         ),
         merged AS (
-            SELECT sample_type, block_start, offset_ms, val, duration_ms, key, source_id FROM fresh
+            SELECT sample_type, block_start, offset_ms, val, duration_ms, key, source_id, block_minutes FROM fresh
             UNION ALL
-            SELECT t.sample_type, t.block_start, e.offset_ms, e.val, e.duration_ms, e.key, COALESCE(e.source_id, 0)
+            SELECT t.sample_type, t.block_start, e.offset_ms, e.val, e.duration_ms, e.key, COALESCE(e.source_id, 0), t.block_minutes
             FROM touched t
             CROSS JOIN LATERAL unnest(t.offsets_ms, t.vals, t.durations_ms, t.keys, t.source_ids)
                 AS e(offset_ms, val, duration_ms, key, source_id)
             WHERE (t.sample_type, t.block_start) IN (SELECT sample_type, block_start FROM fresh)
         ),
         written AS (
-            INSERT INTO sample_blocks (individual_id, sample_type, block_start, offsets_ms, vals, durations_ms, keys, source_ids)
-            SELECT $1, sample_type, block_start,
+            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, keys, source_ids)
+            SELECT $1, sample_type, block_start, max(block_minutes),
                    array_agg(offset_ms ORDER BY offset_ms, key),
                    array_agg(val ORDER BY offset_ms, key),
                    CASE WHEN bool_and(duration_ms IS NULL) THEN NULL
@@ -337,9 +360,11 @@ struct SampleIngestStatement: PostgresPreparedStatement {
     let samples: SampleColumns
     let sourceIds: [Int16]
     let announce: Bool
+    /// Hours starting before this that hold no block yet get an hour block (history); nil: none.
+    let wholeHoursBefore: Date?
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 10)
+        var bindings = PostgresBindings(capacity: 11)
         bindings.append(individualId)
         bindings.append(samples.types)
         bindings.append(samples.blockStarts)
@@ -350,6 +375,7 @@ struct SampleIngestStatement: PostgresPreparedStatement {
         bindings.append(sourceIds)
         bindings.append((0..<Int32(samples.count)).map { $0 })
         bindings.append(announce)
+        bindings.append(wholeHoursBefore ?? .distantPast)
         return bindings
     }
 

@@ -92,7 +92,8 @@ struct DetectionContextStatement: PostgresPreparedStatement {
 /// minutes in between, `extra` blocks after — cut down to the readings asked for: `extra`
 /// before `fromMs`, all from `fromMs` to `toMs`, `extra` after. Index:
 /// `sample_blocks_individual_time_idx` in both directions; the day bounds let PostgreSQL skip
-/// other months' partitions.
+/// other months' partitions. An hour block (settled history, migration 0032) that holds the
+/// first readings starts before their minute: it is the nearest block before, read with them.
 struct ReadingsAroundStatement: PostgresPreparedStatement {
     static let name = "data4help_readings_around"
     static let sql = """

@@ -58,13 +58,15 @@ package struct DataManager: Sendable {
     /// Stores a batch of imported history: the upload rules apply, but no AutomatedSOS check runs
     /// on it (history opens no incident) and nothing is announced live. `commit` runs in the
     /// batch's transaction with what it stored — the import's progress commits with its data.
+    /// Hours older than `settledAfter` are stored in hour blocks (migration 0032).
     package func ingestHistory<Committed>(
         _ items: [RawIngestItem], for individual: IndividualID, now: Date = Date(),
         commit: (HistoryBatch, IngestTransaction) async throws -> Committed
     ) async throws -> Committed {
         let batch = validate(items, now: now)
         var committed: Committed?
-        _ = try await store(batch, for: individual, now: now, announce: false) { readings, samples, transaction in
+        _ = try await store(batch, for: individual, now: now, announce: false, wholeHoursBefore: now - Self.settledAfter) {
+            readings, samples, transaction in
             var stored: [SampleType: Int] = [:], duplicates: [SampleType: Int] = [:], spans: [SampleType: DataSpan] = [:]
             for sample in samples { duplicates[sample.type, default: 0] += 1 }
             for reading in readings {
@@ -84,6 +86,10 @@ package struct DataManager: Sendable {
         guard let committed else { preconditionFailure("HealthDataStore.ingest runs afterStoring in every transaction it commits") }
         return committed
     }
+
+    /// How old an hour of imported history must be to be stored in one hour block: older than
+    /// anything AutomatedSOS, the live streams and a phone's late uploads still amend.
+    package static let settledAfter: TimeInterval = 49 * 3_600
 
     /// An upload's items checked by the rules: the samples and fixes to store, the rest refused.
     private struct ValidatedBatch {
@@ -108,7 +114,7 @@ package struct DataManager: Sendable {
     }
 
     private func store(
-        _ batch: ValidatedBatch, for individual: IndividualID, now: Date, announce: Bool = true,
+        _ batch: ValidatedBatch, for individual: IndividualID, now: Date, announce: Bool = true, wholeHoursBefore: Date? = nil,
         inTransaction: ([StoredReading], [NewSample], IngestTransaction) async throws -> Void
     ) async throws -> IngestOutcome {
         var sampleColumns = SampleColumns()
@@ -125,7 +131,8 @@ package struct DataManager: Sendable {
                 altitude: fix.altitude)
         }
         return try await store.ingest(
-            individualId: individual.rowId, samples: sampleColumns, locations: locationColumns, receivedAt: now, announce: announce
+            individualId: individual.rowId, samples: sampleColumns, locations: locationColumns, receivedAt: now, announce: announce,
+            wholeHoursBefore: wholeHoursBefore
         ) {
             readings, transaction in
             try await inTransaction(readings, batch.samples, transaction)
