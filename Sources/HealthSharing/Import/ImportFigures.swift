@@ -34,15 +34,33 @@ package struct ImportFigures: Codable, Sendable, Equatable {
 
     package init() {}
 
-    mutating func reject(_ reason: String, example: String) {
+    /// Where reasons beyond the first `reasonsKept` are counted.
+    static let otherReasons = "other reasons"
+
+    mutating func reject(_ reason: String, example: String) { reject(reason, count: 1, examples: [example]) }
+
+    /// Counts `count` records refused for `reason`, keeping up to `examplesPerReason` examples.
+    mutating func reject(_ reason: String, count: Int, examples: [String]) {
         if let index = rejected.firstIndex(where: { $0.reason == reason }) {
-            rejected[index].count += 1
-            if rejected[index].examples.count < Self.examplesPerReason { rejected[index].examples.append(example) }
-        } else if rejected.count < Self.reasonsKept {
-            rejected.append(Rejections(reason: reason, count: 1, examples: [example]))
+            rejected[index].count += count
+            rejected[index].examples += examples.prefix(max(0, Self.examplesPerReason - rejected[index].examples.count))
+        } else if rejected.count < Self.reasonsKept || reason == Self.otherReasons {
+            rejected.append(Rejections(reason: reason, count: count, examples: Array(examples.prefix(Self.examplesPerReason))))
         } else {
-            reject("other reasons", example: example)
+            reject(Self.otherReasons, count: count, examples: examples)
         }
+    }
+
+    /// Adds figures counted apart (a later batch's), keeping the limits on reasons and examples.
+    mutating func merge(_ other: ImportFigures) {
+        for (type, counts) in other.types {
+            types[type, default: TypeCounts()].accepted += counts.accepted
+            types[type, default: TypeCounts()].duplicates += counts.duplicates
+        }
+        for rejection in other.rejected { reject(rejection.reason, count: rejection.count, examples: rejection.examples) }
+        for (type, count) in other.skipped { skipped[type, default: 0] += count }
+        workouts += other.workouts
+        for (type, span) in other.spans ?? [:] { addSpan(span, to: type) }
     }
 
     /// Adds what a stored batch counted.

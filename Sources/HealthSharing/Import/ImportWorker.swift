@@ -190,7 +190,7 @@ package struct ImportWorker: Service {
                     offset += Int64(end - start)
                     start = end
                     if batch.isFull(settings), let checkpoint = reader.checkpoint {
-                        try await commit(&batch, checkpoint: ImportCheckpoint(checkpoint), processed: checkpoint.offset)
+                        try await commit(&batch, checkpoint: ImportCheckpoint(checkpoint), processed: checkpoint.offset, wait: false)
                     }
                 }
             }
@@ -208,6 +208,9 @@ package struct ImportWorker: Service {
             // What was read before the damage is stored and counted, as for a cut-off file.
             try await commit(&batch, checkpoint: reader.checkpoint.map(ImportCheckpoint.init), processed: offset)
             throw ImportFailure(error.reason)
+        } catch {
+            await batch.abandon()
+            throw error
         }
         var end = reader.checkpoint.map(ImportCheckpoint.init)
         if routesFollow { end?.routesRead = 0 }
@@ -215,31 +218,31 @@ package struct ImportWorker: Service {
         return offset
     }
 
-    /// Stores the batch's items with its figures and `checkpoint`, in one transaction.
-    private func commit(_ batch: inout ImportBatch, checkpoint: ImportCheckpoint?, processed: Int64) async throws {
-        let items = batch.samples, workouts = batch.workouts
-        var figures = batch.figures
+    /// Stores the batch's items with its figures and `checkpoint`, in one transaction: after the
+    /// commit in flight, and — unless `wait` — while the caller reads on.
+    private func commit(_ batch: inout ImportBatch, checkpoint: ImportCheckpoint?, processed: Int64, wait: Bool = true) async throws {
+        try await batch.settle()
         let claim = batch.claim, lease = settings.lease
         let checkpointText = try checkpoint.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
-        let records = batch.records
-        let committed = try await dataManager.ingestHistory(items, for: IndividualID(rowId: claim.individualId)) { stored, transaction in
-            var counted = figures
-            counted.add(stored, items: items)
-            let (newWorkouts, workoutSpan) = try await self.workouts.insert(workouts, importId: claim.id, in: transaction)
-            if !workouts.isEmpty {
-                counted.types[DataKind.workoutName, default: ImportFigures.TypeCounts()].accepted += newWorkouts
-                counted.types[DataKind.workoutName, default: ImportFigures.TypeCounts()].duplicates += workouts.count - newWorkouts
+        batch.begin { [dataManager, workouts, store] handover in
+            try await dataManager.ingestHistory(handover.samples, for: IndividualID(rowId: claim.individualId)) { stored, transaction in
+                var counted = handover.figures
+                counted.add(stored, items: handover.samples)
+                let (newWorkouts, workoutSpan) = try await workouts.insert(handover.workouts, importId: claim.id, in: transaction)
+                if !handover.workouts.isEmpty {
+                    counted.types[DataKind.workoutName, default: ImportFigures.TypeCounts()].accepted += newWorkouts
+                    counted.types[DataKind.workoutName, default: ImportFigures.TypeCounts()].duplicates += handover.workouts.count - newWorkouts
+                }
+                if let workoutSpan { counted.addSpan(workoutSpan, to: DataKind.workoutName) }
+                let progress = ImportProgress(
+                    checkpoint: checkpointText, figures: String(decoding: try JSONEncoder().encode(counted), as: UTF8.self),
+                    bytesProcessed: processed, records: handover.records
+                )
+                try await store.recordProgress(progress, of: claim, leaseFor: lease, in: transaction)
+                return counted
             }
-            if let workoutSpan { counted.addSpan(workoutSpan, to: DataKind.workoutName) }
-            let progress = ImportProgress(
-                checkpoint: checkpointText, figures: String(decoding: try JSONEncoder().encode(counted), as: UTF8.self),
-                bytesProcessed: processed, records: records
-            )
-            try await store.recordProgress(progress, of: claim, leaseFor: lease, in: transaction)
-            return counted
         }
-        figures = committed
-        batch.committed(figures: figures)
+        if wait { try await batch.settle() }
     }
 }
 
@@ -315,19 +318,26 @@ struct ImportFailure: Error {
     init(_ reason: String) { self.reason = reason }
 }
 
-/// The records read since the last commit, and the figures committed so far.
+/// The records read since the last commit began, the figures committed so far, and the commit
+/// in flight: a batch is stored while the next one is read (at most one commit at a time, in
+/// order), so reading and storing use both cores.
 struct ImportBatch {
     let claim: ClaimedImport
     var samples: [RawIngestItem] = []
     var workouts: [NewWorkout] = []
-    /// Committed figures plus what this batch counted outside storage (skipped, unreadable, workouts).
-    var figures: ImportFigures
+    /// The figures of the commits that finished: what the database holds.
+    private(set) var committed: ImportFigures
+    /// What was counted outside storage since the last commit began (types skipped, records
+    /// unreadable, workouts read).
+    private var counted = ImportFigures()
     /// Records read, committed ones included.
     var records: Int64
+    /// The commit in flight, answering the figures it committed.
+    private var inFlight: Task<ImportFigures, any Error>?
 
     init(claim: ClaimedImport) {
         self.claim = claim
-        figures = (try? JSONDecoder().decode(ImportFigures.self, from: Data(claim.figures.utf8))) ?? ImportFigures()
+        committed = (try? JSONDecoder().decode(ImportFigures.self, from: Data(claim.figures.utf8))) ?? ImportFigures()
         records = claim.records
     }
 
@@ -335,30 +345,60 @@ struct ImportBatch {
         records += 1
         switch item {
         case .sample(let raw): samples.append(raw)
-        case .skipped(let type): figures.skipped[type, default: 0] += 1
-        case .unreadable(let type, let reason): figures.reject(reason, example: type)
+        case .skipped(let type): counted.skipped[type, default: 0] += 1
+        case .unreadable(let type, let reason): counted.reject(reason, example: type)
         case .workout(let workout):
-            figures.workouts += 1
+            counted.workouts += 1
             if let stored = workout.stored {
                 workouts.append(stored)
             } else {
-                figures.reject("a workout has no start, or no end or duration", example: "workout \(workout.activity)")
+                counted.reject("a workout has no start, or no end or duration", example: "workout \(workout.activity)")
             }
         }
     }
 
     func isFull(_ settings: ImportSettings) -> Bool { samples.count >= settings.batchRecords }
 
+    /// Waits for the commit in flight, if any; its figures become the committed ones.
+    mutating func settle() async throws {
+        guard let task = inFlight else { return }
+        inFlight = nil
+        committed = try await task.value
+    }
+
+    /// Waits for the commit in flight whatever its outcome: reading stopped for another reason.
+    mutating func abandon() async {
+        _ = try? await settle()
+    }
+
+    /// Hands what was read since the last commit to `store`, run while the next batch is read:
+    /// the figures it starts from are the committed ones plus those counted since. Settle first.
+    mutating func begin(_ store: @escaping @Sendable (Handover) async throws -> ImportFigures) {
+        precondition(inFlight == nil, "one commit at a time")
+        var figures = committed
+        figures.merge(counted)
+        let handover = Handover(samples: samples, workouts: workouts, figures: figures, records: records)
+        inFlight = Task { try await store(handover) }
+        counted = ImportFigures()
+        samples.removeAll(keepingCapacity: true)
+        workouts.removeAll()
+    }
+
+    /// One commit's share: its records and the figures before them.
+    struct Handover: Sendable {
+        let samples: [RawIngestItem]
+        let workouts: [NewWorkout]
+        let figures: ImportFigures
+        let records: Int64
+    }
+
+    /// The import's progress when it ends (every commit settled).
     func progress(processed: Int64) -> ImportProgress {
-        ImportProgress(
+        var figures = committed
+        figures.merge(counted)
+        return ImportProgress(
             checkpoint: nil, figures: String(decoding: (try? JSONEncoder().encode(figures)) ?? Data("{}".utf8), as: UTF8.self),
             bytesProcessed: processed, records: records
         )
-    }
-
-    mutating func committed(figures: ImportFigures) {
-        self.figures = figures
-        samples.removeAll(keepingCapacity: true)
-        workouts.removeAll()
     }
 }
