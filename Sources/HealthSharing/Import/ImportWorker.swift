@@ -57,7 +57,8 @@ package struct ImportWorker: Service {
             guard claim.attempt <= settings.maximumAttempts else {
                 throw ImportFailure("the file could not be read: the import was started \(settings.maximumAttempts) times and stopped each time")
             }
-            try await read(claim)
+            // Reading runs on a thread of lower priority than the requests of everyone else.
+            try await withTaskExecutorPreference(BackgroundExecutor.imports) { try await read(claim) }
         } catch is ImportClaimLost {
             logger.info("import stopped: cancelled or taken over", metadata: ["import.id": "\(claim.publicId)"])
         } catch let failure as ImportFailure {
@@ -185,10 +186,12 @@ package struct ImportWorker: Service {
             for try await piece in pieces {
                 var start = piece.startIndex
                 while start < piece.endIndex {
-                    let end = min(piece.endIndex, start + settings.pieceBytes)
+                    let end = min(piece.endIndex, start + settings.feedBytes)
                     try reader.feed(piece[start..<end]) { batch.add($0) }
                     offset += Int64(end - start)
                     start = end
+                    // Let other work of the reading thread in (a commit's, another import's).
+                    await Task.yield()
                     if batch.isFull(settings), let checkpoint = reader.checkpoint {
                         try await commit(&batch, checkpoint: ImportCheckpoint(checkpoint), processed: checkpoint.offset, wait: false)
                     }
@@ -302,8 +305,11 @@ package struct ImportSettings: Sendable {
     /// How long a claim lasts without a commit before another worker may take the import over.
     package var lease: Duration = .seconds(60)
     package var pollInterval: Duration = .seconds(5)
-    /// Bytes fed to a reader at once (between two chances to commit).
+    /// Bytes a ZIP entry is inflated in at once.
     package var pieceBytes = 256 * 1024
+    /// Bytes fed to a reader at once: between two chances to commit, and for other work to run
+    /// (64 KiB of an export is about 250 records, 1 ms of reading).
+    package var feedBytes = 64 * 1024
     /// Records in one committed batch.
     package var batchRecords = 5_000
     /// Claims of one import before it fails (each after a worker died or lost its lease).
