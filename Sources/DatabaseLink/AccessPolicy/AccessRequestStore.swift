@@ -156,6 +156,34 @@ package struct AccessRequestStore: Sendable {
         }
     }
 
+    /// Changes an active grant naming the individual: `change` gets the request as it stands and
+    /// answers the new scope and whether the subscription stays on (it may throw to refuse). The
+    /// change is a history row (so the organisation gets `grant.changed`), in one transaction.
+    package func change(
+        individualId: Int64, publicId: UUID, _ change: (AccessRequestRecord) throws -> (scope: AccessScopeRecord, subscribe: Bool)
+    ) async throws -> AccessRequestStoreOutcome {
+        let logger = database.logger
+        return try await database.withTransaction { connection in
+            guard let id = try await Self.idForIndividual(individualId, publicId, lock: true, on: connection, logger: logger),
+                let current = try await Self.load(id: id, on: connection, logger: logger)
+            else { return .notFound }
+            guard current.status == .granted else { return .wrongState(current.status) }
+            let (grant, subscribe) = try change(current)
+            _ = try await connection.query(
+                """
+                WITH changed AS (
+                    UPDATE access_requests SET granted_types = \(grant.types)::text[], granted_from = \(grant.dataFrom),
+                           granted_to = \(grant.dataTo), granted_until = \(grant.until), subscribe = \(subscribe)
+                    WHERE id = \(id)
+                    RETURNING id, status, granted_types, granted_from, granted_to, granted_until
+                )
+                INSERT INTO access_request_history (request_id, status, actor, granted_types, granted_from, granted_to, granted_until)
+                SELECT id, status, 'individual', granted_types, granted_from, granted_to, granted_until FROM changed
+                """, logger: logger)
+            return .changed(try await Self.load(id: id, on: connection, logger: logger)!)
+        }
+    }
+
     /// Ends an active grant naming the individual.
     package func revoke(individualId: Int64, publicId: UUID) async throws -> AccessRequestStoreOutcome {
         let logger = database.logger

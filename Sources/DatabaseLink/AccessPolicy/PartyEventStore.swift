@@ -52,6 +52,22 @@ package struct PartyEventRecord: Sendable, Equatable {
     package var imported: ImportedDataReference?
     /// Whether the grant the event came under is still active; data of an inactive grant is never delivered.
     package var grantActive: Bool
+    /// The grant as it stands now (nil for an aggregate's event or a request never granted): a
+    /// data event delivers only what the grant covers when it is read or sent.
+    package var grant: CurrentGrant? = nil
+}
+
+/// A grant's scope as it stands when an event is read: what its data may still deliver.
+package struct CurrentGrant: Sendable, Equatable {
+    package var types: [String]
+    package var fromMs: Int64?
+    package var toMs: Int64?
+    package var subscribed: Bool
+
+    /// Whether an item of `kind` at `timeMs` is within the grant (the window is half-open).
+    package func covers(kind: String, timeMs: Int64) -> Bool {
+        types.contains(kind) && fromMs.map { timeMs >= $0 } ?? true && toMs.map { timeMs < $0 } ?? true
+    }
 }
 
 /// `party_events`, read in order by the party they are for.
@@ -119,11 +135,17 @@ package struct PartyEventStore: Sendable {
     private static let grantActive = "access_grant_active(r.status, r.granted_until)"
     private static let columns = """
         e.id, e.event_type, e.created_at, e.request_id, r.public_id, e.third_party_id, e.individual_id,
-        e.first_ms, e.last_ms, e.kinds, e.keys, coalesce(\(grantActive), false), e.aggregate_id, e.item_count
+        e.first_ms, e.last_ms, e.kinds, e.keys, coalesce(\(grantActive), false), e.aggregate_id, e.item_count,
+        r.granted_types, (extract(epoch FROM r.granted_from) * 1000)::int8, (extract(epoch FROM r.granted_to) * 1000)::int8, r.subscribe
         """
 
     private static func record(_ row: PostgresRow) throws -> PartyEventRecord {
-        let r = try row.decode((Int64, String, Date, Int64?, UUID?, Int64, Int64?, Int64?, Int64?, [String]?, [Int64]?, Bool, Int64?, Int64?).self)
+        let r = try row.decode(
+            (
+                Int64, String, Date, Int64?, UUID?, Int64, Int64?, Int64?, Int64?, [String]?, [Int64]?, Bool, Int64?, Int64?, [String]?, Int64?,
+                Int64?, Bool?
+            )
+            .self)
         var data: DataReference?
         var imported: ImportedDataReference?
         if let firstMs = r.7, let lastMs = r.8, let kinds = r.9 {
@@ -135,7 +157,8 @@ package struct PartyEventStore: Sendable {
         }
         return PartyEventRecord(
             id: r.0, type: r.1, createdAt: r.2, requestId: r.3, requestPublicId: r.4, aggregateId: r.12, thirdPartyId: r.5,
-            individualId: r.6, data: data, imported: imported, grantActive: r.11
+            individualId: r.6, data: data, imported: imported, grantActive: r.11,
+            grant: r.14.map { CurrentGrant(types: $0, fromMs: r.15, toMs: r.16, subscribed: r.17 ?? false) }
         )
     }
 }

@@ -32,6 +32,12 @@ struct UserRequestController {
             let decided = try await requests.decide(context.individual, id: id, accept: accept, narrowing: narrowing)
             return AccessRequestBody(decided, for: .individual)
         }
+        group.patch("requests/{requestId}") { request, context in
+            let id = try AccessScopeFields.requestId(context.parameters)
+            let form = try await body.decode(GrantChangeForm.self, from: request, context: context)
+            let changed = try await requests.change(context.individual, id: id, change: try form.validated())
+            return AccessRequestBody(changed, for: .individual)
+        }
         group.post("requests/{requestId}/revoke") { _, context in
             try await AccessRequestBody(requests.revoke(context.individual, id: AccessScopeFields.requestId(context.parameters)), for: .individual)
         }
@@ -91,6 +97,33 @@ extension DecisionForm {
         narrowing.accessUntil = fields.optional("accessUntil", accessUntil, AccessScopeFields.instant)
         try fields.finish()
         return (accept!, narrowing)
+    }
+}
+
+/// `PATCH /api/users/requests/{id}`: what to change in an active grant.
+struct GrantChangeForm: Decodable {
+    var types: [String]?
+    var dataFrom: String?
+    var dataTo: String?
+    var accessUntil: String?
+    var subscribe: Bool?
+    var confirmExtension: Bool?
+
+    /// The change (every bad field named at once); a change must name something to change.
+    func validated() throws(Problem) -> GrantChange {
+        var fields = FieldValidator()
+        var change = GrantChange()
+        change.narrowing.kinds = fields.optional("types", types, AccessScopeFields.kinds)
+        change.narrowing.dataFrom = fields.optional("dataFrom", dataFrom, AccessScopeFields.instant)
+        change.narrowing.dataTo = fields.optional("dataTo", dataTo, AccessScopeFields.instant)
+        change.narrowing.accessUntil = fields.optional("accessUntil", accessUntil, AccessScopeFields.instant)
+        change.subscribe = subscribe
+        change.confirmExtension = confirmExtension ?? false
+        if types == nil, dataFrom == nil, dataTo == nil, accessUntil == nil, subscribe == nil {
+            fields.fail("types", "name something to change: types, dataFrom, dataTo, accessUntil or subscribe")
+        }
+        try fields.finish()
+        return change
     }
 }
 

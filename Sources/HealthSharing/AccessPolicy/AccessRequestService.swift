@@ -83,6 +83,43 @@ package struct AccessRequestService: Sendable {
         return try Self.result(outcome)
     }
 
+    /// Changes an active grant: fewer kinds, a narrower window, an earlier end — a later one only
+    /// with `confirmExtension`, and never beyond what was asked — or the subscription off. Reads
+    /// and deliveries follow the new scope at once (a queued delivery is resolved when it is sent).
+    package func change(_ individual: IndividualID, id: UUID, change: GrantChange) async throws -> AccessRequest {
+        let outcome = try await store.change(individualId: individual.rowId, publicId: id) { record in
+            guard let current = record.granted.map(AccessScope.init(record:)) else {
+                throw AccessRequestError.notGranted(status: record.status)
+            }
+            let asked = AccessScope(record: record.asked), wanted = change.narrowing
+            let grant = try AccessScope(
+                kinds: wanted.kinds ?? current.kinds,
+                dataFrom: wanted.dataFrom ?? current.dataFrom,
+                dataTo: wanted.dataTo ?? current.dataTo,
+                accessUntil: wanted.accessUntil ?? current.accessUntil
+            )
+            if let extra = grant.kinds.first(where: { !current.kinds.contains($0) }) {
+                throw AccessRequestError.widens(field: "types", reason: "\(extra.wireName) is not granted: a change only narrows the types")
+            }
+            if let bound = current.dataFrom, grant.dataFrom.map({ $0 < bound }) ?? true {
+                throw AccessRequestError.widens(field: "dataFrom", reason: "must not be earlier than the granted dataFrom")
+            }
+            if let bound = current.dataTo, grant.dataTo.map({ $0 > bound }) ?? true {
+                throw AccessRequestError.widens(field: "dataTo", reason: "must not be later than the granted dataTo")
+            }
+            if let end = current.accessUntil, let until = grant.accessUntil, until > end, !change.confirmExtension {
+                throw AccessRequestError.invalid(
+                    field: "accessUntil", reason: "is later than the grant's end: extending it needs confirmExtension true")
+            }
+            try grant.check(within: asked)
+            if change.subscribe == true, !record.subscribe {
+                throw AccessRequestError.invalid(field: "subscribe", reason: "can only be turned off: the organisation asks for a subscription")
+            }
+            return (grant.record, change.subscribe ?? record.subscribe)
+        }
+        return try Self.result(outcome)
+    }
+
     /// Ends an active grant at once.
     package func revoke(_ individual: IndividualID, id: UUID) async throws -> AccessRequest {
         try Self.result(await store.revoke(individualId: individual.rowId, publicId: id))
@@ -122,6 +159,16 @@ package struct AccessScopeNarrowing: Sendable {
     package var dataFrom: Date?
     package var dataTo: Date?
     package var accessUntil: Date?
+
+    package init() {}
+}
+
+/// What an individual changes in an active grant: each scope field, when given, replaces the
+/// granted one; `subscribe` false turns the subscription off; a later end needs `confirmExtension`.
+package struct GrantChange: Sendable {
+    package var narrowing = AccessScopeNarrowing()
+    package var subscribe: Bool?
+    package var confirmExtension = false
 
     package init() {}
 }

@@ -10,6 +10,16 @@ package enum FeedItem: Sendable, Equatable {
     case workout(Workout)
     /// What an import added of one kind (`data.imported`): read by cursor, not carried.
     case imported(ImportedDataReference)
+
+    /// The kind of data it is, as a grant names it, and when it is (for a grant's window).
+    var kindAndTime: (kind: String, timeMs: Int64) {
+        switch self {
+        case .sample(let sample): (sample.type.rawValue, sample.position.startMs)
+        case .location(let fix): (DataKind.locationName, fix.position.timeMs)
+        case .workout(let workout): (DataKind.workoutName, workout.start.epochMilliseconds)
+        case .imported(let reference): (reference.kind, reference.span.firstMs)
+        }
+    }
 }
 
 /// An event of a party's log as every channel hands it out (pull feed, stream, webhook): its
@@ -81,7 +91,8 @@ package struct PartyEvents: Sendable {
 
     private func resolve(_ record: PartyEventRecord) async throws -> PartyEvent {
         var items: [FeedItem] = []
-        if let data = record.data, let individualId = record.individualId, record.grantActive {
+        // What the grant covers now: a change since the event narrows what it delivers, at once.
+        if let data = record.data, let individualId = record.individualId, record.grantActive, let grant = record.grant, grant.subscribed {
             let sampleTypes = data.kinds.compactMap { SampleType(rawValue: $0)?.storageCode }
             if !sampleTypes.isEmpty {
                 let rows = try await reader.samples(
@@ -96,6 +107,7 @@ package struct PartyEvents: Sendable {
             if data.kinds.contains(DataKind.workoutName) {
                 items += try await workouts.workouts(individualId: individualId, ids: data.keys).map(FeedItem.workout)
             }
+            items.removeAll { !grant.covers(kind: $0.kindAndTime.kind, timeMs: $0.kindAndTime.timeMs) }
         }
         if let imported = record.imported, record.grantActive { items.append(.imported(imported)) }
         var aggregate: AggregateResult?
