@@ -121,6 +121,65 @@ struct IndividualPortalTests {
         }
     }
 
+    /// "Change" under a grant on `/me`: narrow it, turn its subscription off; a later end needs the
+    /// box ticked; a form sent as shown changes nothing.
+    @Test func aGrantIsChangedFromThePage() async throws {
+        try await TestServer.run { api in
+            let (_, account) = try await api.individualSession()
+            let (party, _) = try await api.thirdPartySession()
+            let asked = try await api.send(
+                .post, "/api/thirdparties/requests", token: party,
+                json: [
+                    "fiscalCode": account["fiscalCode"]!, "types": ["heartRate", "stepCount"], "purpose": "Study", "subscribe": true,
+                ])
+            let id = try #require(asked.string("id"))
+            var me = try await Self.signIn(api, account)
+            let csrf = try PortalBrowser.csrf(try await me.send(.get, "/me"))
+            #expect(try await me.send(.post, "/me/requests/\(id)/decision", form: [("csrf", csrf), ("decision", "accept")]).status == .seeOther)
+            let page = PortalBrowser.html(try await me.send(.get, "/me"))
+            #expect(page.contains(#"data-change="\#(id)""#) && page.contains(#"name="subscribe" value="yes" checked"#))
+            func history() async throws -> Int {
+                (try await api.send(.get, "/api/thirdparties/requests/\(id)", token: party).json["history"] as? [Any])?.count ?? 0
+            }
+            let before = try await history()
+
+            // Sent as shown: nothing changes, nothing is recorded.
+            let same: [(String, String)] = [
+                ("csrf", csrf), ("types", "heartRate"), ("types", "stepCount"), ("subscriptionShown", "yes"), ("subscribe", "yes"),
+            ]
+            #expect(try await me.send(.post, "/me/requests/\(id)/change", form: same).status == .seeOther)
+            #expect(try await history() == before)
+
+            // Steps unticked and the subscription off.
+            let narrowed = try await me.send(
+                .post, "/me/requests/\(id)/change", form: [("csrf", csrf), ("types", "heartRate"), ("subscriptionShown", "yes")])
+            #expect(narrowed.status == .seeOther)
+            let grant = try await api.send(.get, "/api/thirdparties/requests/\(id)", token: party)
+            #expect((grant.json["grant"] as? [String: Any])?["types"] as? [String] == ["heartRate"] && grant.json["subscribe"] as? Bool == false)
+            #expect(try await history() == before + 1)
+
+            // An end set, then a later one: refused on the page until confirmed.
+            let soon = String(WireFormatTime.string(Date().addingTimeInterval(5 * 86_400)).prefix(10))
+            let later = String(WireFormatTime.string(Date().addingTimeInterval(9 * 86_400)).prefix(10))
+            let ends = try await me.send(.post, "/me/requests/\(id)/change", form: [("csrf", csrf), ("types", "heartRate"), ("accessUntil", soon)])
+            #expect(ends.status == .seeOther)
+            let refused = try await me.send(
+                .post, "/me/requests/\(id)/change", form: [("csrf", csrf), ("types", "heartRate"), ("accessUntil", later)])
+            #expect(refused.status == .unprocessableContent && PortalBrowser.html(refused).contains("confirmExtension"))
+            let confirmed = try await me.send(
+                .post, "/me/requests/\(id)/change",
+                form: [("csrf", csrf), ("types", "heartRate"), ("accessUntil", later), ("confirmExtension", "yes")])
+            #expect(confirmed.status == .seeOther)
+            #expect(try await history() == before + 3)
+
+            // Someone else cannot change it.
+            let (_, stranger) = try await api.individualSession()
+            var other = try await Self.signIn(api, stranger)
+            let theirs = try PortalBrowser.csrf(try await other.send(.get, "/me"))
+            #expect(try await other.send(.post, "/me/requests/\(id)/change", form: [("csrf", theirs), ("types", "heartRate")]).status == .notFound)
+        }
+    }
+
     @Test func myDataChartsAndAutomatedSOSSettings() async throws {
         try await TestServer.run { api in
             let (person, account) = try await api.individualSession()

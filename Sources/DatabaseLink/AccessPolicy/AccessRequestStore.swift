@@ -158,7 +158,8 @@ package struct AccessRequestStore: Sendable {
 
     /// Changes an active grant naming the individual: `change` gets the request as it stands and
     /// answers the new scope and whether the subscription stays on (it may throw to refuse). The
-    /// change is a history row (so the organisation gets `grant.changed`), in one transaction.
+    /// change is a history row (so the organisation gets `grant.changed`), in one transaction;
+    /// one that leaves the grant as it was writes nothing.
     package func change(
         individualId: Int64, publicId: UUID, _ change: (AccessRequestRecord) throws -> (scope: AccessScopeRecord, subscribe: Bool)
     ) async throws -> AccessRequestStoreOutcome {
@@ -169,6 +170,8 @@ package struct AccessRequestStore: Sendable {
             else { return .notFound }
             guard current.status == .granted else { return .wrongState(current.status) }
             let (grant, subscribe) = try change(current)
+            // A change that changes nothing (a form sent as it was shown) records nothing.
+            guard grant != current.granted || subscribe != current.subscribe else { return .changed(current) }
             _ = try await connection.query(
                 """
                 WITH changed AS (

@@ -41,6 +41,21 @@ struct IndividualPortal {
                 return PortalForm.redirect(to: "/me")
             }
         }
+        me.post("requests/{requestId}/change") { request, context in
+            try await site.submit(request, context, showing: requestsPage) { form in
+                let id = try AccessScopeFields.requestId(context.parameters)
+                // Unticking "new data as it is produced" turns the subscription off; it is shown
+                // only while it is on.
+                let change = try GrantChangeForm(
+                    types: form.values("types"), dataFrom: form.instant("dataFrom", endOfDay: false), dataTo: form.instant("dataTo", endOfDay: true),
+                    accessUntil: form.instant("accessUntil", endOfDay: true),
+                    subscribe: form["subscriptionShown"] == "yes" && form["subscribe"] == nil ? false : nil,
+                    confirmExtension: form["confirmExtension"] == "yes"
+                ).validated()
+                _ = try await requests.change(try context.signedInIndividual(), id: id, change: change)
+                return PortalForm.redirect(to: "/me")
+            }
+        }
         me.post("requests/{requestId}/revoke") { request, context in
             try await site.submit(request, context, showing: requestsPage) { _ in
                 _ = try await requests.revoke(try context.signedInIndividual(), id: try AccessScopeFields.requestId(context.parameters))
@@ -81,21 +96,22 @@ struct IndividualPortal {
     private func requestsPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
         let individual = try context.signedInIndividual()
         let all = try await requests.requests(for: individual, status: nil, beforeId: nil, limit: 200)
-        func shown(_ request: AccessRequest) -> Any { PortalPages.values(of: AccessRequestBody(request, for: .individual)) }
+        /// The request as the page shows it; with `kinds`, the boxes of its form (asked, or granted).
+        func shown(_ request: AccessRequest, kinds: [DataKind]? = nil) -> Any {
+            var values = PortalPages.values(of: AccessRequestBody(request, for: .individual)) as? [String: Any] ?? [:]
+            if let kinds { values["kinds"] = kinds.map { ["name": $0.wireName] } }
+            return values
+        }
         let pending = all.filter { $0.record.status == .pending }
         let granted = all.filter { $0.record.status == .granted }
         let closed = all.filter { !$0.record.status.isOpen }
         let blocked = try await requests.blocked(by: individual)
         var page = values
-        page["pending"] = pending.map { request -> Any in
-            var shownRequest = shown(request) as? [String: Any] ?? [:]
-            shownRequest["kinds"] = request.asked.kinds.map { ["name": $0.wireName] }
-            return shownRequest
-        }
+        page["pending"] = pending.map { shown($0, kinds: $0.asked.kinds) }
         page["hasPending"] = !pending.isEmpty
-        page["granted"] = granted.map(shown)
+        page["granted"] = granted.map { shown($0, kinds: $0.granted?.kinds ?? []) }
         page["hasGranted"] = !granted.isEmpty
-        page["closed"] = closed.map(shown)
+        page["closed"] = closed.map { shown($0) }
         page["hasClosed"] = !closed.isEmpty
         page["blocked"] = blocked.map { ["id": $0.organisation.wireString, "name": $0.name, "since": PortalPages.shown($0.since)] }
         page["hasBlocked"] = !blocked.isEmpty
