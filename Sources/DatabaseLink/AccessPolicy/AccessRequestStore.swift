@@ -132,12 +132,7 @@ package struct AccessRequestStore: Sendable {
     package func decide(
         individualId: Int64, publicId: UUID, _ decide: (AccessRequestRecord) throws -> AccessScopeRecord?
     ) async throws -> AccessRequestStoreOutcome {
-        let logger = database.logger
-        return try await database.withTransaction { connection in
-            guard let id = try await Self.idForIndividual(individualId, publicId, lock: true, on: connection, logger: logger),
-                let current = try await Self.load(id: id, on: connection, logger: logger)
-            else { return .notFound }
-            guard current.status == .pending else { return .wrongState(current.status) }
+        try await withRequest(individualId: individualId, publicId: publicId, in: .pending) { current, id, connection in
             let grant = try decide(current)
             let status: AccessStatus = grant == nil ? .denied : .granted
             _ = try await connection.query(
@@ -147,12 +142,8 @@ package struct AccessRequestStore: Sendable {
                            granted_types = \(grant?.types)::text[], granted_from = \(grant?.dataFrom), granted_to = \(grant?.dataTo),
                            granted_until = \(grant?.until)
                     WHERE id = \(id)
-                    RETURNING id, status, granted_types, granted_from, granted_to, granted_until
-                )
-                INSERT INTO access_request_history (request_id, status, actor, granted_types, granted_from, granted_to, granted_until)
-                SELECT id, status, 'individual', granted_types, granted_from, granted_to, granted_until FROM changed
-                """, logger: logger)
-            return .changed(try await Self.load(id: id, on: connection, logger: logger)!)
+                \(unescaped: Self.individualsChangeTail)
+                """, logger: database.logger)
         }
     }
 
@@ -163,39 +154,50 @@ package struct AccessRequestStore: Sendable {
     package func change(
         individualId: Int64, publicId: UUID, _ change: (AccessRequestRecord) throws -> (scope: AccessScopeRecord, subscribe: Bool)
     ) async throws -> AccessRequestStoreOutcome {
-        let logger = database.logger
-        return try await database.withTransaction { connection in
-            guard let id = try await Self.idForIndividual(individualId, publicId, lock: true, on: connection, logger: logger),
-                let current = try await Self.load(id: id, on: connection, logger: logger)
-            else { return .notFound }
-            guard current.status == .granted else { return .wrongState(current.status) }
+        try await withRequest(individualId: individualId, publicId: publicId, in: .granted) { current, id, connection in
             let (grant, subscribe) = try change(current)
             // A change that changes nothing (a form sent as it was shown) records nothing.
-            guard grant != current.granted || subscribe != current.subscribe else { return .changed(current) }
+            guard grant != current.granted || subscribe != current.subscribe else { return }
             _ = try await connection.query(
                 """
                 WITH changed AS (
                     UPDATE access_requests SET granted_types = \(grant.types)::text[], granted_from = \(grant.dataFrom),
                            granted_to = \(grant.dataTo), granted_until = \(grant.until), subscribe = \(subscribe)
                     WHERE id = \(id)
-                    RETURNING id, status, granted_types, granted_from, granted_to, granted_until
-                )
-                INSERT INTO access_request_history (request_id, status, actor, granted_types, granted_from, granted_to, granted_until)
-                SELECT id, status, 'individual', granted_types, granted_from, granted_to, granted_until FROM changed
-                """, logger: logger)
-            return .changed(try await Self.load(id: id, on: connection, logger: logger)!)
+                \(unescaped: Self.individualsChangeTail)
+                """, logger: database.logger)
         }
     }
 
     /// Ends an active grant naming the individual.
     package func revoke(individualId: Int64, publicId: UUID) async throws -> AccessRequestStoreOutcome {
+        try await withRequest(individualId: individualId, publicId: publicId, in: .granted) { _, id, connection in
+            try await Self.setStatus(ids: [id], status: .revoked, actor: "individual", on: connection, logger: database.logger)
+        }
+    }
+
+    /// The end of an individual's `UPDATE access_requests … WHERE` in a `changed` CTE: the
+    /// history row of the change (its trigger writes the organisation's event).
+    private static let individualsChangeTail = """
+            RETURNING id, status, granted_types, granted_from, granted_to, granted_until
+        )
+        INSERT INTO access_request_history (request_id, status, actor, granted_types, granted_from, granted_to, granted_until)
+        SELECT id, status, 'individual', granted_types, granted_from, granted_to, granted_until FROM changed
+        """
+
+    /// Runs `write` on a request naming the individual, locked, in one transaction, when it is in
+    /// `state`; answers the request as `write` left it.
+    private func withRequest(
+        individualId: Int64, publicId: UUID, in state: AccessStatus,
+        _ write: (_ current: AccessRequestRecord, _ id: Int64, _ connection: LeasedConnection) async throws -> Void
+    ) async throws -> AccessRequestStoreOutcome {
         let logger = database.logger
         return try await database.withTransaction { connection in
             guard let id = try await Self.idForIndividual(individualId, publicId, lock: true, on: connection, logger: logger),
                 let current = try await Self.load(id: id, on: connection, logger: logger)
             else { return .notFound }
-            guard current.status == .granted else { return .wrongState(current.status) }
-            try await Self.setStatus(ids: [id], status: .revoked, actor: "individual", on: connection, logger: logger)
+            guard current.status == state else { return .wrongState(current.status) }
+            try await write(current, id, connection)
             return .changed(try await Self.load(id: id, on: connection, logger: logger)!)
         }
     }
