@@ -155,6 +155,14 @@ struct PortalBrowserTests {
                 try await Self.text(session, at: "/me", of: "form[data-request=\(Self.js(request))] h3") { $0 == "Cardio Lab" }
                 try await Self.submit(session, "/me/requests/\(request)/decision", button: "button[value=accept]")
                 try await Self.text(session, at: "/me", of: "#granted tbody tr td") { $0 == "Cardio Lab" }
+                // The grant changed from the page: "Change" opened, an end to the access set.
+                let end = ISO8601DateFormatter.string(from: Date().addingTimeInterval(30 * 86_400), timeZone: .gmt, formatOptions: .withFullDate)
+                _ = try await session.evaluate(
+                    "document.querySelector('form[data-change=\(Self.js(request))]').closest('details').querySelector('summary').click(); true",
+                    as: Bool.self)
+                #expect(try await session.evaluate("document.querySelector('#granted details').open", as: Bool.self))
+                try await Self.submit(session, "/me/requests/\(request)/change", fields: [("accessUntil", end)])
+                try await Self.text(session, at: "/me", of: "#granted tbody tr td:nth-child(2)") { $0.contains("access until \(end)") }
                 try await Self.checkPhoneWidthAndLabels(
                     session,
                     pages: [
