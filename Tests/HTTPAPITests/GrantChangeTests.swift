@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import DatabaseLink
 import DatabaseTestSupport
 import Foundation
@@ -75,8 +76,23 @@ struct GrantChangeTests {
             #expect(
                 try await api.send(.patch, "/api/users/requests/\(request)", token: person, json: ["subscribe": true]).problemFields == ["subscribe"])
 
-            // Each change told the organisation; nobody else may change the grant; a revoked one cannot change.
+            // Each change told the organisation; its stream carries the grant as it stands.
             #expect(try await Self.changedEvents(database, request: request) == 5)
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { try? http.shutdown().wait() }
+            var stream = try await EventStreamReader.open(http, port: try #require(api.client.port), token: party)
+            var changed: EventStreamReader.Event?
+            while changed == nil {
+                let event = try await stream.next()
+                if event.type == "grant.changed" { changed = event }
+            }
+            let data = try #require(changed?.json["data"] as? [String: Any])
+            let grant = try #require(data["grant"] as? [String: Any])
+            #expect(grant["types"] as? [String] == ["heartRate"] && grant["dataFrom"] as? String == "2026-11-20T10:00:01.000Z")
+            #expect(grant["accessUntil"] is String && data["subscribe"] as? Bool == false)
+            #expect(changed?.json["requestId"] as? String == request)
+
+            // Nobody else may change the grant; a revoked one cannot change.
             let (stranger, _) = try await api.individualSession()
             #expect(try await api.send(.patch, "/api/users/requests/\(request)", token: stranger, json: ["types": ["heartRate"]]).status == .notFound)
             #expect(try await api.send(.patch, "/api/users/requests/\(request)", token: party, json: ["types": ["heartRate"]]).status == .forbidden)

@@ -62,6 +62,7 @@ package struct CurrentGrant: Sendable, Equatable {
     package var types: [String]
     package var fromMs: Int64?
     package var toMs: Int64?
+    package var until: Date?
     package var subscribed: Bool
 
     /// Whether an item of `kind` at `timeMs` is within the grant (the window is half-open).
@@ -136,14 +137,15 @@ package struct PartyEventStore: Sendable {
     private static let columns = """
         e.id, e.event_type, e.created_at, e.request_id, r.public_id, e.third_party_id, e.individual_id,
         e.first_ms, e.last_ms, e.kinds, e.keys, coalesce(\(grantActive), false), e.aggregate_id, e.item_count,
-        r.granted_types, (extract(epoch FROM r.granted_from) * 1000)::int8, (extract(epoch FROM r.granted_to) * 1000)::int8, r.subscribe
+        r.granted_types, (extract(epoch FROM r.granted_from) * 1000)::int8, (extract(epoch FROM r.granted_to) * 1000)::int8, r.subscribe,
+        r.granted_until
         """
 
     private static func record(_ row: PostgresRow) throws -> PartyEventRecord {
         let r = try row.decode(
             (
                 Int64, String, Date, Int64?, UUID?, Int64, Int64?, Int64?, Int64?, [String]?, [Int64]?, Bool, Int64?, Int64?, [String]?, Int64?,
-                Int64?, Bool?
+                Int64?, Bool?, Date?
             )
             .self)
         var data: DataReference?
@@ -158,7 +160,7 @@ package struct PartyEventStore: Sendable {
         return PartyEventRecord(
             id: r.0, type: r.1, createdAt: r.2, requestId: r.3, requestPublicId: r.4, aggregateId: r.12, thirdPartyId: r.5,
             individualId: r.6, data: data, imported: imported, grantActive: r.11,
-            grant: r.14.map { CurrentGrant(types: $0, fromMs: r.15, toMs: r.16, subscribed: r.17 ?? false) }
+            grant: r.14.map { CurrentGrant(types: $0, fromMs: r.15, toMs: r.16, until: r.18, subscribed: r.17 ?? false) }
         )
     }
 }

@@ -1,4 +1,5 @@
 import Data4HelpCore
+import DatabaseLink
 import Foundation
 import HealthSharing
 
@@ -13,10 +14,20 @@ struct EventBody: Encodable, Sendable {
     let requestId: String?
     let data: EventData?
 
-    /// `items` for `data.created`; `aggregate` for `aggregate.updated` and `aggregate.stopped`.
+    /// `items` for `data.created`; `aggregate` for `aggregate.updated` and `aggregate.stopped`;
+    /// `grant` and `subscribe` for `grant.changed`: the grant as it stands when the event is sent.
     struct EventData: Encodable, Sendable {
         var items: [FeedItemBody]?
         var aggregate: AggregateResultBody?
+        var grant: GrantScopeBody?
+        var subscribe: Bool?
+    }
+
+    struct GrantScopeBody: Encodable, Sendable {
+        let types: [String]
+        let dataFrom: String?
+        let dataTo: String?
+        let accessUntil: String?
     }
 
     init(id: String, event: PartyEvent) {
@@ -26,6 +37,13 @@ struct EventBody: Encodable, Sendable {
         requestId = event.requestId?.wireString
         if event.type == "data.created" || event.type == "data.imported", let request = event.requestId?.wireString {
             data = EventData(items: event.items.map { FeedItemBody(requestId: request, item: $0) })
+        } else if let grant = event.grant {
+            let time = { (ms: Int64) in WireFormat.timestamp(Date(timeIntervalSince1970: Double(ms) / 1000)) }
+            data = EventData(
+                grant: GrantScopeBody(
+                    types: grant.types, dataFrom: grant.fromMs.map(time), dataTo: grant.toMs.map(time),
+                    accessUntil: grant.until.map(WireFormat.timestamp)),
+                subscribe: grant.subscribed)
         } else if let aggregate = event.aggregate {
             data = EventData(aggregate: AggregateResultBody(aggregate))
         } else {

@@ -35,6 +35,9 @@ package struct PartyEvent: Sendable {
     package let aggregate: AggregateResult?
     /// Who the event is about and for, for the access log.
     let record: PartyEventRecord
+
+    /// For `grant.changed`: the grant as it stands when the event is read or sent.
+    package var grant: CurrentGrant? { type == "grant.changed" ? record.grant : nil }
 }
 
 /// How an event reached its party, as the individual's access log names it.
