@@ -61,6 +61,7 @@ package struct IndividualAccounts: Sendable {
         changes.sex = change.sex?.rawValue
         changes.homeArea = change.homeArea?.value
         changes.timeZone = change.timeZone?.value
+        changes.aggregatesOptOut = change.aggregatesOptOut
         if let newPassword = change.newPassword {
             changes.passwordHash = try await hasher.hash(newPassword)
         }

@@ -33,6 +33,8 @@ package struct IndividualProfileChange: Sendable {
     /// A new password; requires `currentPassword`.
     package var newPassword: Password?
     package var currentPassword: String?
+    /// True leaves every aggregate's population from the next query on; false comes back.
+    package var aggregatesOptOut: Bool?
 
     package init() {}
 }

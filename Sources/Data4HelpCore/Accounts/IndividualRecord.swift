@@ -12,12 +12,14 @@ package struct IndividualRecord: Sendable, Equatable {
     package var sex: String
     package var homeArea: String
     package var timeZone: String
+    /// Left out of every aggregate's population (migration 0035).
+    package var aggregatesOptOut: Bool
     package var createdAt: Date
     package var updatedAt: Date
 
     package init(
         id: Int64, publicId: UUID, email: String, fiscalCode: String, fullName: String, birthDate: String, sex: String, homeArea: String,
-        timeZone: String, createdAt: Date, updatedAt: Date
+        timeZone: String, aggregatesOptOut: Bool = false, createdAt: Date, updatedAt: Date
     ) {
         self.id = id
         self.publicId = publicId
@@ -28,6 +30,7 @@ package struct IndividualRecord: Sendable, Equatable {
         self.sex = sex
         self.homeArea = homeArea
         self.timeZone = timeZone
+        self.aggregatesOptOut = aggregatesOptOut
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }

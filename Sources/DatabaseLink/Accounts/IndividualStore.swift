@@ -11,15 +11,15 @@ package struct IndividualStore: Sendable {
         self.database = database
     }
 
-    private typealias Row = (Int64, UUID, String, String, String, String, String, String, String, Date, Date)
+    private typealias Row = (Int64, UUID, String, String, String, String, String, String, String, Date, Date, Bool)
     private static let columns = """
-        id, public_id, email, fiscal_code, full_name, birth_date::text, sex, home_area, time_zone, created_at, updated_at
+        id, public_id, email, fiscal_code, full_name, birth_date::text, sex, home_area, time_zone, created_at, updated_at, aggregates_opt_out
         """
 
     private static func record(_ row: Row) -> IndividualRecord {
         IndividualRecord(
             id: row.0, publicId: row.1, email: row.2, fiscalCode: row.3, fullName: row.4, birthDate: row.5,
-            sex: row.6, homeArea: row.7, timeZone: row.8, createdAt: row.9, updatedAt: row.10
+            sex: row.6, homeArea: row.7, timeZone: row.8, aggregatesOptOut: row.11, createdAt: row.9, updatedAt: row.10
         )
     }
 
@@ -74,6 +74,7 @@ package struct IndividualStore: Sendable {
                     home_area     = COALESCE(\(changes.homeArea), home_area),
                     time_zone     = COALESCE(\(changes.timeZone), time_zone),
                     password_hash = COALESCE(\(changes.passwordHash), password_hash),
+                    aggregates_opt_out = COALESCE(\(changes.aggregatesOptOut), aggregates_opt_out),
                     updated_at    = now()
                 WHERE id = \(id)
                 RETURNING \(unescaped: Self.columns)

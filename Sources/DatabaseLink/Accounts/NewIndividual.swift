@@ -30,6 +30,7 @@ package struct IndividualChanges: Sendable {
     package var homeArea: String?
     package var timeZone: String?
     package var passwordHash: String?
+    package var aggregatesOptOut: Bool?
 
     package init() {}
 }

@@ -137,7 +137,8 @@ package struct GroupAggregateStore: Sendable {
                     SELECT i.id, i.home_area, i.sex,
                            least(floor(extract(year FROM age(\(query.from)::date, i.birth_date)) / 5)::int * 5, 90) AS band
                     FROM individuals i
-                    WHERE (cardinality(\(query.areas)::text[]) = 0 OR i.home_area = ANY (\(query.areas)::text[]))
+                    WHERE NOT i.aggregates_opt_out   -- migration 0035
+                      AND (cardinality(\(query.areas)::text[]) = 0 OR i.home_area = ANY (\(query.areas)::text[]))
                       AND (\(query.sex)::text IS NULL OR i.sex = \(query.sex)::text)
                 ),
                 weekly AS (   -- index: weekly_rollups_type_week_idx

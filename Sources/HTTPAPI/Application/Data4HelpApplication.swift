@@ -298,7 +298,7 @@ func buildRouter(
             maxBodyBytes: configuration.maxBodyBytes,
             allowPrivateWebhooks: configuration.webhookAllowPrivateNetworks, rateLimiter: components.rateLimiter
         ),
-        requests: components.accessRequests, accessLog: components.accessLog, ownData: components.ownData,
+        accounts: components.individuals, requests: components.accessRequests, accessLog: components.accessLog, ownData: components.ownData,
         sosSettings: components.sosSettings, sosIncidents: components.sosIncidents, imports: components.imports, workouts: components.workouts,
         watchRules: components.watchRules, care: components.care, runs: components.runEvents
     ).addRoutes(to: router)

@@ -8,10 +8,11 @@ import SOSManager
 
 /// `/me`: an individual's pages for when they are not on their phone — requests to decide
 /// (accept, narrowing what is shared, or deny; block an organisation), grants to revoke, the
-/// access log, a chart of their own heart rate and steps, AutomatedSOS settings and incidents,
+/// access log, whether they count in anonymised statistics, a chart of their own heart rate and steps, AutomatedSOS settings and incidents,
 /// imports of files from their devices, and their workouts.
 struct IndividualPortal {
     let site: PortalSite
+    let accounts: IndividualAccounts
     let requests: AccessRequestService
     let accessLog: AccessLog
     let ownData: OwnDataReader
@@ -53,6 +54,15 @@ struct IndividualPortal {
                     confirmExtension: form["confirmExtension"] == "yes"
                 ).validated()
                 _ = try await requests.change(try context.signedInIndividual(), id: id, change: change)
+                return PortalForm.redirect(to: "/me")
+            }
+        }
+        // In or out of every aggregate query's population (the API's `aggregatesOptOut`).
+        me.post("aggregates") { request, context in
+            try await site.submit(request, context, showing: requestsPage) { form in
+                var change = IndividualProfileChange()
+                change.aggregatesOptOut = form["optOut"] == "yes"
+                _ = try await accounts.update(try context.signedInIndividual(), signedInWith: try context.signedIn().credential, with: change)
                 return PortalForm.redirect(to: "/me")
             }
         }
@@ -115,6 +125,7 @@ struct IndividualPortal {
         page["hasClosed"] = !closed.isEmpty
         page["blocked"] = blocked.map { ["id": $0.organisation.wireString, "name": $0.name, "since": PortalPages.shown($0.since)] }
         page["hasBlocked"] = !blocked.isEmpty
+        page["aggregatesOptOut"] = try await accounts.profile(of: individual).aggregatesOptOut
         return try await site.page("me-requests", title: "Requests for my data", context, values: page, status: status)
     }
 }

@@ -85,9 +85,10 @@ struct IndividualProfilePatch: Decodable {
     var currentPassword: String?
     /// Present only to be refused: the fiscal code is how third parties name a person.
     var fiscalCode: String?
+    var aggregatesOptOut: Bool?
 
     private enum CodingKeys: String, CodingKey {
-        case email, fullName, birthDate, sex, homeArea, timeZone, password, currentPassword, fiscalCode
+        case email, fullName, birthDate, sex, homeArea, timeZone, password, currentPassword, fiscalCode, aggregatesOptOut
     }
 
     /// Absent means "leave as it is"; an explicit null would mean "remove", which no field allows.
@@ -106,6 +107,7 @@ struct IndividualProfilePatch: Decodable {
         password = try text(.password)
         currentPassword = try text(.currentPassword)
         fiscalCode = try text(.fiscalCode)
+        aggregatesOptOut = try container.decodeIfPresent(Bool.self, forKey: .aggregatesOptOut)
     }
 
     func validated() throws(Problem) -> IndividualProfileChange {
@@ -117,6 +119,7 @@ struct IndividualProfilePatch: Decodable {
         change.sex = fields.optional("sex", sex, Sex.init(parsing:))
         change.homeArea = fields.optional("homeArea", homeArea, AreaCode.init(parsing:))
         change.timeZone = fields.optional("timeZone", timeZone, TimeZoneName.init(parsing:))
+        change.aggregatesOptOut = aggregatesOptOut
         change.newPassword = fields.optional("password", password, Password.init(parsing:))
         if fiscalCode != nil { fields.fail("fiscalCode", "cannot be changed") }
         if password != nil, currentPassword == nil { fields.fail("currentPassword", "is required to change the password") }
@@ -137,6 +140,7 @@ struct IndividualProfileBody: ResponseEncodable {
     let sex: String
     let homeArea: String
     let timeZone: String
+    let aggregatesOptOut: Bool
     let createdAt: Date
     let updatedAt: Date
 
@@ -149,6 +153,7 @@ struct IndividualProfileBody: ResponseEncodable {
         sex = record.sex
         homeArea = record.homeArea
         timeZone = record.timeZone
+        aggregatesOptOut = record.aggregatesOptOut
         createdAt = record.createdAt
         updatedAt = record.updatedAt
     }
