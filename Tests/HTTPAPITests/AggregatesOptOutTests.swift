@@ -59,6 +59,8 @@ struct AggregatesOptOutTests {
             #expect(try await me.send(.post, "/me/aggregates", form: [("csrf", csrf), ("optOut", "no")]).status == .seeOther)
             #expect(try await Self.population(database) == 3)
             #expect(try await me.send(.post, "/me/aggregates", form: [("optOut", "yes")]).status == .forbidden)  // no form token
+            #expect(try await me.send(.post, "/me/aggregates", form: [("csrf", csrf), ("optOut", "maybe")]).status == .unprocessableContent)
+            #expect(try await Self.population(database) == 3)
 
             let bad = try await api.send(.patch, "/api/users/me", token: anna, json: ["aggregatesOptOut": "yes"])
             #expect(bad.status.code >= 400 && bad.status.code < 500 && bad.problemFields == ["aggregatesOptOut"], "\(bad.json)")

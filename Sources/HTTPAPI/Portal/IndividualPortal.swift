@@ -60,8 +60,16 @@ struct IndividualPortal {
         // In or out of every aggregate query's population (the API's `aggregatesOptOut`).
         me.post("aggregates") { request, context in
             try await site.submit(request, context, showing: requestsPage) { form in
+                var fields = FieldValidator()
                 var change = IndividualProfileChange()
-                change.aggregatesOptOut = form["optOut"] == "yes"
+                change.aggregatesOptOut = fields.required("optOut", form["optOut"]) { (raw: String) throws(InvalidValue) -> Bool in
+                    switch raw {
+                    case "yes": return true
+                    case "no": return false
+                    default: throw InvalidValue("must be yes or no")
+                    }
+                }
+                try fields.finish()
                 _ = try await accounts.update(try context.signedInIndividual(), signedInWith: try context.signedIn().credential, with: change)
                 return PortalForm.redirect(to: "/me")
             }
