@@ -1,5 +1,4 @@
 import Data4HelpCore
-import DatabaseLink
 import Foundation
 import HealthSharing
 

@@ -332,7 +332,7 @@ struct ImportBatch {
     var samples: [RawIngestItem] = []
     var workouts: [NewWorkout] = []
     /// The figures of the commits that finished: what the database holds.
-    private(set) var committed: ImportFigures
+    private var committed: ImportFigures
     /// What was counted outside storage since the last commit began (types skipped, records
     /// unreadable, workouts read).
     private var counted = ImportFigures()
@@ -381,8 +381,6 @@ struct ImportBatch {
     /// the figures it starts from are the committed ones plus those counted since. Settle first.
     mutating func begin(_ store: @escaping @Sendable (Handover) async throws -> ImportFigures) {
         precondition(inFlight == nil, "one commit at a time")
-        var figures = committed
-        figures.merge(counted)
         let handover = Handover(samples: samples, workouts: workouts, figures: figures, records: records)
         inFlight = Task { try await store(handover) }
         counted = ImportFigures()
@@ -398,11 +396,16 @@ struct ImportBatch {
         let records: Int64
     }
 
+    /// The committed figures and those counted since the last commit began.
+    private var figures: ImportFigures {
+        var all = committed
+        all.merge(counted)
+        return all
+    }
+
     /// The import's progress when it ends (every commit settled).
     func progress(processed: Int64) -> ImportProgress {
-        var figures = committed
-        figures.merge(counted)
-        return ImportProgress(
+        ImportProgress(
             checkpoint: nil, figures: String(decoding: (try? JSONEncoder().encode(figures)) ?? Data("{}".utf8), as: UTF8.self),
             bytesProcessed: processed, records: records
         )
