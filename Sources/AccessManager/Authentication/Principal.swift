@@ -9,6 +9,8 @@ package struct Principal: Sendable, Equatable {
         case accessToken(id: Int64)
         /// A third party's API key, by its internal id.
         case apiKey(id: Int64)
+        /// Someone with no account, by address: only a rate limit's key (share-link pages).
+        case visitor(address: String)
     }
 
     package let account: AccountReference

@@ -4,7 +4,7 @@ import Foundation
 /// The random secrets this server hands out, and the digests it stores instead of them.
 ///
 /// Secrets carry a recognisable prefix (`d4ht_` login token, `d4hk_` API key, `d4hw_` webhook signing secret, `d4hc_`
-/// registration confirmation) so that a leaked
+/// registration confirmation, `d4hs_` share link) so that a leaked
 /// one is easy to spot in code or logs, and so a bearer credential can be routed to the right
 /// table without a second lookup. 32 bytes from the system CSPRNG give 256 bits of entropy,
 /// which makes a fast hash (SHA-256) the right digest: there is nothing to brute-force.
@@ -13,6 +13,7 @@ package enum BearerSecret {
     package static let apiKeyPrefix = "d4hk_"
     package static let webhookSecretPrefix = "d4hw_"
     package static let confirmationPrefix = "d4hc_"
+    package static let shareLinkPrefix = "d4hs_"
 
     /// A new login token: `d4ht_` and 43 base64url characters.
     package static func newAccessToken() -> String {
@@ -38,6 +39,11 @@ package enum BearerSecret {
     /// base64url characters.
     package static func newConfirmationToken() -> String {
         confirmationPrefix + base64URL(randomBytes(32))
+    }
+
+    /// A new share-link token (the last segment of `/s/{token}`): `d4hs_` and 43 base64url characters.
+    package static func newShareLinkToken() -> String {
+        shareLinkPrefix + base64URL(randomBytes(32))
     }
 
     /// The SHA-256 digest stored and looked up in place of the secret.

@@ -40,6 +40,16 @@ package struct PasswordHasher: Sendable {
         }
     }
 
+    /// The encoded Argon2id hash of a share link's PIN (a few digits: the lock after ten wrong
+    /// tries, not the hash, is what stops guessing; the hash keeps it out of a stolen database).
+    package func hash(pin: SharePIN) async throws -> String {
+        let parameters = self.parameters
+        let bytes = Array(pin.value.utf8)
+        return try await NIOThreadPool.singleton.runIfActive {
+            try Self.encode(password: bytes, parameters: parameters)
+        }
+    }
+
     /// Whether the password matches the encoded hash (libargon2 compares in constant time).
     package func verify(_ password: String, against encodedHash: String) async -> Bool {
         let bytes = Array(password.utf8)

@@ -38,7 +38,7 @@ extension String {
     }
 
     /// True when the string holds a control character (U+0000–U+001F, U+007F–U+009F).
-    var containsControlCharacter: Bool {
+    package var containsControlCharacter: Bool {
         unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 }

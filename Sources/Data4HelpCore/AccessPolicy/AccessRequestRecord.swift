@@ -46,13 +46,18 @@ package struct AccessRequestRecord: Sendable, Equatable {
     package var createdAt: Date
     package var expiresAt: Date
     package var decidedAt: Date?
+    /// Whether it began as the individual's offer (which the organisation accepted).
+    package var offered: Bool
+    /// What the organisation publishes about itself, when it does.
+    package var organisationProfile: OrganisationProfile?
     /// Loaded for a single request; nil in listings.
     package var history: [AccessRequestChange]?
 
     package init(
         id: Int64, publicId: UUID, thirdPartyId: Int64, organisationPublicId: UUID, organisationName: String, fiscalCode: String,
         purpose: String, subscribe: Bool, status: AccessStatus, asked: AccessScopeRecord, granted: AccessScopeRecord?,
-        individualId: Int64?, createdAt: Date, expiresAt: Date, decidedAt: Date?, history: [AccessRequestChange]? = nil
+        individualId: Int64?, createdAt: Date, expiresAt: Date, decidedAt: Date?, offered: Bool = false,
+        organisationProfile: OrganisationProfile? = nil, history: [AccessRequestChange]? = nil
     ) {
         self.id = id
         self.publicId = publicId
@@ -69,6 +74,8 @@ package struct AccessRequestRecord: Sendable, Equatable {
         self.createdAt = createdAt
         self.expiresAt = expiresAt
         self.decidedAt = decidedAt
+        self.offered = offered
+        self.organisationProfile = organisationProfile
         self.history = history
     }
 }

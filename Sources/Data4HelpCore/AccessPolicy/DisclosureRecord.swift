@@ -6,6 +6,8 @@ package enum DisclosureRecipient: Sendable, Equatable {
     case organisation(publicId: UUID, name: String, requestPublicId: UUID)
     /// A carer, under a care link.
     case carer(linkPublicId: UUID, name: String?)
+    /// Whoever opened a share link (no account: the link's label names them as its owner did).
+    case shareLink(linkPublicId: UUID, label: String)
 }
 
 /// One disclosure as the individual's access log shows it.

@@ -20,12 +20,19 @@ package struct AccessRequestStore: Sendable {
         access_request_effective_status(r.status, r.expires_at, r.granted_until) AS effective_status,
         r.types, r.data_from, r.data_to, r.access_until,
         r.granted_types, r.granted_from, r.granted_to, r.granted_until,
-        r.individual_id, r.created_at, r.expires_at, r.decided_at
+        r.individual_id, r.created_at, r.expires_at, r.decided_at, r.offer_id IS NOT NULL,
+        o.listed, o.purpose, o.privacy_contact, o.website, o.updated_at
+        """
+    /// The tables of `columns`: the request, its organisation and that one's profile, if published.
+    private static let tables = """
+        access_requests r JOIN third_parties p ON p.id = r.third_party_id
+        LEFT JOIN organisation_profiles o ON o.third_party_id = r.third_party_id
         """
 
     private typealias Row = (
         Int64, UUID, Int64, UUID, String, String, String, Bool, AccessStatus,
-        [String], Date?, Date?, Date?, [String]?, Date?, Date?, Date?, Int64?, Date, Date, Date?
+        [String], Date?, Date?, Date?, [String]?, Date?, Date?, Date?, Int64?, Date, Date, Date?, Bool,
+        Bool?, String?, String?, String?, Date?
     )
 
     private static func record(_ row: PostgresRow) throws -> AccessRequestRecord {
@@ -35,7 +42,12 @@ package struct AccessRequestStore: Sendable {
             fiscalCode: r.5, purpose: r.6, subscribe: r.7, status: r.8,
             asked: AccessScopeRecord(types: r.9, dataFrom: r.10, dataTo: r.11, until: r.12),
             granted: r.13.map { AccessScopeRecord(types: $0, dataFrom: r.14, dataTo: r.15, until: r.16) },
-            individualId: r.17, createdAt: r.18, expiresAt: r.19, decidedAt: r.20
+            individualId: r.17, createdAt: r.18, expiresAt: r.19, decidedAt: r.20, offered: r.21,
+            organisationProfile: r.23.map { purpose in
+                OrganisationProfile(
+                    organisationPublicId: r.3, name: r.4, listed: r.22 ?? false, purpose: purpose, privacyContact: r.24 ?? "", website: r.25,
+                    updatedAt: r.26 ?? r.18)
+            }
         )
     }
 
@@ -267,7 +279,7 @@ package struct AccessRequestStore: Sendable {
         let rows = try await database.query(
             """
             SELECT * FROM (
-                SELECT \(unescaped: Self.columns) FROM access_requests r JOIN third_parties p ON p.id = r.third_party_id
+                SELECT \(unescaped: Self.columns) FROM \(unescaped: Self.tables)
                 WHERE \(unescaped: before)\(owner.accountId)\(unescaped: after) AND r.id < \(beforeId ?? Int64.max)
             ) listed
             WHERE \(status)::text IS NULL OR listed.effective_status = \(status)
@@ -293,7 +305,7 @@ package struct AccessRequestStore: Sendable {
     private static func load(id: Int64, on connection: LeasedConnection, logger: Logger) async throws -> AccessRequestRecord? {
         let rows = try await connection.query(
             """
-            SELECT \(unescaped: columns) FROM access_requests r JOIN third_parties p ON p.id = r.third_party_id WHERE r.id = \(id)
+            SELECT \(unescaped: columns) FROM \(unescaped: tables) WHERE r.id = \(id)
             """, logger: logger
         ).collect()
         guard var record = try rows.first.map(Self.record) else { return nil }

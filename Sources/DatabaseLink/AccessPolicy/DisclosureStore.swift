@@ -24,8 +24,10 @@ package struct DisclosureStore: Sendable {
     package func list(individualId: Int64, beforeId: Int64?, limit: Int) async throws -> [DisclosureRecord] {
         let rows = try await database.query(
             """
-            SELECT d.id, d.at, p.public_id, p.name, r.public_id, l.public_id, c.full_name, d.channel, d.types, d.item_count
+            SELECT d.id, d.at, p.public_id, p.name, r.public_id, l.public_id, c.full_name, d.channel, d.types, d.item_count,
+                   s.public_id, s.label
             FROM disclosures d
+            LEFT JOIN share_links s ON s.id = d.share_link_id
             LEFT JOIN third_parties p ON p.id = d.third_party_id
             LEFT JOIN access_requests r ON r.id = d.request_id
             LEFT JOIN care_links l ON l.id = d.care_link_id
@@ -34,12 +36,13 @@ package struct DisclosureStore: Sendable {
             ORDER BY d.id DESC LIMIT \(limit)
             """)
         return try rows.map { row in
-            let r = try row.decode((Int64, Date, UUID?, String?, UUID?, UUID?, String?, String, [String], Int32).self)
+            let r = try row.decode((Int64, Date, UUID?, String?, UUID?, UUID?, String?, String, [String], Int32, UUID?, String?).self)
             let recipient: DisclosureRecipient
-            switch (r.2, r.3, r.4, r.5) {
-            case (let organisation?, let name?, let request?, nil):
+            switch (r.2, r.3, r.4, r.5, r.10) {
+            case (let organisation?, let name?, let request?, nil, nil):
                 recipient = .organisation(publicId: organisation, name: name, requestPublicId: request)
-            case (nil, nil, nil, let link?): recipient = .carer(linkPublicId: link, name: r.6)
+            case (nil, nil, nil, let link?, nil): recipient = .carer(linkPublicId: link, name: r.6)
+            case (nil, nil, nil, nil, let link?): recipient = .shareLink(linkPublicId: link, label: r.11 ?? "")
             default: throw StoredValueError(column: "disclosures.care_link_id")
             }
             return DisclosureRecord(id: r.0, at: r.1, recipient: recipient, channel: r.7, types: r.8, itemCount: Int(r.9))

@@ -181,6 +181,11 @@ struct Components {
     let sosIncidents: SOSIncidentService
     let watchRules: WatchRuleService
     let care: CareService
+    let offers: OfferService
+    let shareLinks: ShareLinkService
+    /// Per-address limits of the pages people without an account open (share links).
+    let visitorLimiter = RateLimiter(limit: 30, window: .seconds(60))
+    let directory: OrganisationDirectory
     let runEvents: RunEventService
     let livePositions: LivePositions
     /// This instance's spectators of live runs, fed by `data4help_runs` notifications: version 2
@@ -241,6 +246,9 @@ struct Components {
         watchRules = WatchRuleService(database: database)
         care = CareService(
             database: database, signInURL: configuration.registrationSettings.publicBaseURL + "/me/login", mailQueued: mailQueued)
+        offers = OfferService(database: database)
+        shareLinks = ShareLinkService(database: database, hasher: hasher)
+        directory = OrganisationDirectory(database: database)
         runEvents = RunEventService(database: database)
         livePositions = LivePositions(database: database)
         liveHub = LiveRunHub(interval: configuration.liveUpdateInterval, wire: LiveCompact()) { [livePositions] in
@@ -280,6 +288,8 @@ func buildRouter(
     PublicRunController(runs: components.runEvents).addRoutes(to: router)
     PublicRunLiveController(live: components.livePositions).addRoutes(to: router)
     PageController(library: pages, runs: components.runEvents, scripts: scripts, map: map).addRoutes(to: router)
+    SharedDataPage(links: components.shareLinks, library: pages, limiter: components.visitorLimiter, maxBodyBytes: configuration.maxBodyBytes)
+        .addRoutes(to: router)
     let portalAccounts = PortalAccounts(
         authenticator: components.authenticator, sessions: components.sessions, registrations: components.registrations,
         individuals: components.individuals, thirdParties: components.thirdParties
@@ -321,6 +331,9 @@ func buildRouter(
     SourceController(preferences: components.sources, body: body).addRoutes(to: authenticatedUsers)
     WatchRuleController(service: components.watchRules, body: body).addRoutes(to: authenticatedUsers)
     CareController(service: components.care, body: body).addRoutes(to: authenticatedUsers)
+    UserOfferController(offers: components.offers, directory: components.directory, body: body).addRoutes(to: authenticatedUsers)
+    ShareLinkController(links: components.shareLinks, body: body, baseURL: configuration.registrationSettings.publicBaseURL)
+        .addRoutes(to: authenticatedUsers)
     ImportController(imports: components.imports).addRoutes(to: authenticatedUsers)
     WorkoutController(workouts: components.workouts).addRoutes(to: authenticatedUsers)
     UserExportController(
@@ -353,6 +366,9 @@ func buildRouter(
     partySessions.addAuthenticated(to: partyManagement)
     APIKeyController(keys: components.apiKeys, body: body).addRoutes(to: partyManagement)
     AccessRequestController(requests: components.accessRequests, body: body).addRoutes(to: authenticatedParties)
+    let offerRoutes = OfferController(offers: components.offers, directory: components.directory, body: body)
+    offerRoutes.addRoutes(to: authenticatedParties)
+    offerRoutes.addProfileRoutes(to: partyManagement)
     GrantedDataController(granted: components.grantedData).addRoutes(to: authenticatedParties)
     SubscriptionFeedController(feed: components.subscriptionFeed).addRoutes(to: authenticatedParties)
     WebhookController<ThirdPartyRequestContext>(endpoints: components.webhooks, body: body, prefix: "webhook").addRoutes(to: partyManagement)

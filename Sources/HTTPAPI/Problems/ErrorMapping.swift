@@ -110,6 +110,31 @@ enum ErrorMapping {
                     .conflict, slug: "too-many-rules", title: "Too many rules",
                     detail: "You have \(maximum) watch rules, the most there may be; delete one first.")
             }
+        case let error as ShareLinkError:
+            switch error {
+            case .notFound: return .notFound("share link")
+            case .tooMany(let maximum):
+                return Problem(
+                    .conflict, slug: "too-many-share-links", title: "Too many share links",
+                    detail: "You have \(maximum) share links that still open, the most there may be; revoke one first.")
+            }
+        case let error as OfferError:
+            switch error {
+            case .notFound: return .notFound("offer")
+            case .unknownOrganisation: return .invalidField("organisationId", "is not an organisation")
+            case .alreadyOffered:
+                return Problem(
+                    .conflict, slug: "already-offered", title: "Already offered",
+                    detail: "You have an open offer to this organisation; withdraw it first to make another.")
+            case .tooMany(let maximum):
+                return Problem(
+                    .conflict, slug: "too-many-offers", title: "Too many offers",
+                    detail: "You have \(maximum) open offers, the most there may be; withdraw one first.")
+            case .wrongState(let current):
+                return Problem(
+                    .conflict, slug: "offer-state", title: "Offer not open",
+                    detail: "The offer is \(current.rawValue); only an open offer can be answered or withdrawn.")
+            }
         case let error as CareError:
             switch error {
             case .linkNotFound: return .notFound("care link")

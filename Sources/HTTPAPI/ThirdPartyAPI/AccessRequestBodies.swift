@@ -21,9 +21,24 @@ struct AccessRequestBody: ResponseEncodable, Sendable {
         }
     }
 
+    /// The organisation that asks, with what it publishes about itself (`profile`, null when it
+    /// published nothing).
     struct Organisation: Encodable, Sendable {
+        struct Profile: Encodable, Sendable {
+            let purpose: String
+            let privacyContact: String
+            @Nullable var website: String?
+        }
+
         let id: String
         let name: String
+        @Nullable var profile: Profile?
+
+        init(id: String, name: String, profile: OrganisationProfile?) {
+            self.id = id
+            self.name = name
+            self.profile = profile.map { Profile(purpose: $0.purpose, privacyContact: $0.privacyContact, website: $0.website) }
+        }
     }
 
     struct Change: Encodable, Sendable {
@@ -34,6 +49,8 @@ struct AccessRequestBody: ResponseEncodable, Sendable {
 
     let id: String
     let status: String
+    /// `request` (the organisation asked) or `offer` (the individual offered, the organisation accepted).
+    let origin: String
     let fiscalCode: String?
     let organisation: Organisation?
     let purpose: String
@@ -56,7 +73,10 @@ struct AccessRequestBody: ResponseEncodable, Sendable {
         id = record.publicId.wireString
         status = record.status.rawValue
         fiscalCode = viewer == .thirdParty ? record.fiscalCode : nil
-        organisation = viewer == .individual ? Organisation(id: record.organisationPublicId.wireString, name: record.organisationName) : nil
+        origin = record.offered ? "offer" : "request"
+        organisation =
+            viewer == .individual
+            ? Organisation(id: record.organisationPublicId.wireString, name: record.organisationName, profile: record.organisationProfile) : nil
         purpose = record.purpose
         subscribe = record.subscribe
         let asked = request.asked
@@ -72,7 +92,7 @@ struct AccessRequestBody: ResponseEncodable, Sendable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case id, status, fiscalCode, organisation, purpose, subscribe, types, dataFrom, dataTo, accessUntil
+        case id, status, origin, fiscalCode, organisation, purpose, subscribe, types, dataFrom, dataTo, accessUntil
         case createdAt, expiresAt, decidedAt, grant, history
     }
 
@@ -81,6 +101,7 @@ struct AccessRequestBody: ResponseEncodable, Sendable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(id, forKey: .id)
         try container.encode(status, forKey: .status)
+        try container.encode(origin, forKey: .origin)
         try container.encodeIfPresent(fiscalCode, forKey: .fiscalCode)
         try container.encodeIfPresent(organisation, forKey: .organisation)
         try container.encode(purpose, forKey: .purpose)

@@ -61,10 +61,17 @@ struct DisclosureBody: Encodable, Sendable {
         @Nullable var name: String?
     }
 
+    /// A share link's opening: the link, by the label its owner gave it.
+    struct ShareLink: Encodable, Sendable {
+        let linkId: String
+        let label: String
+    }
+
     let at: Date
     @Nullable var organisation: Organisation?
     @Nullable var requestId: String?
     @Nullable var carer: Carer?
+    @Nullable var shareLink: ShareLink?
     let channel: String
     let types: [String]
     let itemCount: Int
@@ -73,9 +80,11 @@ struct DisclosureBody: Encodable, Sendable {
         at = record.at
         switch record.recipient {
         case .organisation(let id, let name, let request):
-            (organisation, requestId, carer) = (Organisation(id: id.wireString, name: name), request.wireString, nil)
+            (organisation, requestId, carer, shareLink) = (Organisation(id: id.wireString, name: name), request.wireString, nil, nil)
         case .carer(let link, let name):
-            (organisation, requestId, carer) = (nil, nil, Carer(linkId: link.wireString, name: name))
+            (organisation, requestId, carer, shareLink) = (nil, nil, Carer(linkId: link.wireString, name: name), nil)
+        case .shareLink(let link, let label):
+            (organisation, requestId, carer, shareLink) = (nil, nil, nil, ShareLink(linkId: link.wireString, label: label))
         }
         channel = record.channel
         types = record.types
