@@ -44,6 +44,20 @@ struct AggregateTests {
         #expect(releases(threshold + 60, 10_000) == 10_000)
     }
 
+    /// The privacy record counts a person in an answer only through a group it released: the
+    /// members of a suppressed group were not part of what was published.
+    @Test func onlyReleasedGroupsCountTheirMembersInTheAnswer() throws {
+        let mechanism = AggregateMechanism(minimumGroup: 1000)
+        let spec = try Self.spec(.count, epsilon: 50)
+        let big = ExactGroup(key: "IT-MI", individuals: 5_000, centredSum: 0, sum: 0, bins: [], members: [1, 2])
+        let small = ExactGroup(key: "DE-BE", individuals: 3, centredSum: 0, sum: 0, bins: [], members: [3])
+        for _ in 0..<100 {
+            let (answer, released) = mechanism.releasing([big, small], spec: spec)
+            #expect(answer.status == .answered && released == ["IT-MI"])
+        }
+        #expect(mechanism.releasing([small], spec: spec).releasedKeys.isEmpty)
+    }
+
     /// The README's promise: at ε = 1, the mean heart rate of 1,000 people is within about
     /// ±0.65 bpm (95 %), and the reported interval covers the true mean at least 95 % of the time.
     @Test func meanAccuracyAndIntervalCoverageMatchTheReadme() throws {

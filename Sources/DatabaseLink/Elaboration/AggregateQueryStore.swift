@@ -96,12 +96,21 @@ package struct AggregateQueryStore: Sendable {
         }
     }
 
-    /// Records the released answer and appends it to the audit chain, in one transaction; a
-    /// repeat of the question waiting on any instance is woken at the commit (`channel`).
+    /// Records the released answer, the individuals it included (`population`, for their privacy
+    /// record) and appends it to the audit chain, in one transaction; a repeat of the question
+    /// waiting on any instance is woken at the commit (`channel`).
     package func finish(
-        _ query: AggregateQueryRecord, thirdParty: UUID, status: AggregateQueryStatus, answer: String, fingerprint: [UInt8]
+        _ query: AggregateQueryRecord, thirdParty: UUID, status: AggregateQueryStatus, answer: String, fingerprint: [UInt8],
+        population: [Int64] = []
     ) async throws -> AggregateQueryRecord {
         try await database.withTransaction { connection in
+            if !population.isEmpty {
+                _ = try await connection.query(
+                    """
+                    INSERT INTO aggregate_population (individual_id, query_id)
+                    SELECT i.id, \(query.id) FROM unnest(\(population)::int8[]) AS person JOIN individuals i ON i.id = person
+                    """, logger: database.logger)
+            }
             try await Self.announceAnswer(query.id, on: connection, logger: database.logger)
             let rows = try await connection.query(
                 """

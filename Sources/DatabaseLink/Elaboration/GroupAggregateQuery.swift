@@ -65,13 +65,17 @@ package struct ExactGroup: Sendable {
     package var centredSum: Int64
     package var sum: Int64
     package var bins: [Int64]
+    /// The individuals of the group (internal ids): who a released answer included, for their
+    /// privacy record.
+    package var members: [Int64]
 
-    package init(key: String, individuals: Int64, centredSum: Int64, sum: Int64, bins: [Int64]) {
+    package init(key: String, individuals: Int64, centredSum: Int64, sum: Int64, bins: [Int64], members: [Int64] = []) {
         self.key = key
         self.individuals = individuals
         self.centredSum = centredSum
         self.sum = sum
         self.bins = bins
+        self.members = members
     }
 }
 
@@ -158,26 +162,28 @@ package struct GroupAggregateStore: Sendable {
                     \(unescaped: query.key == .day ? Self.onePartPerGroup : query.key == .week ? Self.weekParts : Self.sumParts)
                 ),
                 values AS (   -- one value per individual and group
-                    SELECT \(unescaped: personKey) AS g,
+                    SELECT \(unescaped: personKey) AS g, p.id AS person,
                            least(greatest(CASE WHEN \(query.dailyTotal) THEN t.value_sum / t.days ELSE t.value_sum / t.sample_count END,
                                           \(query.lower)), \(query.upper)) AS v
                     FROM totals t JOIN people p ON p.id = t.individual_id
                     WHERE cardinality(\(query.ageBands)::int4[]) = 0 OR p.band = ANY (\(query.ageBands)::int4[])
                 )
                 SELECT g, least(floor((v - \(query.lower)) / \(query.binWidth))::int4, \(query.binCount) - 1) AS bin,
-                       count(*), sum(round((v - \(midpoint)) * \(query.resolution)))::int8, sum(round(v * \(query.resolution)))::int8
+                       count(*), sum(round((v - \(midpoint)) * \(query.resolution)))::int8, sum(round(v * \(query.resolution)))::int8,
+                       array_agg(person)
                 FROM values GROUP BY 1, 2
                 """, logger: database.logger
             ).collect()
         }
         var groups: [String: ExactGroup] = [:]
         for row in rows {
-            let (g, bin, count, centred, sum) = try row.decode((String, Int32, Int64, Int64, Int64).self)
+            let (g, bin, count, centred, sum, members) = try row.decode((String, Int32, Int64, Int64, Int64, [Int64]).self)
             var group = groups[g] ?? ExactGroup(key: g, individuals: 0, centredSum: 0, sum: 0, bins: Array(repeating: 0, count: Int(query.binCount)))
             group.individuals += count
             group.centredSum += centred
             group.sum += sum
             group.bins[Int(bin)] += count
+            group.members += members
             groups[g] = group
         }
         return groups.values.sorted { $0.key < $1.key }

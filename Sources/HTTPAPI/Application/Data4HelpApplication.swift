@@ -183,6 +183,7 @@ struct Components {
     let care: CareService
     let offers: OfferService
     let shareLinks: ShareLinkService
+    let privacyRecord: PrivacyRecordService
     /// Per-address limits of the pages people without an account open (share links).
     let visitorLimiter = RateLimiter(limit: 30, window: .seconds(60))
     let directory: OrganisationDirectory
@@ -248,6 +249,7 @@ struct Components {
             database: database, signInURL: configuration.registrationSettings.publicBaseURL + "/me/login", mailQueued: mailQueued)
         offers = OfferService(database: database)
         shareLinks = ShareLinkService(database: database, hasher: hasher)
+        privacyRecord = PrivacyRecordService(database: database)
         directory = OrganisationDirectory(database: database)
         runEvents = RunEventService(database: database)
         livePositions = LivePositions(database: database)
@@ -334,6 +336,7 @@ func buildRouter(
     UserOfferController(offers: components.offers, directory: components.directory, body: body).addRoutes(to: authenticatedUsers)
     ShareLinkController(links: components.shareLinks, body: body, baseURL: configuration.registrationSettings.publicBaseURL)
         .addRoutes(to: authenticatedUsers)
+    PrivacyRecordController(record: components.privacyRecord, accounts: components.individuals).addRoutes(to: authenticatedUsers)
     ImportController(imports: components.imports).addRoutes(to: authenticatedUsers)
     WorkoutController(workouts: components.workouts).addRoutes(to: authenticatedUsers)
     UserExportController(

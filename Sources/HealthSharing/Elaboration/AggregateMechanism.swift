@@ -53,13 +53,19 @@ package struct AggregateMechanism: Sendable {
     }
 
     package func release(_ groups: [ExactGroup], spec: AggregateSpec) -> AggregateAnswer {
+        releasing(groups, spec: spec).answer
+    }
+
+    /// The answer, and the exact groups it released (by their keys): who it included.
+    package func releasing(_ groups: [ExactGroup], spec: AggregateSpec) -> (answer: AggregateAnswer, releasedKeys: Set<String>) {
         guard let domain = AggregateDomain(spec.type) else {
-            return AggregateAnswer(status: .refused, reason: AggregateAnswer.groupTooSmall, groups: [])
+            return (AggregateAnswer(status: .refused, reason: AggregateAnswer.groupTooSmall, groups: []), [])
         }
         let shares = shares(spec, domain: domain)
         let threshold = minimumGroup + shares.count.margin(forFalsePositive: falsePositive)
         let countWidth = shares.count.halfWidth(coverage: coverage)
         var released: [AggregateAnswer.Group] = []
+        var releasedKeys: Set<String> = []
         for group in groups {
             let count = group.individuals + shares.count.sample()
             guard count >= threshold else { continue }  // suppressed, whatever its size
@@ -104,9 +110,10 @@ package struct AggregateMechanism: Sendable {
                 }
             }
             released.append(answer)
+            releasedKeys.insert(group.key)
         }
-        if released.isEmpty { return AggregateAnswer(status: .refused, reason: AggregateAnswer.groupTooSmall, groups: []) }
-        return AggregateAnswer(status: .answered, reason: nil, groups: released)
+        if released.isEmpty { return (AggregateAnswer(status: .refused, reason: AggregateAnswer.groupTooSmall, groups: []), []) }
+        return (AggregateAnswer(status: .answered, reason: nil, groups: released), releasedKeys)
     }
 
     /// Quantiles read from the noisy histogram (linear within a bin); the intervals come from
