@@ -302,7 +302,7 @@ func buildRouter(
             rateLimiter: components.rateLimiter
         ),
         apiKeys: components.apiKeys, requests: components.accessRequests, grantedData: components.grantedData,
-        aggregates: components.aggregates, webhooks: components.webhooks
+        aggregates: components.aggregates, webhooks: components.webhooks, offers: components.offers, directory: components.directory
     ).addRoutes(to: router)
     IndividualPortal(
         site: PortalSite(
@@ -312,7 +312,9 @@ func buildRouter(
         ),
         accounts: components.individuals, requests: components.accessRequests, accessLog: components.accessLog, ownData: components.ownData,
         sosSettings: components.sosSettings, sosIncidents: components.sosIncidents, imports: components.imports, workouts: components.workouts,
-        watchRules: components.watchRules, care: components.care, runs: components.runEvents
+        watchRules: components.watchRules, care: components.care, runs: components.runEvents, offers: components.offers,
+        directory: components.directory, shareLinks: components.shareLinks, privacyRecord: components.privacyRecord,
+        shareBaseURL: configuration.registrationSettings.publicBaseURL
     ).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 

@@ -23,6 +23,12 @@ struct IndividualPortal {
     let watchRules: WatchRuleService
     let care: CareService
     let runs: RunEventService
+    /// Offers, share links and the privacy record (`MeSharingPages`).
+    let offers: OfferService
+    let directory: OrganisationDirectory
+    let shareLinks: ShareLinkService
+    let privacyRecord: PrivacyRecordService
+    let shareBaseURL: String
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         let me = site.routes(on: router).signedIn
@@ -71,7 +77,7 @@ struct IndividualPortal {
                 }
                 try fields.finish()
                 _ = try await accounts.update(try context.signedInIndividual(), signedInWith: try context.signedIn().credential, with: change)
-                return PortalForm.redirect(to: "/me")
+                return PortalForm.redirect(to: form["return"] == "privacy" ? "/me/privacy" : "/me")
             }
         }
         me.post("requests/{requestId}/revoke") { request, context in
@@ -109,6 +115,10 @@ struct IndividualPortal {
         MeRulePages(site: site, rules: watchRules).addRoutes(to: me)
         MeCarePages(site: site, care: care, rules: watchRules).addRoutes(to: me)
         MeRunPages(site: site, runs: runs).addRoutes(to: me)
+        MeSharingPages(
+            site: site, offers: offers, directory: directory, shareLinks: shareLinks, privacy: privacyRecord, accounts: accounts,
+            baseURL: shareBaseURL
+        ).addRoutes(to: me)
     }
 
     private func requestsPage(_ context: AppRequestContext, values: [String: Any] = [:], status: HTTPResponse.Status = .ok) async throws -> Response {
@@ -117,6 +127,7 @@ struct IndividualPortal {
         /// The request as the page shows it; with `kinds`, the boxes of its form (asked, or granted).
         func shown(_ request: AccessRequest, kinds: [DataKind]? = nil) -> Any {
             var values = PortalPages.values(of: AccessRequestBody(request, for: .individual)) as? [String: Any] ?? [:]
+            values["offered"] = request.record.offered
             if let kinds { values["kinds"] = kinds.map { ["name": $0.wireName] } }
             return values
         }

@@ -12,6 +12,8 @@ struct OrganisationPortal {
     let grantedData: GrantedDataReader
     let aggregates: AggregateService
     let webhooks: WebhookEndpoints
+    let offers: OfferService
+    let directory: OrganisationDirectory
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         let (open, portal) = site.routes(on: router)
@@ -42,5 +44,6 @@ struct OrganisationPortal {
         PortalRequestPages(portal: site, requests: requests, grantedData: grantedData).addRoutes(to: portal)
         PortalAggregatePages(portal: site, aggregates: aggregates).addRoutes(to: portal)
         PortalWebhookPages(portal: site, endpoints: webhooks).addRoutes(to: portal)
+        PortalOfferPages(portal: site, offers: offers, directory: directory).addRoutes(to: portal)
     }
 }

@@ -94,11 +94,13 @@ struct PortalSite {
     var headerValues: [String: Any] {
         let links: [(String, String)] =
             surface == .thirdParty
-            ? [("", "Overview"), ("/keys", "API keys"), ("/requests", "Access requests"), ("/aggregates", "Aggregates"), ("/webhook", "Webhook")]
+            ? [("", "Overview"), ("/keys", "API keys"), ("/requests", "Access requests"), ("/aggregates", "Aggregates"), ("/webhook", "Webhook"),
+                ("/offers", "Offers"), ("/profile", "Public profile"),
+            ]
             : [
                 ("", "Requests"), ("/access-log", "Access log"), ("/health", "My data"), ("/workouts", "Workouts"), ("/imports", "Import"),
                 ("/rules", "Watch rules"), ("/alerts", "Alerts"), ("/carers", "Carers"), ("/caring", "Caring"), ("/sos", "AutomatedSOS"),
-                ("/runs", "Run events"),
+                ("/runs", "Run events"), ("/offers", "Offer data"), ("/shares", "Share links"), ("/privacy", "Privacy record"),
             ]
         return [
             "base": base,
