@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import DatabaseLink
 import DatabaseTestSupport
 import Foundation
@@ -74,6 +75,12 @@ struct OfferTests {
             let id = try #require(made.string("id"))
             #expect((made.json["organisation"] as? [String: Any])?["id"] as? String == party.id)
             #expect(try await api.send(.post, "/api/users/offers", token: person, json: offer).status == .conflict)
+            // The organisation is told by its usual channels: an offer.received event naming the offer.
+            let http = HTTPClient(eventLoopGroupProvider: .singleton)
+            defer { try? http.shutdown().wait() }
+            var stream = try await EventStreamReader.open(http, port: try #require(api.client.port), token: party.token)
+            let told = try await stream.next()
+            #expect(told.type == "offer.received" && told.json["offerId"] as? String == id && told.json["requestId"] == nil)
             var unknown = offer
             unknown["organisationId"] = UUID().uuidString
             #expect(try await api.send(.post, "/api/users/offers", token: person, json: unknown).problemFields == ["organisationId"])
@@ -101,13 +108,13 @@ struct OfferTests {
             #expect(request.string("status") == "granted" && request.string("origin") == "offer")
             let pulled = try await api.send(.get, "/api/thirdparties/requests/\(grant)/data", token: party.token)
             #expect(pulled.items.compactMap { $0["value"] as? Double }.sorted() == [70, 71])
-            let told = try await Self.sql(
+            let granted = try await Self.sql(
                 database,
                 """
                 SELECT count(*) FROM party_events e JOIN access_requests r ON r.id = e.request_id
                 WHERE r.public_id = '\(grant)' AND e.event_type = 'request.granted'
                 """)
-            #expect(told == 1)
+            #expect(granted == 1)
             let mine = try await api.send(.get, "/api/users/requests/\(grant)", token: person)
             #expect(mine.string("origin") == "offer")
             #expect(((mine.json["organisation"] as? [String: Any])?["profile"] as? [String: Any])?["privacyContact"] as? String == "dpo@heart.test")

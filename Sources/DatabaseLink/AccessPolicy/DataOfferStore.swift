@@ -5,7 +5,7 @@ import PostgresNIO
 
 /// `data_offers`: what individuals offer organisations. Every statement names the caller — the
 /// person by their id, an organisation by its id — so another's offer is simply not found.
-/// Accepting writes the grant (`access_requests`, `granted` at once, with its history, whose
+/// A new offer is an `offer.received` event for the organisation. Accepting writes the grant (`access_requests`, `granted` at once, with its history, whose
 /// trigger tells the organisation `request.granted`) in the same transaction as the answer.
 package struct DataOfferStore: Sendable {
     let database: Database
@@ -93,6 +93,12 @@ package struct DataOfferStore: Sendable {
                 """, logger: logger
             ).collect()
             let id = try rows[0].decode(Int64.self)
+            // The organisation hears of it by its usual channels (its trigger queues the webhook).
+            _ = try await connection.query(
+                """
+                INSERT INTO party_events (third_party_id, offer_id, individual_id, event_type)
+                VALUES (\(partyId), \(id), \(individualId), 'offer.received')
+                """, logger: logger)
             return .success(try await Self.load(id: id, on: connection, logger: logger)!)
         }
     }

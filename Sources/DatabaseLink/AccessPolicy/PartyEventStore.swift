@@ -39,7 +39,7 @@ package struct PartyEventRecord: Sendable, Equatable {
     package var id: Int64
     package var type: String
     package var createdAt: Date
-    /// The request the event is about; nil for an aggregate's event.
+    /// The request the event is about; nil for an aggregate's or an offer's event.
     package var requestId: Int64?
     package var requestPublicId: UUID?
     /// The aggregate query an `aggregate.*` event reports.
@@ -52,6 +52,8 @@ package struct PartyEventRecord: Sendable, Equatable {
     package var imported: ImportedDataReference?
     /// Whether the grant the event came under is still active; data of an inactive grant is never delivered.
     package var grantActive: Bool
+    /// The offer an `offer.received` event announces.
+    package var offerPublicId: UUID? = nil
     /// The grant as it stands now (nil for an aggregate's event or a request never granted): a
     /// data event delivers only what the grant covers when it is read or sent.
     package var grant: CurrentGrant? = nil
@@ -72,7 +74,7 @@ package struct PartyEventStore: Sendable {
         let rows = try await database.query(
             """
             SELECT \(unescaped: Self.columns)
-            FROM party_events e LEFT JOIN access_requests r ON r.id = e.request_id
+            FROM party_events e LEFT JOIN access_requests r ON r.id = e.request_id LEFT JOIN data_offers o ON o.id = e.offer_id
             WHERE e.third_party_id = \(thirdPartyId) AND e.id > \(afterId)
               AND CASE WHEN e.event_type IN ('data.created', 'data.imported') THEN \(unescaped: Self.grantActive) ELSE NOT \(dataOnly) END
             ORDER BY e.id LIMIT \(limit)
@@ -85,7 +87,7 @@ package struct PartyEventStore: Sendable {
         let rows = try await database.query(
             """
             SELECT \(unescaped: Self.columns)
-            FROM party_events e LEFT JOIN access_requests r ON r.id = e.request_id
+            FROM party_events e LEFT JOIN access_requests r ON r.id = e.request_id LEFT JOIN data_offers o ON o.id = e.offer_id
             WHERE e.id = \(id)
             """)
         return try rows.first.map(Self.record)
@@ -124,14 +126,14 @@ package struct PartyEventStore: Sendable {
         e.id, e.event_type, e.created_at, e.request_id, r.public_id, e.third_party_id, e.individual_id,
         e.first_ms, e.last_ms, e.kinds, e.keys, coalesce(\(grantActive), false), e.aggregate_id, e.item_count,
         r.granted_types, (extract(epoch FROM r.granted_from) * 1000)::int8, (extract(epoch FROM r.granted_to) * 1000)::int8, r.subscribe,
-        r.granted_until
+        r.granted_until, o.public_id
         """
 
     private static func record(_ row: PostgresRow) throws -> PartyEventRecord {
         let r = try row.decode(
             (
                 Int64, String, Date, Int64?, UUID?, Int64, Int64?, Int64?, Int64?, [String]?, [Int64]?, Bool, Int64?, Int64?, [String]?, Int64?,
-                Int64?, Bool?, Date?
+                Int64?, Bool?, Date?, UUID?
             )
             .self)
         var data: DataReference?
@@ -145,7 +147,7 @@ package struct PartyEventStore: Sendable {
         }
         return PartyEventRecord(
             id: r.0, type: r.1, createdAt: r.2, requestId: r.3, requestPublicId: r.4, aggregateId: r.12, thirdPartyId: r.5,
-            individualId: r.6, data: data, imported: imported, grantActive: r.11,
+            individualId: r.6, data: data, imported: imported, grantActive: r.11, offerPublicId: r.19,
             grant: r.14.map { CurrentGrant(types: $0, fromMs: r.15, toMs: r.16, until: r.18, subscribed: r.17 ?? false) }
         )
     }

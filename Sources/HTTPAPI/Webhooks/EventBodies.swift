@@ -3,14 +3,16 @@ import Foundation
 import HealthSharing
 
 /// An event as the stream and webhooks send it:
-/// `{ id, type, createdAt, requestId, data }` — `data.items` for `data.created`, `data.aggregate`
-/// for the `aggregate.*` events (which have no `requestId`); `id` is
+/// `{ id, type, createdAt, requestId, offerId, data }` — `data.items` for `data.created`,
+/// `data.aggregate` for the `aggregate.*` events (which have no `requestId`), `offerId` for
+/// `offer.received` (no `requestId` either); `id` is
 /// the delivery id in a webhook (de-duplicate on it) and the event id in the stream.
 struct EventBody: Encodable, Sendable {
     let id: String
     let type: String
     let createdAt: Date
     let requestId: String?
+    let offerId: String?
     let data: EventData?
 
     /// `items` for `data.created`; `aggregate` for `aggregate.updated` and `aggregate.stopped`;
@@ -34,6 +36,7 @@ struct EventBody: Encodable, Sendable {
         type = event.type
         createdAt = event.createdAt
         requestId = event.requestId?.wireString
+        offerId = event.offerId?.wireString
         if event.type == "data.created" || event.type == "data.imported", let request = event.requestId?.wireString {
             data = EventData(items: event.items.map { FeedItemBody(requestId: request, item: $0) })
         } else if let grant = event.grant {
@@ -50,7 +53,7 @@ struct EventBody: Encodable, Sendable {
         }
     }
 
-    private enum CodingKeys: String, CodingKey { case id, type, createdAt, requestId, data }
+    private enum CodingKeys: String, CodingKey { case id, type, createdAt, requestId, offerId, data }
 
     func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
@@ -58,6 +61,7 @@ struct EventBody: Encodable, Sendable {
         try container.encode(type, forKey: .type)
         try container.encode(WireFormat.timestamp(createdAt), forKey: .createdAt)
         try container.encodeIfPresent(requestId, forKey: .requestId)
+        try container.encodeIfPresent(offerId, forKey: .offerId)
         try container.encodeIfPresent(data, forKey: .data)
     }
 }

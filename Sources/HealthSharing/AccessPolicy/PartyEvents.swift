@@ -28,13 +28,16 @@ package struct PartyEvent: Sendable {
     package let id: Int64
     package let type: String
     package let createdAt: Date
-    /// The request the event is about (nil for an aggregate's event).
+    /// The request the event is about (nil for an aggregate's or an offer's event).
     package let requestId: UUID?
     package let items: [FeedItem]
     /// For `aggregate.updated` and `aggregate.stopped`: the aggregate answer.
     package let aggregate: AggregateResult?
     /// Who the event is about and for, for the access log.
     let record: PartyEventRecord
+
+    /// For `offer.received`: the offer.
+    package var offerId: UUID? { record.offerPublicId }
 
     /// For `grant.changed`: the grant as it stands when the event is read or sent.
     package var grant: CurrentGrant? { type == "grant.changed" ? record.grant : nil }
