@@ -26,7 +26,7 @@ base="http://127.0.0.1:$port"
 # Limits high enough that every generated request reaches its handler (429 is documented;
 # the limits themselves are tested in LimitsTests).
 DATA_DIR="$work/data" PORT=$port HOST=127.0.0.1 LOG_LEVEL=warning \
-  RATE_LIMIT_REQUESTS=1000000 LOGIN_FAILURES_PER_ACCOUNT=10000 LOGIN_FAILURES_PER_ADDRESS=1000000 \
+  RATE_LIMIT_REQUESTS=1000000 SHARE_PAGE_REQUESTS_PER_MINUTE=1000000 LOGIN_FAILURES_PER_ACCOUNT=10000 LOGIN_FAILURES_PER_ADDRESS=1000000 \
   MIGRATIONS_DIR="$root/migrations" OPENAPI_PATH="$spec" PAGES_DIR="$root/Sources/HTTPAPI/Pages/Templates" \
   "$binary" serve >"$work/server.log" 2>&1 &
 server=$!

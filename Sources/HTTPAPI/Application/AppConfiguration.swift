@@ -50,6 +50,9 @@ package struct AppConfiguration: Sendable {
     /// may make to one instance (bursts up to the limit).
     package var rateLimitRequests = 1200
     package var rateLimitWindow = Duration.seconds(60)
+    /// `SHARE_PAGE_REQUESTS_PER_MINUTE`: share-link pages (`/s/{token}`) one address may open a
+    /// minute on one instance (no account to limit: the address is the key).
+    package var sharePageRequestsPerMinute = 30
     /// `LOGIN_FAILURES_PER_ACCOUNT`, `LOGIN_FAILURES_PER_ADDRESS` per `LOGIN_FAILURE_WINDOW_SECONDS`:
     /// failed sign-ins before sign-in is refused (429) for the rest of the window.
     package var loginThrottle = LoginThrottle.Limits()
@@ -197,6 +200,9 @@ package struct AppConfiguration: Sendable {
             reader, "rate.limit.requests", env: "RATE_LIMIT_REQUESTS", default: rateLimitRequests, range: 1...1_000_000)
         rateLimitWindow = .seconds(
             try Self.integer(reader, "rate.limit.window.seconds", env: "RATE_LIMIT_WINDOW_SECONDS", default: 60, range: 1...86_400))
+        sharePageRequestsPerMinute = try Self.integer(
+            reader, "share.page.requests.per.minute", env: "SHARE_PAGE_REQUESTS_PER_MINUTE", default: sharePageRequestsPerMinute,
+            range: 1...1_000_000)
         loginThrottle.perAccount = Int32(
             try Self.integer(
                 reader, "login.failures.per.account", env: "LOGIN_FAILURES_PER_ACCOUNT", default: Int(loginThrottle.perAccount), range: 1...10_000

@@ -185,7 +185,7 @@ struct Components {
     let shareLinks: ShareLinkService
     let privacyRecord: PrivacyRecordService
     /// Per-address limits of the pages people without an account open (share links).
-    let visitorLimiter = RateLimiter(limit: 30, window: .seconds(60))
+    let visitorLimiter: RateLimiter
     let directory: OrganisationDirectory
     let runEvents: RunEventService
     let livePositions: LivePositions
@@ -263,6 +263,7 @@ struct Components {
         schemaReady = StartupGate()
         exportDatabase = { await replica?.readingYourWrites() ?? database }
         rateLimiter = RateLimiter(limit: configuration.rateLimitRequests, window: configuration.rateLimitWindow)
+        visitorLimiter = RateLimiter(limit: configuration.sharePageRequestsPerMinute, window: .seconds(60))
     }
 }
 

@@ -88,14 +88,14 @@ struct IndividualPortal {
         }
         me.post("blocked/{organisationId}") { request, context in
             try await site.submit(request, context, showing: requestsPage) { _ in
-                guard let organisation = context.parameters.get("organisationId", as: UUID.self) else { throw AccessRequestError.notFound }
+                let organisation = try context.parameters.id("organisationId", missing: AccessRequestError.notFound)
                 try await requests.block(try context.signedInIndividual(), organisation: organisation)
                 return PortalForm.redirect(to: "/me")
             }
         }
         me.post("blocked/{organisationId}/unblock") { request, context in
             try await site.submit(request, context, showing: requestsPage) { _ in
-                guard let organisation = context.parameters.get("organisationId", as: UUID.self) else { throw AccessRequestError.notFound }
+                let organisation = try context.parameters.id("organisationId", missing: AccessRequestError.notFound)
                 try await requests.unblock(try context.signedInIndividual(), organisation: organisation)
                 return PortalForm.redirect(to: "/me")
             }

@@ -38,7 +38,7 @@ struct PortalAggregatePages {
 
     /// `GET /portal/aggregates/{aggregateId}`: one question and its answer.
     @Sendable func aggregatePage(_ request: Request, context: AppRequestContext) async throws -> Response {
-        guard let id = context.parameters.get("aggregateId", as: UUID.self) else { throw AggregateError.notFound }
+        let id = try context.parameters.id("aggregateId", missing: AggregateError.notFound)
         return try await resultPage(context, try await aggregates.result(of: id, for: try context.signedInParty()), before: nil, status: .ok)
     }
 

@@ -21,7 +21,7 @@ struct PortalKeyPages {
         }
         group.post("keys/{keyId}/revoke") { request, context in
             try await portal.submit(request, context, showing: page) { _ in
-                guard let id = context.parameters.get("keyId", as: UUID.self) else { throw APIKeyError.notFound }
+                let id = try context.parameters.id("keyId", missing: APIKeyError.notFound)
                 _ = try await keys.revoke(for: try context.signedInParty(), publicId: id)
                 return PortalForm.redirect(to: "/portal/keys")
             }

@@ -41,7 +41,7 @@ struct PortalWebhookPages {
         }
         group.post("webhook/deliveries/{deliveryId}/redeliver") { request, context in
             try await action(request, context) {
-                guard let id = context.parameters.get("deliveryId", as: UUID.self) else { throw WebhookError.notFound }
+                let id = try context.parameters.id("deliveryId", missing: WebhookError.notFound)
                 _ = try await endpoints.redeliver(try context.signedIn().account, id: id)
                 return PortalForm.redirect(to: "/portal/webhook")
             }

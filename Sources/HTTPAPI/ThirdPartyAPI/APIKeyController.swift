@@ -35,8 +35,7 @@ struct APIKeyController {
 
     /// A malformed id names no key of this tenant: 404 like any other unknown key.
     private static func keyId(_ context: ThirdPartyRequestContext) throws -> UUID {
-        guard let id = context.parameters.get("keyId", as: UUID.self) else { throw APIKeyError.notFound }
-        return id
+        return try context.parameters.id("keyId", missing: APIKeyError.notFound)
     }
 }
 

@@ -136,19 +136,24 @@ enum AccessScopeFields {
         return date
     }
 
-    /// `?status=` of a listing.
-    static func status(_ request: Request, fields: inout FieldValidator) -> AccessStatus? {
+    /// `?status=` of a listing: one of the set's wire names (requests', offers').
+    static func status<Status: RawRepresentable<String> & CaseIterable>(_ request: Request, fields: inout FieldValidator) -> Status? {
         fields.optional("status", request.uri.queryParameters["status"].map(String.init)) { (raw: String) throws(InvalidValue) in
-            guard let status = AccessStatus(rawValue: raw) else {
-                throw InvalidValue("must be one of \(AccessStatus.allCases.map(\.rawValue).joined(separator: ", "))")
+            guard let status = Status(rawValue: raw) else {
+                throw InvalidValue("must be one of \(Status.allCases.map(\.rawValue).joined(separator: ", "))")
             }
             return status
         }
     }
 
+    /// An organisation's public id in a body (`organisationId`).
+    static func organisationId(_ raw: String) throws(InvalidValue) -> UUID {
+        guard let id = UUID(uuidString: raw) else { throw InvalidValue("must be an organisation id") }
+        return id
+    }
+
     /// A request id from the path: a malformed one names no request.
     static func requestId(_ parameters: Parameters) throws -> UUID {
-        guard let id = parameters.get("requestId", as: UUID.self) else { throw AccessRequestError.notFound }
-        return id
+        return try parameters.id("requestId", missing: AccessRequestError.notFound)
     }
 }

@@ -22,7 +22,7 @@ struct AccessRequestController {
         }
         group.get("requests") { request, context -> Page<AccessRequestBody> in
             var fields = FieldValidator()
-            let status = AccessScopeFields.status(request, fields: &fields)
+            let status: AccessStatus? = AccessScopeFields.status(request, fields: &fields)
             try fields.finish()
             let pagination = try KeysetPagination(request)
             let rows = try await requests.requests(of: context.party, status: status, beforeId: pagination.beforeId, limit: pagination.limit + 1)

@@ -57,8 +57,7 @@ struct AggregateController {
 extension AggregateController {
     /// A malformed id names no query of mine: 404 like any other.
     static func aggregateId(_ context: ThirdPartyRequestContext) throws -> UUID {
-        guard let id = context.parameters.get("aggregateId", as: UUID.self) else { throw AggregateError.notFound }
-        return id
+        return try context.parameters.id("aggregateId", missing: AggregateError.notFound)
     }
 }
 

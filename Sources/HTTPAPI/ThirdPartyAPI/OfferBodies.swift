@@ -99,10 +99,7 @@ struct OfferForm: Decodable {
 
     func validated() throws -> NewOffer {
         var fields = FieldValidator()
-        let organisation = fields.required("organisationId", organisationId) { (raw: String) throws(InvalidValue) -> UUID in
-            guard let id = UUID(uuidString: raw) else { throw InvalidValue("must be an organisation id") }
-            return id
-        }
+        let organisation = fields.required("organisationId", organisationId, AccessScopeFields.organisationId)
         let message = fields.required("message", message, AccessPurpose.init(parsing:))
         let kinds = fields.required("types", types, AccessScopeFields.kinds)
         let dataFrom = fields.optional("dataFrom", dataFrom, AccessScopeFields.instant)
@@ -117,17 +114,6 @@ struct OfferForm: Decodable {
 enum OfferFields {
     /// An offer id from the path: a malformed one names no offer.
     static func offerId(_ parameters: Parameters) throws -> UUID {
-        guard let id = parameters.get("offerId", as: UUID.self) else { throw OfferError.notFound }
-        return id
-    }
-
-    /// `?status=` of the organisation's listing.
-    static func status(_ request: Request, fields: inout FieldValidator) -> OfferStatus? {
-        fields.optional("status", request.uri.queryParameters["status"].map(String.init)) { (raw: String) throws(InvalidValue) in
-            guard let status = OfferStatus(rawValue: raw) else {
-                throw InvalidValue("must be one of \(OfferStatus.allCases.map(\.rawValue).joined(separator: ", "))")
-            }
-            return status
-        }
+        try parameters.id("offerId", missing: OfferError.notFound)
     }
 }

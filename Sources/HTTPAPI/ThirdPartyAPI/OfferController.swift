@@ -13,7 +13,7 @@ struct OfferController {
     func addRoutes(to group: some RouterMethods<ThirdPartyRequestContext>) {
         group.get("offers") { request, context -> Page<OfferBody> in
             var fields = FieldValidator()
-            let status = OfferFields.status(request, fields: &fields)
+            let status: OfferStatus? = AccessScopeFields.status(request, fields: &fields)
             try fields.finish()
             let pagination = try KeysetPagination(request)
             let rows = try await offers.offers(to: context.party, status: status, beforeId: pagination.beforeId, limit: pagination.limit + 1)

@@ -61,8 +61,7 @@ struct CareController {
     }
 
     static func id(_ context: some RequestContext, _ missing: CareError) throws -> UUID {
-        guard let id = context.parameters.get("linkId", as: UUID.self) else { throw missing }
-        return id
+        return try context.parameters.id("linkId", missing: missing)
     }
 }
 

@@ -142,8 +142,7 @@ struct ImportController {
     // MARK: - Pieces
 
     static func importId(_ context: some RequestContext) throws -> UUID {
-        guard let id = context.parameters.get("importId", as: UUID.self) else { throw Problem.notFound("import") }
-        return id
+        return try context.parameters.id("importId", missing: Problem.notFound("import"))
     }
 
     /// `Upload-Complete` (an RFC 9651 boolean, `?1` when absent): whether this part ends the file.

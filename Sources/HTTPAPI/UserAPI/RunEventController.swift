@@ -56,8 +56,7 @@ struct RunEventController {
     }
 
     static func runId(_ context: some RequestContext) throws -> UUID {
-        guard let id = context.parameters.get("runId", as: UUID.self) else { throw RunEventError.notFound }
-        return id
+        return try context.parameters.id("runId", missing: RunEventError.notFound)
     }
 }
 

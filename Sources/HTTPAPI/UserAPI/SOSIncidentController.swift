@@ -23,8 +23,7 @@ struct SOSIncidentController {
     }
 
     static func incidentId(_ context: some RequestContext) throws -> UUID {
-        guard let id = context.parameters.get("incidentId", as: UUID.self) else { throw SOSError.incidentNotFound }
-        return id
+        return try context.parameters.id("incidentId", missing: SOSError.incidentNotFound)
     }
 }
 

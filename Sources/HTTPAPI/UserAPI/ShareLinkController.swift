@@ -35,8 +35,7 @@ struct ShareLinkController {
     }
 
     static func id(_ context: some RequestContext) throws -> UUID {
-        guard let id = context.parameters.get("linkId", as: UUID.self) else { throw ShareLinkError.notFound }
-        return id
+        return try context.parameters.id("linkId", missing: ShareLinkError.notFound)
     }
 }
 

@@ -14,7 +14,7 @@ struct UserRequestController {
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("requests") { request, context -> Page<AccessRequestBody> in
             var fields = FieldValidator()
-            let status = AccessScopeFields.status(request, fields: &fields)
+            let status: AccessStatus? = AccessScopeFields.status(request, fields: &fields)
             try fields.finish()
             let pagination = try KeysetPagination(request)
             let rows = try await requests.requests(
@@ -55,16 +55,13 @@ struct UserRequestController {
         group.post("blocked-parties") { request, context in
             let form = try await body.decode(BlockForm.self, from: request, context: context)
             var fields = FieldValidator()
-            let organisation = fields.required("organisationId", form.organisationId) { (raw: String) throws(InvalidValue) -> UUID in
-                guard let id = UUID(uuidString: raw) else { throw InvalidValue("must be an organisation id") }
-                return id
-            }
+            let organisation = fields.required("organisationId", form.organisationId, AccessScopeFields.organisationId)
             try fields.finish()
             try await requests.block(context.individual, organisation: organisation!)
             return Response(status: .noContent)
         }
         group.delete("blocked-parties/{organisationId}") { _, context in
-            guard let organisation = context.parameters.get("organisationId", as: UUID.self) else { throw AccessRequestError.notFound }
+            let organisation = try context.parameters.id("organisationId", missing: AccessRequestError.notFound)
             try await requests.unblock(context.individual, organisation: organisation)
             return Response(status: .noContent)
         }

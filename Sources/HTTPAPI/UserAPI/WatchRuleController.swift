@@ -90,8 +90,7 @@ struct WatchRuleController {
     }
 
     static func id(_ parameter: String, _ context: some RequestContext, _ missing: WatchRuleError) throws -> UUID {
-        guard let id = context.parameters.get(parameter, as: UUID.self) else { throw missing }
-        return id
+        return try context.parameters.id(parameter, missing: missing)
     }
 }
 

@@ -53,8 +53,7 @@ struct WebhookController<Context: AuthenticatedRequestContext> {
 
     /// A malformed id names no delivery of mine: 404 like any other.
     private static func deliveryId(_ context: Context) throws -> UUID {
-        guard let id = context.parameters.get("deliveryId", as: UUID.self) else { throw WebhookError.notFound }
-        return id
+        return try context.parameters.id("deliveryId", missing: WebhookError.notFound)
     }
 }
 
