@@ -82,6 +82,18 @@ struct PrivacyRecordTests {
             #expect(received["disclosures"] as? Int == 1 && received["items"] as? Int == 2 && received["channels"] as? [String] == ["pull"])
             #expect((record.json["shareLinks"] as? [[String: Any]])?.first?["label"] as? String == "Dr Rossi, cardiology")
             #expect(try await api.send(.get, "/api/users/privacy-record", token: party).status == .forbidden)
+
+            // The export holds them too; erasure removes them with the account.
+            let partyId = try #require(try await api.send(.get, "/api/thirdparties/me", token: party).string("id"))
+            _ = try await api.send(
+                .post, "/api/users/offers", token: person, json: ["organisationId": partyId, "message": "More data", "types": ["stepCount"]])
+            let export = try await api.send(.get, "/api/users/export", token: person)
+            let kinds = String(decoding: export.data, as: UTF8.self).split(separator: "\n").compactMap {
+                ((try? JSONSerialization.jsonObject(with: Data($0.utf8))) as? [String: Any])?["kind"] as? String
+            }
+            #expect(kinds.contains("offer") && kinds.contains("shareLink") && kinds.last == "end")
+            #expect(try await api.send(.delete, "/api/users/me", token: person, json: ["password": Fixtures.password]).status == .noContent)
+            #expect(try await api.send(.get, "/api/thirdparties/offers", token: party).items.isEmpty)
         }
     }
 }

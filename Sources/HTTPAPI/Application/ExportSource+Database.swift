@@ -14,5 +14,7 @@ extension ExportSource {
         runs = RunEventService(database: database)
         runPositions = LivePositions(database: database)
         workouts = WorkoutService(database: database)
+        offers = OfferService(database: database)
+        privacy = PrivacyRecordService(database: database)
     }
 }

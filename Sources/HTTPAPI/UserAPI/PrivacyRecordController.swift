@@ -53,6 +53,20 @@ struct PrivacyRecordBody: ResponseEncodable, Sendable {
         /// The question asked, whose filter the person matched.
         let question: Question?
         let epsilon: Double
+
+        init(_ answer: IncludedAnswer) {
+            let spec = (try? JSONSerialization.jsonObject(with: Data(answer.spec.utf8))) as? [String: Any] ?? [:]
+            question = (spec["type"] as? String).map { type in
+                Question(
+                    type: type, statistic: spec["statistic"] as? String ?? "", from: spec["from"] as? String ?? "",
+                    to: spec["to"] as? String ?? "", areas: spec["areas"] as? [String] ?? [], ageBands: spec["ageBands"] as? [String] ?? [],
+                    sex: spec["sex"] as? String, groupBy: spec["groupBy"] as? String)
+            }
+            queryId = answer.queryPublicId.wireString
+            answeredAt = answer.answeredAt
+            organisation = AccessRequestBody.Organisation(id: answer.organisationPublicId.wireString, name: answer.organisationName, profile: nil)
+            epsilon = Double(answer.epsilonHundredths) / 100
+        }
     }
 
     let aggregatesOptOut: Bool
@@ -72,18 +86,6 @@ struct PrivacyRecordBody: ResponseEncodable, Sendable {
                 })
         }
         shareLinks = record.shareLinks.map { ShareLinkBody($0) }
-        aggregateAnswers = record.aggregateAnswers.map { answer in
-            let spec = (try? JSONSerialization.jsonObject(with: Data(answer.spec.utf8))) as? [String: Any] ?? [:]
-            let question = (spec["type"] as? String).map { type in
-                Answer.Question(
-                    type: type, statistic: spec["statistic"] as? String ?? "", from: spec["from"] as? String ?? "",
-                    to: spec["to"] as? String ?? "", areas: spec["areas"] as? [String] ?? [], ageBands: spec["ageBands"] as? [String] ?? [],
-                    sex: spec["sex"] as? String, groupBy: spec["groupBy"] as? String)
-            }
-            return Answer(
-                queryId: answer.queryPublicId.wireString, answeredAt: answer.answeredAt,
-                organisation: AccessRequestBody.Organisation(id: answer.organisationPublicId.wireString, name: answer.organisationName, profile: nil),
-                question: question, epsilon: Double(answer.epsilonHundredths) / 100)
-        }
+        aggregateAnswers = record.aggregateAnswers.map(Answer.init)
     }
 }

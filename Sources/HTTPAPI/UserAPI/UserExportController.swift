@@ -14,7 +14,8 @@ import SOSManager
 /// Lines: one `profile`, my AutomatedSOS settings (`sos`, once set: contacts and medical notes
 /// are mine too), then every `sample` and `location` oldest first, every `workout` (latest
 /// first; its route and heart rate are the samples and locations above), every `request` naming
-/// me (the consents I gave or refused), every `disclosure` of my data, every SOS `incident`, every
+/// me (the consents I gave or refused), every `offer` I made, every `shareLink` with its openings,
+/// every `aggregateAnswer` that counted me, every `disclosure` of my data, every SOS `incident`, every
 /// Track4Run event I organise or run in (`run`), my `enrolment` in each with my runner's state, my
 /// stored positions (`runPosition`), then `end` with the counts, so a client can tell a complete
 /// export from one cut short by a broken connection.
@@ -120,6 +121,8 @@ struct ExportSource {
     let runs: RunEventService
     let runPositions: LivePositions
     let workouts: WorkoutService
+    let offers: OfferService
+    let privacy: PrivacyRecordService
 
     /// Everything of the individual's history, in the order the export documents.
     func writeHistory(of individual: IndividualID, as lines: inout ExportLines, to writer: inout any ResponseBodyWriter) async throws {
@@ -137,6 +140,15 @@ struct ExportSource {
             "request", to: &writer, fetch: { try await requests.requests(for: individual, status: nil, beforeId: $0, limit: $1) },
             cursor: \.record.id, record: { AccessRequestBody($0, for: .individual) }
         )
+        for offer in try await offers.offers(of: individual) {
+            try await lines.write("offer", OfferBody(offer, for: .individual), to: &writer)
+        }
+        for (link, views) in try await privacy.shareLinks(of: individual) {
+            try await lines.write("shareLink", ShareLinkBody(link, views: views), to: &writer)
+        }
+        for answer in try await privacy.aggregateAnswers(of: individual) {
+            try await lines.write("aggregateAnswer", PrivacyRecordBody.Answer(answer), to: &writer)
+        }
         try await lines.writePages(
             "disclosure", to: &writer, fetch: { try await accessLog.entries(for: individual, beforeId: $0, limit: $1) },
             cursor: \.id, record: DisclosureBody.init
