@@ -56,7 +56,8 @@ struct OfferTests {
             #expect(Set(bad.problemFields) == ["purpose", "privacyContact", "website"])
             let key = try await api.send(.post, "/api/thirdparties/keys", token: listed.token, json: ["name": "server"]).string("key")!
             #expect(try await api.send(.put, "/api/thirdparties/me/profile", token: key, json: Self.profile).status == .forbidden)
-            #expect(try await api.send(.get, "/api/thirdparties/me/profile", token: listed.token).string("purpose") == Self.profile["purpose"] as? String)
+            #expect(
+                try await api.send(.get, "/api/thirdparties/me/profile", token: listed.token).string("purpose") == Self.profile["purpose"] as? String)
             #expect(try await api.send(.delete, "/api/thirdparties/me/profile", token: listed.token).status == .noContent)
             #expect(try await api.send(.get, "/api/thirdparties/me/profile", token: listed.token).status == .notFound)
         }
@@ -147,7 +148,8 @@ struct OfferTests {
             #expect(again != declined)
 
             let lapsed = try await offer(third.id)
-            try await Self.sql(database, "UPDATE data_offers SET expires_at = now() - interval '1 second' WHERE public_id = '\(lapsed)' RETURNING 1::int8")
+            try await Self.sql(
+                database, "UPDATE data_offers SET expires_at = now() - interval '1 second' WHERE public_id = '\(lapsed)' RETURNING 1::int8")
             #expect(try await api.send(.get, "/api/users/offers/\(lapsed)", token: person).string("status") == "expired")
             #expect(try await api.send(.post, "/api/thirdparties/offers/\(lapsed)/accept", token: third.token).status == .conflict)
             let list = try await api.send(.get, "/api/users/offers", token: person).items.compactMap { $0["status"] as? String }

@@ -49,15 +49,18 @@ struct PrivacyRecordTests {
             let answers = try #require(record.json["aggregateAnswers"] as? [[String: Any]])
             #expect(answers.map { $0["queryId"] as? String } == [counted.id])
             let question = try #require(answers.first?["question"] as? [String: Any])
-            #expect(question["type"] as? String == "stepCount" && question["groupBy"] as? String == "sex" && answers.first?["epsilon"] as? Double == 1.0)
+            #expect(
+                question["type"] as? String == "stepCount" && question["groupBy"] as? String == "sex" && answers.first?["epsilon"] as? Double == 1.0)
             #expect(answers.first?["value"] == nil && answers.first?["groups"] == nil)
 
             // Every released answer's population is stored; a refused one has none.
             let stored = try await OfferTests.sql(
-                database, "SELECT count(*) FROM aggregate_population a JOIN aggregate_queries q ON q.id = a.query_id WHERE q.public_id = '\(onlyMe.id)'")
+                database,
+                "SELECT count(*) FROM aggregate_population a JOIN aggregate_queries q ON q.id = a.query_id WHERE q.public_id = '\(onlyMe.id)'")
             #expect(stored == 0)
             let seeded = try await OfferTests.sql(
-                database, "SELECT count(*) FROM aggregate_population a JOIN aggregate_queries q ON q.id = a.query_id WHERE q.public_id = '\(counted.id)'")
+                database,
+                "SELECT count(*) FROM aggregate_population a JOIN aggregate_queries q ON q.id = a.query_id WHERE q.public_id = '\(counted.id)'")
             #expect(seeded > 100)
 
             // Someone else's record does not show mine.

@@ -40,7 +40,8 @@ struct ShareLinkTests {
             #expect(token.hasPrefix("d4hs_") && token.count == 48)
             let id = try #require(created.string("id"))
             // Only the SHA-256 of the token is kept.
-            #expect(try await OfferTests.sql(database, "SELECT count(*) FROM share_links WHERE token_hash = sha256(convert_to('\(token)', 'UTF8'))") == 1)
+            #expect(
+                try await OfferTests.sql(database, "SELECT count(*) FROM share_links WHERE token_hash = sha256(convert_to('\(token)', 'UTF8'))") == 1)
             #expect(try await api.send(.get, "/api/users/share-links/\(id)", token: person).json["url"] == nil)
 
             let page = try await api.send(.get, "/s/\(token)")
@@ -58,7 +59,8 @@ struct ShareLinkTests {
             #expect(views.count == 1 && views[0]["outcome"] as? String == "shown" && (views[0]["addressDigest"] as? String)?.count == 16)
             let log = try await api.send(.get, "/api/users/access-log", token: person)
             let entry = try #require(log.items.first)
-            #expect((entry["shareLink"] as? [String: Any])?["label"] as? String == "Dr Rossi, cardiology" && entry["channel"] as? String == "share_link")
+            #expect(
+                (entry["shareLink"] as? [String: Any])?["label"] as? String == "Dr Rossi, cardiology" && entry["channel"] as? String == "share_link")
             #expect(entry["types"] as? [String] == ["heartRate", "stepCount"] && entry["itemCount"] as? Int == 3)
 
             // Unknown, malformed, revoked and expired links all get one and the same page.
@@ -76,7 +78,8 @@ struct ShareLinkTests {
             let second = try Self.token(try await api.send(.post, "/api/users/share-links", token: person, json: Self.link()))
             try await OfferTests.sql(
                 database,
-                "UPDATE share_links SET expires_at = now() - interval '1 second' WHERE token_hash = sha256(convert_to('\(second)', 'UTF8')) RETURNING 1::int8")
+                "UPDATE share_links SET expires_at = now() - interval '1 second' WHERE token_hash = sha256(convert_to('\(second)', 'UTF8')) RETURNING 1::int8"
+            )
             #expect(try await api.send(.get, "/s/\(second)").data == unknown.data)
 
             // At most 30 days, a window of numbers, a PIN of digits.
@@ -84,7 +87,9 @@ struct ShareLinkTests {
                 .post, "/api/users/share-links", token: person,
                 json: Self.link(["expiresAt": Self.iso(Date().addingTimeInterval(31 * 86_400)), "types": ["location"], "pin": "12ab"]))
             #expect(Set(bad.problemFields) == ["expiresAt", "types", "pin"])
-            #expect(try await api.send(.post, "/api/users/share-links", token: person, json: Self.link(["dataTo": "2026-11-18T00:00:00Z"])).problemFields == ["dataTo"])
+            #expect(
+                try await api.send(.post, "/api/users/share-links", token: person, json: Self.link(["dataTo": "2026-11-18T00:00:00Z"])).problemFields
+                    == ["dataTo"])
         }
     }
 

@@ -30,7 +30,9 @@ package struct OrganisationProfileStore: Sendable {
     }
 
     /// Publishes (or replaces) the organisation's profile.
-    package func save(thirdPartyId: Int64, listed: Bool, purpose: String, privacyContact: String, website: String?) async throws -> OrganisationProfile {
+    package func save(
+        thirdPartyId: Int64, listed: Bool, purpose: String, privacyContact: String, website: String?
+    ) async throws -> OrganisationProfile {
         let rows = try await database.query(
             """
             WITH saved AS (

@@ -1,8 +1,8 @@
 import AccessManager
 import Data4HelpCore
 import Foundation
-import HealthSharing
 import HTTPTypes
+import HealthSharing
 import Hummingbird
 import Mustache
 import SOSManager
@@ -61,7 +61,8 @@ struct SharedDataPage {
             let bars = summary.buckets.map { bucket in
                 AggregateChart.Bar(label: bucket.start.formatted(short), value: total ? (bucket.sum ?? 0) : bucket.mean)
             }
-            let title = "\(summary.type.spokenName.prefix(1).uppercased())\(summary.type.spokenName.dropFirst()) (\(total ? "daily total" : "daily mean"))"
+            let title =
+                "\(summary.type.spokenName.prefix(1).uppercased())\(summary.type.spokenName.dropFirst()) (\(total ? "daily total" : "daily mean"))"
             return [
                 "title": title, "unit": body.unit, "empty": summary.buckets.isEmpty, "total": total,
                 "svg": summary.buckets.isEmpty ? "" : AggregateChart.svg(bars, title: title, unit: body.unit),
@@ -76,7 +77,8 @@ struct SharedDataPage {
         return [
             "shown": true, "label": link.label, "owner": owner, "sections": sections,
             "from": link.dataFrom.formatted(day), "to": link.dataTo.addingTimeInterval(-1).formatted(day),
-            "expires": link.expiresAt.formatted(date: .abbreviated, time: .shortened), "printed": Date().formatted(date: .abbreviated, time: .shortened),
+            "expires": link.expiresAt.formatted(date: .abbreviated, time: .shortened),
+            "printed": Date().formatted(date: .abbreviated, time: .shortened),
         ]
     }
 

@@ -94,7 +94,8 @@ struct PortalSite {
     var headerValues: [String: Any] {
         let links: [(String, String)] =
             surface == .thirdParty
-            ? [("", "Overview"), ("/keys", "API keys"), ("/requests", "Access requests"), ("/aggregates", "Aggregates"), ("/webhook", "Webhook"),
+            ? [
+                ("", "Overview"), ("/keys", "API keys"), ("/requests", "Access requests"), ("/aggregates", "Aggregates"), ("/webhook", "Webhook"),
                 ("/offers", "Offers"), ("/profile", "Public profile"),
             ]
             : [

@@ -37,7 +37,8 @@ struct UserOfferController {
             let form = try await body.decode(OfferForm.self, from: request, context: context)
             let offer = try await offers.offer(form.validated(), by: context.individual)
             return EditedResponse(
-                status: .created, headers: [.location: "/api/users/offers/\(offer.publicId.wireString)"], response: OfferBody(offer, for: .individual))
+                status: .created, headers: [.location: "/api/users/offers/\(offer.publicId.wireString)"], response: OfferBody(offer, for: .individual)
+            )
         }
         group.get("offers/{offerId}") { _, context in
             OfferBody(try await offers.offer(of: context.individual, id: OfferFields.offerId(context.parameters)), for: .individual)
