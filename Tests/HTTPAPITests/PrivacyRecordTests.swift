@@ -19,7 +19,7 @@ struct PrivacyRecordTests {
         try await TestServer.run(database: database, configure: { $0.aggregateMinimumGroup = 5 }) { api in
             let seeding = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
             try await seeding.whileRunning { try await PopulationSeeder(database: seeding).seed(individuals: 400, days: 40, tag: "privacy") }
-            let (person, _) = try await api.individualSession(["homeArea": "DE-BE"])
+            let (person, account) = try await api.individualSession(["homeArea": "DE-BE"])
             let yesterday = Self.day(-1)
             let steps: [any Sendable] = [
                 ["type": "stepCount", "value": 6_000, "start": "\(yesterday)T09:00:00Z", "end": "\(yesterday)T10:00:00Z"] as JSONObject
@@ -56,17 +56,23 @@ struct PrivacyRecordTests {
             // Every released answer's population is stored; a refused one has none.
             let stored = try await OfferTests.sql(
                 database,
-                "SELECT count(*) FROM aggregate_population a JOIN aggregate_queries q ON q.id = a.query_id WHERE q.public_id = '\(onlyMe.id)'")
+                "SELECT count(*) FROM aggregate_populations a JOIN aggregate_queries q ON q.id = a.query_id WHERE q.public_id = '\(onlyMe.id)'")
             #expect(stored == 0)
             let seeded = try await OfferTests.sql(
                 database,
-                "SELECT count(*) FROM aggregate_population a JOIN aggregate_queries q ON q.id = a.query_id WHERE q.public_id = '\(counted.id)'")
+                "SELECT sum(cardinality(a.members))::int8 FROM aggregate_populations a JOIN aggregate_queries q ON q.id = a.query_id WHERE q.public_id = '\(counted.id)'")
             #expect(seeded > 100)
 
             // Someone else's record does not show mine.
             let (stranger, _) = try await api.individualSession()
             let theirs = try await api.send(.get, "/api/users/privacy-record", token: stranger)
             #expect((theirs.json["aggregateAnswers"] as? [[String: Any]])?.isEmpty == true)
+
+            // Erased, the person's id is in no answer's population any more.
+            let me = try await OfferTests.sql(database, "SELECT id FROM individuals WHERE email = '\(account["email"] as? String ?? "")'")
+            #expect(try await OfferTests.sql(database, "SELECT count(*) FROM aggregate_populations WHERE members @> ARRAY[\(me)]::int8[]") == 1)
+            #expect(try await api.send(.delete, "/api/users/me", token: person, json: ["password": Fixtures.password]).status == .noContent)
+            #expect(try await OfferTests.sql(database, "SELECT count(*) FROM aggregate_populations WHERE members @> ARRAY[\(me)]::int8[]") == 0)
         }
     }
 

@@ -62,6 +62,7 @@ package struct IndividualAccounts: Sendable {
         changes.homeArea = change.homeArea?.value
         changes.timeZone = change.timeZone?.value
         changes.aggregatesOptOut = change.aggregatesOptOut
+        changes.maximumHeartRate = change.maximumHeartRate
         if let newPassword = change.newPassword {
             changes.passwordHash = try await hasher.hash(newPassword)
         }

@@ -35,6 +35,8 @@ package struct IndividualProfileChange: Sendable {
     package var currentPassword: String?
     /// True leaves every aggregate's population from the next query on; false comes back.
     package var aggregatesOptOut: Bool?
+    /// A measured maximum heart rate (100–250 bpm), or `.some(nil)` to clear it; nil leaves it.
+    package var maximumHeartRate: Double??
 
     package init() {}
 }

@@ -14,12 +14,15 @@ package struct IndividualRecord: Sendable, Equatable {
     package var timeZone: String
     /// Left out of every aggregate's population (migration 0035).
     package var aggregatesOptOut: Bool
+    /// Measured by the person (migration 0040); analyses use 220 − age without it.
+    package var maximumHeartRate: Double?
     package var createdAt: Date
     package var updatedAt: Date
 
     package init(
         id: Int64, publicId: UUID, email: String, fiscalCode: String, fullName: String, birthDate: String, sex: String, homeArea: String,
-        timeZone: String, aggregatesOptOut: Bool = false, createdAt: Date, updatedAt: Date
+        timeZone: String, aggregatesOptOut: Bool = false, maximumHeartRate: Double? = nil, createdAt: Date,
+        updatedAt: Date
     ) {
         self.id = id
         self.publicId = publicId
@@ -31,6 +34,7 @@ package struct IndividualRecord: Sendable, Equatable {
         self.homeArea = homeArea
         self.timeZone = timeZone
         self.aggregatesOptOut = aggregatesOptOut
+        self.maximumHeartRate = maximumHeartRate
         self.createdAt = createdAt
         self.updatedAt = updatedAt
     }

@@ -29,14 +29,14 @@ package struct PrivacyRecordStore: Sendable {
         }
     }
 
-    /// The released answers whose population included the individual, newest first (index: the
-    /// primary key of aggregate_population).
+    /// The released answers whose population included the individual, newest first (index:
+    /// aggregate_populations_members_idx, GIN).
     package func aggregateAnswers(individualId: Int64, limit: Int) async throws -> [IncludedAnswer] {
         try await database.query(
             """
             SELECT q.public_id, q.answered_at, p.public_id, p.name, q.spec::text, q.epsilon_hundredths
-            FROM aggregate_population a JOIN aggregate_queries q ON q.id = a.query_id JOIN third_parties p ON p.id = q.third_party_id
-            WHERE a.individual_id = \(individualId) AND q.status = 'answered'
+            FROM aggregate_populations a JOIN aggregate_queries q ON q.id = a.query_id JOIN third_parties p ON p.id = q.third_party_id
+            WHERE a.members @> ARRAY[\(individualId)]::int8[] AND q.status = 'answered'
             ORDER BY a.query_id DESC LIMIT \(limit)
             """
         ).map { row in

@@ -11,15 +11,17 @@ package struct IndividualStore: Sendable {
         self.database = database
     }
 
-    private typealias Row = (Int64, UUID, String, String, String, String, String, String, String, Date, Date, Bool)
+    private typealias Row = (Int64, UUID, String, String, String, String, String, String, String, Date, Date, Bool, Float?)
     private static let columns = """
-        id, public_id, email, fiscal_code, full_name, birth_date::text, sex, home_area, time_zone, created_at, updated_at, aggregates_opt_out
+        id, public_id, email, fiscal_code, full_name, birth_date::text, sex, home_area, time_zone, created_at, updated_at, aggregates_opt_out,
+        maximum_heart_rate
         """
 
     private static func record(_ row: Row) -> IndividualRecord {
         IndividualRecord(
             id: row.0, publicId: row.1, email: row.2, fiscalCode: row.3, fullName: row.4, birthDate: row.5,
-            sex: row.6, homeArea: row.7, timeZone: row.8, aggregatesOptOut: row.11, createdAt: row.9, updatedAt: row.10
+            sex: row.6, homeArea: row.7, timeZone: row.8, aggregatesOptOut: row.11,
+            maximumHeartRate: row.12.map { Double($0.description) ?? Double($0) }, createdAt: row.9, updatedAt: row.10
         )
     }
 
@@ -75,6 +77,8 @@ package struct IndividualStore: Sendable {
                     time_zone     = COALESCE(\(changes.timeZone), time_zone),
                     password_hash = COALESCE(\(changes.passwordHash), password_hash),
                     aggregates_opt_out = COALESCE(\(changes.aggregatesOptOut), aggregates_opt_out),
+                    maximum_heart_rate = CASE WHEN \(changes.maximumHeartRate != nil) THEN \(changes.maximumHeartRate.flatMap { $0 })::real
+                                              ELSE maximum_heart_rate END,
                     updated_at    = now()
                 WHERE id = \(id)
                 RETURNING \(unescaped: Self.columns)
@@ -111,6 +115,11 @@ package struct IndividualStore: Sendable {
             _ = try await connection.query(
                 """
                 DELETE FROM party_events WHERE individual_id = \(id) AND event_type IN ('data.created', 'data.imported')
+                """, logger: database.logger)
+            // Nothing keeps the person's id: out of every released answer's population (GIN index).
+            _ = try await connection.query(
+                """
+                UPDATE aggregate_populations SET members = array_remove(members, \(id)::int8) WHERE members @> ARRAY[\(id)]::int8[]
                 """, logger: database.logger)
             let rows = try await connection.query("DELETE FROM individuals WHERE id = \(id) RETURNING id", logger: database.logger).collect()
             return !rows.isEmpty

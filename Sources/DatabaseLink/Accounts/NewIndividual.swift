@@ -31,6 +31,8 @@ package struct IndividualChanges: Sendable {
     package var timeZone: String?
     package var passwordHash: String?
     package var aggregatesOptOut: Bool?
+    /// `.some(nil)` clears the measured maximum heart rate; nil leaves it.
+    package var maximumHeartRate: Double??
 
     package init() {}
 }

@@ -107,8 +107,7 @@ package struct AggregateQueryStore: Sendable {
             if !population.isEmpty {
                 _ = try await connection.query(
                     """
-                    INSERT INTO aggregate_population (individual_id, query_id)
-                    SELECT i.id, \(query.id) FROM unnest(\(population)::int8[]) AS person JOIN individuals i ON i.id = person
+                    INSERT INTO aggregate_populations (query_id, members) VALUES (\(query.id), \(population)::int8[])
                     """, logger: database.logger)
             }
             try await Self.announceAnswer(query.id, on: connection, logger: database.logger)

@@ -155,7 +155,7 @@ package struct HealthDataReader: Sendable {
     }
 
     /// The UTC hour a time is in: where the hour block that may hold it starts (migration 0032).
-    static func floorHour(_ milliseconds: Int64) -> Int64 {
+    package static func floorHour(_ milliseconds: Int64) -> Int64 {
         milliseconds - ((milliseconds % 3_600_000) + 3_600_000) % 3_600_000
     }
 }

@@ -184,6 +184,7 @@ struct Components {
     let offers: OfferService
     let shareLinks: ShareLinkService
     let privacyRecord: PrivacyRecordService
+    let insights: InsightService
     /// Per-address limits of the pages people without an account open (share links).
     let visitorLimiter: RateLimiter
     let directory: OrganisationDirectory
@@ -250,6 +251,7 @@ struct Components {
         offers = OfferService(database: database)
         shareLinks = ShareLinkService(database: database, hasher: hasher)
         privacyRecord = PrivacyRecordService(database: database)
+        insights = InsightService(database: database)
         directory = OrganisationDirectory(database: database)
         runEvents = RunEventService(database: database)
         livePositions = LivePositions(database: database)
@@ -342,6 +344,7 @@ func buildRouter(
     PrivacyRecordController(record: components.privacyRecord, accounts: components.individuals).addRoutes(to: authenticatedUsers)
     ImportController(imports: components.imports).addRoutes(to: authenticatedUsers)
     WorkoutController(workouts: components.workouts).addRoutes(to: authenticatedUsers)
+    InsightController(insights: components.insights).addRoutes(to: authenticatedUsers)
     UserExportController(
         accounts: components.individuals, sos: components.sosSettings, sources: { ExportSource(database: await components.exportDatabase()) }
     )

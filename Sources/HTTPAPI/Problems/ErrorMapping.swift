@@ -110,6 +110,11 @@ enum ErrorMapping {
                     .conflict, slug: "too-many-rules", title: "Too many rules",
                     detail: "You have \(maximum) watch rules, the most there may be; delete one first.")
             }
+        case let error as InsightError:
+            switch error {
+            case .workoutNotFound: return .notFound("workout")
+            case .window(let days): return .invalidField("from", "the window may cover at most \(days) days")
+            }
         case let error as ShareLinkError:
             switch error {
             case .notFound: return .notFound("share link")

@@ -86,12 +86,15 @@ struct IndividualProfilePatch: Decodable {
     /// Present only to be refused: the fiscal code is how third parties name a person.
     var fiscalCode: String?
     var aggregatesOptOut: Bool?
+    /// Absent: leave it; null: clear it; a number: set it.
+    var maximumHeartRate: Double??
 
     private enum CodingKeys: String, CodingKey {
-        case email, fullName, birthDate, sex, homeArea, timeZone, password, currentPassword, fiscalCode, aggregatesOptOut
+        case email, fullName, birthDate, sex, homeArea, timeZone, password, currentPassword, fiscalCode, aggregatesOptOut, maximumHeartRate
     }
 
-    /// Absent means "leave as it is"; an explicit null would mean "remove", which no field allows.
+    /// Absent means "leave as it is"; an explicit null would mean "remove", which only
+    /// `maximumHeartRate` allows.
     init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
         func text(_ key: CodingKeys) throws -> String? {
@@ -108,6 +111,9 @@ struct IndividualProfilePatch: Decodable {
         currentPassword = try text(.currentPassword)
         fiscalCode = try text(.fiscalCode)
         aggregatesOptOut = try container.decodeIfPresent(Bool.self, forKey: .aggregatesOptOut)
+        if container.contains(.maximumHeartRate) {
+            maximumHeartRate = .some(try container.decodeNil(forKey: .maximumHeartRate) ? nil : container.decode(Double.self, forKey: .maximumHeartRate))
+        }
     }
 
     func validated() throws(Problem) -> IndividualProfileChange {
@@ -120,6 +126,13 @@ struct IndividualProfilePatch: Decodable {
         change.homeArea = fields.optional("homeArea", homeArea, AreaCode.init(parsing:))
         change.timeZone = fields.optional("timeZone", timeZone, TimeZoneName.init(parsing:))
         change.aggregatesOptOut = aggregatesOptOut
+        if let maximumHeartRate {
+            if let bpm = maximumHeartRate, !(100...250).contains(bpm) {
+                fields.fail("maximumHeartRate", "must be between 100 and 250 beats per minute, or null to use 220 − age")
+            } else {
+                change.maximumHeartRate = .some(maximumHeartRate)
+            }
+        }
         change.newPassword = fields.optional("password", password, Password.init(parsing:))
         if fiscalCode != nil { fields.fail("fiscalCode", "cannot be changed") }
         if password != nil, currentPassword == nil { fields.fail("currentPassword", "is required to change the password") }
@@ -141,6 +154,7 @@ struct IndividualProfileBody: ResponseEncodable {
     let homeArea: String
     let timeZone: String
     let aggregatesOptOut: Bool
+    @Nullable var maximumHeartRate: Double?
     let createdAt: Date
     let updatedAt: Date
 
@@ -154,6 +168,7 @@ struct IndividualProfileBody: ResponseEncodable {
         homeArea = record.homeArea
         timeZone = record.timeZone
         aggregatesOptOut = record.aggregatesOptOut
+        maximumHeartRate = record.maximumHeartRate
         createdAt = record.createdAt
         updatedAt = record.updatedAt
     }

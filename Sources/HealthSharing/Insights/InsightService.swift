@@ -1,0 +1,236 @@
+import Data4HelpCore
+import DatabaseLink
+import Foundation
+
+/// Why an insight cannot be given.
+package enum InsightError: Error, Equatable {
+    case workoutNotFound
+    /// The window is empty or longer than `maximumDays`.
+    case window(maximumDays: Int)
+}
+
+/// A workout with its analysis and how it compares with the person's earlier workouts of the
+/// same activity.
+package struct WorkoutInsight: Sendable {
+    package let workout: Workout
+    package let analysis: WorkoutAnalysis
+    /// The earlier ones (latest first, at most `InsightService.comparedWorkouts`), each with its figures.
+    package let earlier: [(workout: Workout, analysis: WorkoutAnalysis)]
+}
+
+/// One day's resting heart rate (nil when its night had no complete 5-minute window).
+package struct DailyRestingHeartRate: Sendable, Equatable {
+    package let day: String
+    package let bpm: Double?
+    package let windowStartMs: Int64?
+}
+
+/// A trend of the resting heart rate over the last `days` days of the window: the mean and the
+/// least-squares slope, in bpm per week.
+package struct RestingTrend: Sendable, Equatable {
+    package let days: Int
+    package let daysWithValue: Int
+    package let mean: Double?
+    package let slopePerWeek: Double?
+}
+
+/// Training load of one week (Monday, in the person's time zone): seconds in each heart-rate
+/// zone over its workouts.
+package struct WeeklyLoad: Sendable, Equatable {
+    package let week: String
+    package let workouts: Int
+    package let zoneSeconds: [Double]
+}
+
+package struct Insights: Sendable {
+    package let timeZone: String
+    package let maximum: MaximumHeartRate
+    package let restingHeartRate: [DailyRestingHeartRate]
+    package let trends: [RestingTrend]
+    package let weeklyLoad: [WeeklyLoad]
+}
+
+/// HealthSharing's Data Elaboration for one person (goals G3 and G5 of the design): each
+/// workout's analysis — computed once and kept, recomputed when its inputs change — and, over a
+/// window, the resting heart rate per day, its trends, and the weekly training load.
+package struct InsightService: Sendable {
+    package static let comparedWorkouts = 10
+    package static let maximumWindowDays = 400
+
+    let workouts: WorkoutStore
+    let analyses: WorkoutAnalysisStore
+    let individuals: IndividualStore
+    let ownData: OwnDataReader
+
+    package init(database: Database) {
+        workouts = WorkoutStore(database: database)
+        analyses = WorkoutAnalysisStore(database: database)
+        individuals = IndividualStore(database: database)
+        ownData = OwnDataReader(database: database)
+    }
+
+    /// The person's maximum heart rate on a date, and their time zone's calendar.
+    func person(_ individual: IndividualID) async throws -> (record: IndividualRecord, calendar: Calendar) {
+        guard let record = try await individuals.find(id: individual.rowId) else { throw InsightError.workoutNotFound }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: record.timeZone) ?? .gmt
+        return (record, calendar)
+    }
+
+    func maximum(_ record: IndividualRecord, on date: Date, calendar: Calendar) -> MaximumHeartRate {
+        let parts = record.birthDate.split(separator: "-").compactMap { Int($0) }
+        let birth = parts.count == 3 ? DateComponents(year: parts[0], month: parts[1], day: parts[2]) : nil
+        return MaximumHeartRate.of(measured: record.maximumHeartRate, birthDate: birth, on: date, calendar: calendar)
+    }
+
+    /// A workout's analysis and its comparison with the earlier ones of the same activity.
+    package func workout(_ id: UUID, of individual: IndividualID) async throws -> WorkoutInsight {
+        guard let workout = try await workouts.find(id, individualId: individual.rowId) else { throw InsightError.workoutNotFound }
+        let (record, calendar) = try await person(individual)
+        let analysis = try await analysed([workout], of: individual, record: record, calendar: calendar)[0]
+        var earlier: [Workout] = []
+        var before: Int64? = workout.sequence
+        while earlier.count < Self.comparedWorkouts {
+            let page = try await workouts.list(individualId: individual.rowId, to: workout.start, limit: 50, beforeId: before)
+            earlier += page.filter { $0.activity == workout.activity && $0.sequence != workout.sequence && $0.start < workout.start }
+            guard page.count == 50, let last = page.last else { break }
+            before = last.sequence
+        }
+        earlier = Array(earlier.prefix(Self.comparedWorkouts))
+        let earlierAnalyses = try await analysed(earlier, of: individual, record: record, calendar: calendar)
+        return WorkoutInsight(workout: workout, analysis: analysis, earlier: Array(zip(earlier, earlierAnalyses)))
+    }
+
+    /// The analyses of `list`: kept ones whose inputs are unchanged as they are, the others
+    /// computed from the readings and kept.
+    func analysed(_ list: [Workout], of individual: IndividualID, record: IndividualRecord, calendar: Calendar) async throws -> [WorkoutAnalysis] {
+        let stored = try await analyses.stored(workoutIds: list.map(\.sequence))
+        var results: [WorkoutAnalysis] = []
+        for workout in list {
+            let maximum = maximum(record, on: workout.start, calendar: calendar)
+            let (startMs, endMs) = (workout.start.epochMilliseconds, workout.end.epochMilliseconds)
+            let readings = try await analyses.fingerprint(
+                individualId: individual.rowId, type: SampleType.heartRate.storageCode, startMs: startMs, endMs: endMs)
+            let fingerprint = "v\(WorkoutAnalysis.version)|max \(maximum.bpm)|hr \(readings)"
+            if let kept = stored[workout.sequence], kept.fingerprint == fingerprint,
+                let analysis = try? JSONDecoder().decode(WorkoutAnalysis.self, from: Data(kept.json.utf8))
+            {
+                results.append(analysis)
+                continue
+            }
+            let end = workout.end.addingTimeInterval(0.001)
+            let heart = try await ownData.samples(
+                of: individual, types: [.heartRate], from: workout.start, to: end, order: .ascending, limit: WorkoutService.maximumPoints,
+                after: nil)
+            let fixes = try await ownData.locations(
+                of: individual, from: workout.start, to: end, order: .ascending, limit: WorkoutService.maximumPoints, after: nil)
+            let analysis = WorkoutAnalysis.of(
+                workout, heartRate: heart.items.map { HeartRatePoint(timeMs: $0.start.epochMilliseconds, bpm: $0.value) },
+                route: fixes.items.map { (timeMs: $0.time.epochMilliseconds, latitude: $0.latitude, longitude: $0.longitude, altitude: $0.altitude) },
+                maximum: maximum)
+            let json = String(decoding: try JSONEncoder().encode(analysis), as: UTF8.self)
+            try await analyses.save(workoutId: workout.sequence, individualId: individual.rowId, fingerprint: fingerprint, json: json)
+            results.append(analysis)
+        }
+        return results
+    }
+
+    /// Resting heart rate per local day of `[from, to)`, its 30- and 90-day trends ending at
+    /// `to`, and the weekly load of the workouts that started in the window.
+    package func insights(of individual: IndividualID, from: Date, to: Date) async throws -> Insights {
+        guard from < to, to.timeIntervalSince(from) <= Double(Self.maximumWindowDays) * 86_400 else {
+            throw InsightError.window(maximumDays: Self.maximumWindowDays)
+        }
+        let (record, calendar) = try await person(individual)
+        var days: [Date] = []
+        var day = calendar.startOfDay(for: from)
+        while day < to {
+            days.append(day)
+            day = calendar.date(byAdding: .day, value: 1, to: day)!
+        }
+        // Sleep around every night, then each night's readings.
+        let sleep = try await sleepIntervals(of: individual, from: days.first!.addingTimeInterval(-6 * 3_600), to: to.addingTimeInterval(12 * 3_600))
+        var resting: [DailyRestingHeartRate] = []
+        for day in days {
+            let night = RestingHeartRate.night(of: day, calendar: calendar, sleep: sleep)
+            var points: [HeartRatePoint] = []
+            for interval in night {
+                points += try await heartRate(
+                    of: individual, from: Date(timeIntervalSince1970: Double(interval.startMs) / 1000),
+                    to: Date(timeIntervalSince1970: Double(interval.endMs) / 1000))
+            }
+            let found = RestingHeartRate.ofNight(night, points: points)
+            resting.append(DailyRestingHeartRate(day: Self.dayText(day, calendar), bpm: found.map { ($0.bpm * 10).rounded() / 10 }, windowStartMs: found?.startMs))
+        }
+        let trends = [30, 90].map { Self.trend(Array(resting.suffix($0)), days: $0) }
+        // Weekly load: the workouts that started in the window, by the Monday of their week.
+        var all: [Workout] = []
+        var before: Int64?
+        while true {
+            let page = try await workouts.list(individualId: individual.rowId, from: from, to: to, limit: 200, beforeId: before)
+            all += page
+            guard page.count == 200, let last = page.last else { break }
+            before = last.sequence
+        }
+        let analysed = try await analysed(all, of: individual, record: record, calendar: calendar)
+        var weeks: [String: (count: Int, seconds: [Double])] = [:]
+        var isoCalendar = Calendar(identifier: .iso8601)
+        isoCalendar.timeZone = calendar.timeZone
+        for (workout, analysis) in zip(all, analysed) {
+            let monday = isoCalendar.dateInterval(of: .weekOfYear, for: workout.start)?.start ?? workout.start
+            let key = Self.dayText(monday, calendar)
+            var week = weeks[key] ?? (0, [0, 0, 0, 0, 0])
+            week.count += 1
+            for zone in 0..<5 { week.seconds[zone] += analysis.zones.seconds[zone] }
+            weeks[key] = week
+        }
+        return Insights(
+            timeZone: record.timeZone, maximum: maximum(record, on: to, calendar: calendar), restingHeartRate: resting, trends: trends,
+            weeklyLoad: weeks.keys.sorted().map { WeeklyLoad(week: $0, workouts: weeks[$0]!.count, zoneSeconds: weeks[$0]!.seconds) })
+    }
+
+    /// The heart-rate readings of `[from, to)`, every page of them.
+    func heartRate(of individual: IndividualID, from: Date, to: Date) async throws -> [HeartRatePoint] {
+        var points: [HeartRatePoint] = []
+        var after: SamplePosition?
+        repeat {
+            let page = try await ownData.samples(of: individual, types: [.heartRate], from: from, to: to, order: .ascending, limit: 20_000, after: after)
+            points += page.items.map { HeartRatePoint(timeMs: $0.start.epochMilliseconds, bpm: $0.value) }
+            after = page.next
+        } while after != nil
+        return points
+    }
+
+    /// The person's sleep (every stage but "in bed" and "awake") in `[from, to)`, as intervals.
+    func sleepIntervals(of individual: IndividualID, from: Date, to: Date) async throws -> [(startMs: Int64, endMs: Int64)] {
+        var intervals: [(startMs: Int64, endMs: Int64)] = []
+        var after: SamplePosition?
+        repeat {
+            let page = try await ownData.samples(of: individual, types: [.sleep], from: from, to: to, order: .ascending, limit: 5_000, after: after)
+            for sample in page.items {
+                guard let stage = sample.sleepStage, stage != .awake, stage != .inBed, let end = sample.end else { continue }
+                intervals.append((sample.start.epochMilliseconds, end.epochMilliseconds))
+            }
+            after = page.next
+        } while after != nil
+        return intervals
+    }
+
+    static func dayText(_ date: Date, _ calendar: Calendar) -> String {
+        let parts = calendar.dateComponents([.year, .month, .day], from: date)
+        return String(format: "%04d-%02d-%02d", parts.year ?? 0, parts.month ?? 0, parts.day ?? 0)
+    }
+
+    /// Mean and least-squares slope (per week) of the days with a value, by day index.
+    static func trend(_ days: [DailyRestingHeartRate], days count: Int) -> RestingTrend {
+        let values = days.enumerated().compactMap { index, day in day.bpm.map { (x: Double(index), y: $0) } }
+        guard !values.isEmpty else { return RestingTrend(days: count, daysWithValue: 0, mean: nil, slopePerWeek: nil) }
+        let n = Double(values.count)
+        let meanX = values.map(\.x).reduce(0, +) / n, meanY = values.map(\.y).reduce(0, +) / n
+        let sxx = values.map { ($0.x - meanX) * ($0.x - meanX) }.reduce(0, +)
+        let sxy = values.map { ($0.x - meanX) * ($0.y - meanY) }.reduce(0, +)
+        return RestingTrend(
+            days: count, daysWithValue: values.count, mean: (meanY * 10).rounded() / 10,
+            slopePerWeek: sxx > 0 ? (sxy / sxx * 7 * 100).rounded() / 100 : nil)
+    }
+}
