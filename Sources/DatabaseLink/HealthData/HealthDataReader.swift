@@ -115,6 +115,30 @@ package struct HealthDataReader: Sendable {
         }
     }
 
+    /// Every reading of one type whose time falls in one of `windows` (`[start, end)` in
+    /// milliseconds, sorted and not overlapping), in time order, in one statement: a year of
+    /// nights at once. Every source's readings (no listing position, no source names). Index: the
+    /// primary key, one probe per window from the hour block that may hold its start.
+    package func readings(individualId: Int64, type: Int16, windows: [(startMs: Int64, endMs: Int64)]) async throws -> [(timeMs: Int64, value: Float)] {
+        guard !windows.isEmpty else { return [] }
+        let starts = windows.map { Self.clamped($0.startMs) }, ends = windows.map { Self.clamped($0.endMs) }
+        let hours = starts.map(Self.floorHour)
+        let rows = try await database.query(
+            """
+            SELECT r.t, r.val FROM unnest(\(starts)::int8[], \(ends)::int8[], \(hours)::int8[]) AS w(s, e, h)
+            CROSS JOIN LATERAL (
+                SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS t, u.val
+                FROM sample_blocks b CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals) AS u(offset_ms, val)
+                WHERE b.individual_id = \(individualId) AND b.sample_type = \(type)
+                  AND b.block_start >= 'epoch'::timestamptz + w.h * interval '1 millisecond'
+                  AND b.block_start < 'epoch'::timestamptz + w.e * interval '1 millisecond'
+            ) r
+            WHERE r.t >= w.s AND r.t < w.e
+            ORDER BY r.t
+            """)
+        return try rows.map { try $0.decode((Int64, Float).self) }.map { (timeMs: $0.0, value: $0.1) }
+    }
+
     /// Up to `limit` location fixes with time in `[fromMs, toMs)` after (or, descending, before)
     /// a position (index: the primary key, individual_id, recorded_at, dedupe_key).
     package func locations(

@@ -10,18 +10,19 @@ package struct WorkoutAnalysisStore: Sendable {
         self.database = database
     }
 
-    /// What the readings of one type in `[startMs, endMs]` add up to — count, keys, values — as
-    /// text: any reading added, removed or changed there changes it. Read from the blocks, nothing
-    /// sent back but three numbers (index: the blocks' primary key, as the listing's).
+    /// Which versions of the blocks of one type that may hold `[startMs, endMs]` are stored now:
+    /// a digest of each block's start and row version (`xmin`), which changes whenever a reading
+    /// in it is added, changed or removed. Nothing is unnested (a reading added to the same block
+    /// outside the window also changes it: a recomputation too many, never one too few). Index:
+    /// the blocks' primary key.
     package func fingerprint(individualId: Int64, type: Int16, startMs: Int64, endMs: Int64) async throws -> String {
         let rows = try await database.query(
             """
-            SELECT count(*)::text || ':' || coalesce(sum(u.key), 0)::text || ':' || coalesce(sum(u.val::float8), 0)::text
-            FROM sample_blocks b CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.keys) AS u(offset_ms, val, key)
+            SELECT coalesce(md5(string_agg(b.block_start::text || '/' || b.xmin::text, ',' ORDER BY b.block_start)), 'none')
+            FROM sample_blocks b
             WHERE b.individual_id = \(individualId) AND b.sample_type = \(type)
               AND b.block_start >= 'epoch'::timestamptz + \(HealthDataReader.floorHour(startMs)) * interval '1 millisecond'
               AND b.block_start <= 'epoch'::timestamptz + \(endMs) * interval '1 millisecond'
-              AND (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms BETWEEN \(startMs) AND \(endMs)
             """)
         return try rows[0].decode(String.self)
     }

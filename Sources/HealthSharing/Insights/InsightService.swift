@@ -61,8 +61,10 @@ package struct InsightService: Sendable {
     let analyses: WorkoutAnalysisStore
     let individuals: IndividualStore
     let ownData: OwnDataReader
+    let reader: HealthDataReader
 
     package init(database: Database) {
+        reader = HealthDataReader(database: database)
         workouts = WorkoutStore(database: database)
         analyses = WorkoutAnalysisStore(database: database)
         individuals = IndividualStore(database: database)
@@ -119,13 +121,12 @@ package struct InsightService: Sendable {
                 continue
             }
             let end = workout.end.addingTimeInterval(0.001)
-            let heart = try await ownData.samples(
-                of: individual, types: [.heartRate], from: workout.start, to: end, order: .ascending, limit: WorkoutService.maximumPoints,
-                after: nil)
+            let heart = try await reader.readings(
+                individualId: individual.rowId, type: SampleType.heartRate.storageCode, windows: [(startMs, endMs + 1)])
             let fixes = try await ownData.locations(
                 of: individual, from: workout.start, to: end, order: .ascending, limit: WorkoutService.maximumPoints, after: nil)
             let analysis = WorkoutAnalysis.of(
-                workout, heartRate: heart.items.map { HeartRatePoint(timeMs: $0.start.epochMilliseconds, bpm: $0.value) },
+                workout, heartRate: heart.map { HeartRatePoint(timeMs: $0.timeMs, bpm: Double($0.value.description) ?? Double($0.value)) },
                 route: fixes.items.map { (timeMs: $0.time.epochMilliseconds, latitude: $0.latitude, longitude: $0.longitude, altitude: $0.altitude) },
                 maximum: maximum)
             let json = String(decoding: try JSONEncoder().encode(analysis), as: UTF8.self)
@@ -150,17 +151,23 @@ package struct InsightService: Sendable {
         }
         // Sleep around every night, then each night's readings.
         let sleep = try await sleepIntervals(of: individual, from: days.first!.addingTimeInterval(-6 * 3_600), to: to.addingTimeInterval(12 * 3_600))
-        var resting: [DailyRestingHeartRate] = []
-        for day in days {
-            let night = RestingHeartRate.night(of: day, calendar: calendar, sleep: sleep)
-            var points: [HeartRatePoint] = []
-            for interval in night {
-                points += try await heartRate(
-                    of: individual, from: Date(timeIntervalSince1970: Double(interval.startMs) / 1000),
-                    to: Date(timeIntervalSince1970: Double(interval.endMs) / 1000))
+        // Every night's intervals, then all their readings in one read, then each night's windows.
+        let nights = days.map { RestingHeartRate.night(of: $0, calendar: calendar, sleep: sleep) }
+        var windows: [(startMs: Int64, endMs: Int64)] = []
+        for interval in nights.flatMap({ $0 }).sorted(by: { $0.startMs < $1.startMs }) {
+            if let last = windows.last, interval.startMs <= last.endMs {
+                windows[windows.count - 1].endMs = max(last.endMs, interval.endMs)
+            } else {
+                windows.append(interval)
             }
+        }
+        let points = try await reader.readings(individualId: individual.rowId, type: SampleType.heartRate.storageCode, windows: windows)
+            .map { HeartRatePoint(timeMs: $0.timeMs, bpm: Double($0.value.description) ?? Double($0.value)) }
+        var resting: [DailyRestingHeartRate] = []
+        for (day, night) in zip(days, nights) {
             let found = RestingHeartRate.ofNight(night, points: points)
-            resting.append(DailyRestingHeartRate(day: Self.dayText(day, calendar), bpm: found.map { ($0.bpm * 10).rounded() / 10 }, windowStartMs: found?.startMs))
+            resting.append(
+                DailyRestingHeartRate(day: Self.dayText(day, calendar), bpm: found.map { ($0.bpm * 10).rounded() / 10 }, windowStartMs: found?.startMs))
         }
         let trends = [30, 90].map { Self.trend(Array(resting.suffix($0)), days: $0) }
         // Weekly load: the workouts that started in the window, by the Monday of their week.
@@ -187,18 +194,6 @@ package struct InsightService: Sendable {
         return Insights(
             timeZone: record.timeZone, maximum: maximum(record, on: to, calendar: calendar), restingHeartRate: resting, trends: trends,
             weeklyLoad: weeks.keys.sorted().map { WeeklyLoad(week: $0, workouts: weeks[$0]!.count, zoneSeconds: weeks[$0]!.seconds) })
-    }
-
-    /// The heart-rate readings of `[from, to)`, every page of them.
-    func heartRate(of individual: IndividualID, from: Date, to: Date) async throws -> [HeartRatePoint] {
-        var points: [HeartRatePoint] = []
-        var after: SamplePosition?
-        repeat {
-            let page = try await ownData.samples(of: individual, types: [.heartRate], from: from, to: to, order: .ascending, limit: 20_000, after: after)
-            points += page.items.map { HeartRatePoint(timeMs: $0.start.epochMilliseconds, bpm: $0.value) }
-            after = page.next
-        } while after != nil
-        return points
     }
 
     /// The person's sleep (every stage but "in bed" and "awake") in `[from, to)`, as intervals.

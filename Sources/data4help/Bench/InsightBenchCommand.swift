@@ -30,7 +30,7 @@ struct InsightBenchCommand: AsyncParsableCommand {
                 let phase = (second - 600) % 540
                 bpm = phase < 180 ? 130 + Double(phase) / 180 * 45 : 175 - Double(phase - 180) / 360 * 45
             }
-            return HeartRatePoint(timeMs: startMs + Int64(second) * 1_000, bpm: (bpm + Double(second % 7) * 0.3).rounded())
+            return HeartRatePoint(timeMs: startMs + Int64(second) * 1_000, bpm: bpm.rounded())
         }
     }
 
