@@ -10,7 +10,8 @@ import Testing
 struct InsightAPITests {
     static func readings(from start: Date, bpm: [Double], everySeconds: Double = 1) -> [any Sendable] {
         bpm.enumerated().map { index, value in
-            ["type": "heartRate", "value": value, "start": WireFormatTime.string(start.addingTimeInterval(Double(index) * everySeconds))] as JSONObject
+            ["type": "heartRate", "value": value, "start": WireFormatTime.string(start.addingTimeInterval(Double(index) * everySeconds))]
+                as JSONObject
         }
     }
 
@@ -41,7 +42,8 @@ struct InsightAPITests {
             let zones = try #require(first.json["zones"] as? [String: Any])
             let seconds = (zones["seconds"] as? [Double] ?? []).reduce(0, +) + (zones["unmeasuredSeconds"] as? Double ?? 0)
             #expect(seconds == 120 && first.json["readings"] as? Int == 120)
-            let computedAt = "SELECT extract(epoch FROM computed_at)::int8 * 1000000 + extract(microseconds FROM computed_at)::int8 % 1000000 FROM workout_analyses WHERE workout_id = \(workout)"
+            let computedAt =
+                "SELECT extract(epoch FROM computed_at)::int8 * 1000000 + extract(microseconds FROM computed_at)::int8 % 1000000 FROM workout_analyses WHERE workout_id = \(workout)"
             let kept = try await OfferTests.sql(database, computedAt)
             // Read again with nothing new: the kept analysis, not recomputed.
             #expect(try await api.send(.get, "/api/users/workouts/\(id)/analysis", token: person).json["readings"] as? Int == 120)
@@ -52,11 +54,21 @@ struct InsightAPITests {
             #expect(try await api.send(.get, "/api/users/workouts/\(id)/analysis", token: person).json["readings"] as? Int == 121)
             #expect(try await OfferTests.sql(database, computedAt) != kept)
             // A measured maximum: recomputed against it.
-            #expect(try await api.send(.patch, "/api/users/me", token: person, json: ["maximumHeartRate": 200]).json["maximumHeartRate"] as? Double == 200)
+            #expect(
+                try await api.send(.patch, "/api/users/me", token: person, json: ["maximumHeartRate": 200]).json["maximumHeartRate"] as? Double == 200
+            )
             let measured = try await api.send(.get, "/api/users/workouts/\(id)/analysis", token: person)
             #expect(measured.json["maximumHeartRate"] as? Double == 200 && measured.json["maximumHeartRateSource"] as? String == "measured")
             #expect(try await api.send(.patch, "/api/users/me", token: person, json: ["maximumHeartRate": 300]).problemFields == ["maximumHeartRate"])
-            #expect(try await api.send(.patch, "/api/users/me", token: person, json: ["maximumHeartRate": NSNull()]).json["maximumHeartRate"] is NSNull)
+            #expect(
+                try await api.send(.patch, "/api/users/me", token: person, json: ["maximumHeartRate": NSNull()]).json["maximumHeartRate"] is NSNull)
+
+            // The workout's page: the zones, the profile over the curve, the comparison.
+            var me = try await IndividualPortalTests.signIn(api, account)
+            let page = PortalBrowser.html(try await me.send(.get, "/me/workouts/\(id)"))
+            #expect(page.contains(#"id="zone-table""#) && page.contains(#"class="profile-line""#) && page.contains("100 → 140"))
+            let insightsPage = try await me.send(.get, "/me/insights")
+            #expect(insightsPage.status == .ok && PortalBrowser.html(insightsPage).contains(#"id="trends""#))
 
             // Nobody else's.
             let (stranger, _) = try await api.individualSession()
@@ -75,7 +87,8 @@ struct InsightAPITests {
             // Night two: a reading every 20 minutes — nothing holds five minutes.
             let two = Array(repeating: 50.0, count: 18)
             _ = try await api.send(.post, "/api/users/data", token: person, json: ["items": Self.readings(from: day(0), bpm: one, everySeconds: 60)])
-            _ = try await api.send(.post, "/api/users/data", token: person, json: ["items": Self.readings(from: day(1), bpm: two, everySeconds: 1_200)])
+            _ = try await api.send(
+                .post, "/api/users/data", token: person, json: ["items": Self.readings(from: day(1), bpm: two, everySeconds: 1_200)])
             // A minute's workout at 150 bpm (83 % of 180: zone 4) on the second day, 10:00.
             _ = try await api.send(
                 .post, "/api/users/data", token: person, json: ["items": Self.readings(from: day(1.5), bpm: Array(repeating: 150, count: 60))])

@@ -60,7 +60,8 @@ struct PrivacyRecordTests {
             #expect(stored == 0)
             let seeded = try await OfferTests.sql(
                 database,
-                "SELECT sum(cardinality(a.members))::int8 FROM aggregate_populations a JOIN aggregate_queries q ON q.id = a.query_id WHERE q.public_id = '\(counted.id)'")
+                "SELECT sum(cardinality(a.members))::int8 FROM aggregate_populations a JOIN aggregate_queries q ON q.id = a.query_id WHERE q.public_id = '\(counted.id)'"
+            )
             #expect(seeded > 100)
 
             // Someone else's record does not show mine.

@@ -28,7 +28,7 @@ struct SharingBrowserTests {
                     ticks: [("types", "heartRate")])
                 let url = try await PortalBrowserTests.text(session, at: "/me/shares", of: "#share-url") { $0.contains("/s/d4hs_") }
                 shared.withLock { $0 = url }
-                try await PortalBrowserTests.checkPhoneWidthAndLabels(session, pages: ["/me/shares", "/me/offers", "/me/privacy"])
+                try await PortalBrowserTests.checkPhoneWidthAndLabels(session, pages: ["/me/shares", "/me/offers", "/me/privacy", "/me/insights"])
             }
             let url = shared.withLock { $0 }
             let start = try #require(url.range(of: "/s/")).lowerBound

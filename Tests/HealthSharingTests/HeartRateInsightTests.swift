@@ -93,7 +93,9 @@ struct HeartRateInsightTests {
     // MARK: Resting heart rate
 
     /// Readings every `everyMs` over six hours at `bpm`, with `changes` (minute → bpm) applied.
-    static func night(bpm: Double, everyMs: Int64 = 60_000, hours: Int64 = 6, changes: [Int64: Double] = [:], skipping: ClosedRange<Int64>? = nil)
+    static func night(
+        bpm: Double, everyMs: Int64 = 60_000, hours: Int64 = 6, changes: [Int64: Double] = [:], skipping: ClosedRange<Int64>? = nil
+    )
         -> [HeartRatePoint]
     {
         stride(from: Int64(0), to: hours * 3_600_000, by: Int(everyMs)).compactMap { time in

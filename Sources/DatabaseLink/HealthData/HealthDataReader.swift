@@ -119,7 +119,8 @@ package struct HealthDataReader: Sendable {
     /// milliseconds, sorted and not overlapping), in time order, in one statement: a year of
     /// nights at once. Every source's readings (no listing position, no source names). Index: the
     /// primary key, one probe per window from the hour block that may hold its start.
-    package func readings(individualId: Int64, type: Int16, windows: [(startMs: Int64, endMs: Int64)]) async throws -> [(timeMs: Int64, value: Float)] {
+    package func readings(individualId: Int64, type: Int16, windows: [(startMs: Int64, endMs: Int64)]) async throws -> [(timeMs: Int64, value: Float)]
+    {
         guard !windows.isEmpty else { return [] }
         let starts = windows.map { Self.clamped($0.startMs) }, ends = windows.map { Self.clamped($0.endMs) }
         let hours = starts.map(Self.floorHour)

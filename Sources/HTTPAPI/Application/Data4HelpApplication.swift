@@ -317,7 +317,7 @@ func buildRouter(
         sosSettings: components.sosSettings, sosIncidents: components.sosIncidents, imports: components.imports, workouts: components.workouts,
         watchRules: components.watchRules, care: components.care, runs: components.runEvents, offers: components.offers,
         directory: components.directory, shareLinks: components.shareLinks, privacyRecord: components.privacyRecord,
-        shareBaseURL: configuration.registrationSettings.publicBaseURL
+        shareBaseURL: configuration.registrationSettings.publicBaseURL, insights: components.insights
     ).addRoutes(to: router)
     let body = JSONBody(limit: configuration.maxBodyBytes)
 

@@ -29,6 +29,7 @@ struct IndividualPortal {
     let shareLinks: ShareLinkService
     let privacyRecord: PrivacyRecordService
     let shareBaseURL: String
+    let insights: InsightService
 
     func addRoutes(to router: some RouterMethods<AppRequestContext>) {
         let me = site.routes(on: router).signedIn
@@ -111,7 +112,7 @@ struct IndividualPortal {
         MeHealthPage(site: site, ownData: ownData).addRoutes(to: me)
         MeSOSPages(site: site, settings: sosSettings, incidents: sosIncidents).addRoutes(to: me)
         MeImportPages(site: site, imports: imports).addRoutes(to: me)
-        MeWorkoutPages(site: site, workouts: workouts).addRoutes(to: me)
+        MeWorkoutPages(site: site, workouts: workouts, insights: insights).addRoutes(to: me)
         MeRulePages(site: site, rules: watchRules).addRoutes(to: me)
         MeCarePages(site: site, care: care, rules: watchRules).addRoutes(to: me)
         MeRunPages(site: site, runs: runs).addRoutes(to: me)

@@ -99,7 +99,8 @@ struct PortalSite {
                 ("/offers", "Offers"), ("/profile", "Public profile"),
             ]
             : [
-                ("", "Requests"), ("/access-log", "Access log"), ("/health", "My data"), ("/workouts", "Workouts"), ("/imports", "Import"),
+                ("", "Requests"), ("/access-log", "Access log"), ("/health", "My data"), ("/workouts", "Workouts"),
+                ("/insights", "Heart and training"), ("/imports", "Import"),
                 ("/rules", "Watch rules"), ("/alerts", "Alerts"), ("/carers", "Carers"), ("/caring", "Caring"), ("/sos", "AutomatedSOS"),
                 ("/runs", "Run events"), ("/offers", "Offer data"), ("/shares", "Share links"), ("/privacy", "Privacy record"),
             ]

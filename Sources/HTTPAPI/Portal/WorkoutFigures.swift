@@ -29,8 +29,9 @@ enum WorkoutFigures {
             """
     }
 
-    /// Heart rate (bpm) over seconds from the start, with its lowest and highest values marked.
-    static func heartRateSVG(_ samples: [(seconds: Double, bpm: Double)]) -> String {
+    /// Heart rate (bpm) over seconds from the start, with its lowest and highest values marked,
+    /// and the dynamic profiles (seconds from the start) drawn over it.
+    static func heartRateSVG(_ samples: [(seconds: Double, bpm: Double)], profiles: [(from: Double, to: Double)] = []) -> String {
         guard samples.count >= 2 else { return "" }
         let chartHeight = 240.0, left = 48.0, bottom = 28.0
         let lowest = samples.map(\.bpm).min() ?? 0, highest = samples.map(\.bpm).max() ?? 0
@@ -40,6 +41,11 @@ enum WorkoutFigures {
         let y = { (bpm: Double) in margin + (high - bpm) / max(high - low, 1) * (chartHeight - margin - bottom) }
         let line = samples.map { "\(short(x($0.seconds))),\(short(y($0.bpm)))" }.joined(separator: " ")
         let minutes = whole(duration / 60)
+        let overlays = profiles.map { profile -> String in
+            let points = samples.filter { $0.seconds >= profile.from && $0.seconds <= profile.to }
+            return
+                "<polyline class=\"profile-line\" points=\"\(points.map { "\(short(x($0.seconds))),\(short(y($0.bpm)))" }.joined(separator: " "))\" fill=\"none\" stroke=\"#8250df\" stroke-width=\"5\" stroke-opacity=\"0.7\"><title>Dynamic profile</title></polyline>"
+        }.joined()
         return """
             <svg class="chart heart-rate" viewBox="0 0 640 240" role="img" \
             aria-label="Heart rate from \(whole(lowest)) to \(whole(highest)) bpm over \(minutes) minutes">\
@@ -49,7 +55,27 @@ enum WorkoutFigures {
             <text class="tick" x="4" y="\(short(y(lowest)) + 4)">\(whole(lowest))</text>\
             <text class="tick" x="\(left)" y="\(chartHeight - 8)">0 min</text>\
             <text class="tick" x="\(width - margin - 48)" y="\(chartHeight - 8)">\(minutes) min</text>\
-            <polyline class="heart-rate-line" points="\(line)" fill="none" stroke="#cf222e" stroke-width="2"/></svg>
+            <polyline class="heart-rate-line" points="\(line)" fill="none" stroke="#cf222e" stroke-width="2"/>\(overlays)</svg>
+            """
+    }
+
+    static let zoneColours = ["#8c959f", "#0969da", "#1a7f37", "#bf8700", "#cf222e"]
+
+    /// Time in the five zones as one bar, each zone's share of the measured time.
+    static func zonesSVG(_ seconds: [Double]) -> String {
+        let total = seconds.reduce(0, +)
+        guard total > 0 else { return "" }
+        var x = 0.0
+        var parts = ""
+        for (index, value) in seconds.enumerated() where value > 0 {
+            let share = value / total * width
+            parts +=
+                "<rect class=\"zone zone-\(index + 1)\" x=\"\(short(x))\" y=\"0\" width=\"\(short(share))\" height=\"32\" fill=\"\(zoneColours[index])\">"
+                + "<title>Zone \(index + 1): \(whole(value / 60)) min</title></rect>"
+            x += share
+        }
+        return """
+            <svg class="chart zones" viewBox="0 0 640 32" role="img" aria-label="Time in heart-rate zones">\(parts)</svg>
             """
     }
 

@@ -11,7 +11,8 @@ struct InsightController {
 
     func addRoutes(to group: some RouterMethods<IndividualRequestContext>) {
         group.get("workouts/{workoutId}/analysis") { _, context in
-            WorkoutInsightBody(try await insights.workout(try context.parameters.id("workoutId", missing: InsightError.workoutNotFound), of: context.individual))
+            WorkoutInsightBody(
+                try await insights.workout(try context.parameters.id("workoutId", missing: InsightError.workoutNotFound), of: context.individual))
         }
         group.get("insights") { request, context in
             var fields = FieldValidator()

@@ -112,7 +112,8 @@ struct IndividualProfilePatch: Decodable {
         fiscalCode = try text(.fiscalCode)
         aggregatesOptOut = try container.decodeIfPresent(Bool.self, forKey: .aggregatesOptOut)
         if container.contains(.maximumHeartRate) {
-            maximumHeartRate = .some(try container.decodeNil(forKey: .maximumHeartRate) ? nil : container.decode(Double.self, forKey: .maximumHeartRate))
+            maximumHeartRate = .some(
+                try container.decodeNil(forKey: .maximumHeartRate) ? nil : container.decode(Double.self, forKey: .maximumHeartRate))
         }
     }
 

@@ -167,7 +167,8 @@ package struct InsightService: Sendable {
         for (day, night) in zip(days, nights) {
             let found = RestingHeartRate.ofNight(night, points: points)
             resting.append(
-                DailyRestingHeartRate(day: Self.dayText(day, calendar), bpm: found.map { ($0.bpm * 10).rounded() / 10 }, windowStartMs: found?.startMs))
+                DailyRestingHeartRate(
+                    day: Self.dayText(day, calendar), bpm: found.map { ($0.bpm * 10).rounded() / 10 }, windowStartMs: found?.startMs))
         }
         let trends = [30, 90].map { Self.trend(Array(resting.suffix($0)), days: $0) }
         // Weekly load: the workouts that started in the window, by the Monday of their week.

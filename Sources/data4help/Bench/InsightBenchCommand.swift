@@ -44,7 +44,8 @@ struct InsightBenchCommand: AsyncParsableCommand {
             energyKilocalories: nil, averageHeartRate: nil, maximumHeartRate: nil, source: nil, importId: nil)
         var profiles = 0
         let analysis = try Self.timed(runs) {
-            profiles = WorkoutAnalysis.of(workout, heartRate: points, route: [], maximum: MaximumHeartRate(bpm: 190, source: .measured)).profiles.count
+            profiles =
+                WorkoutAnalysis.of(workout, heartRate: points, route: [], maximum: MaximumHeartRate(bpm: 190, source: .measured)).profiles.count
         }
         Self.report("analysis of a 104-min workout at 1 Hz, computation (\(profiles) profiles)", analysis)
         for (label, everyMs) in [("every 5 min", Int64(300_000)), ("every second", Int64(1_000))] {
