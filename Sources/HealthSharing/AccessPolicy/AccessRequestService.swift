@@ -98,15 +98,8 @@ package struct AccessRequestService: Sendable {
                 dataTo: wanted.dataTo ?? current.dataTo,
                 accessUntil: wanted.accessUntil ?? current.accessUntil
             )
-            if let extra = grant.kinds.first(where: { !current.kinds.contains($0) }) {
-                throw AccessRequestError.widens(field: "types", reason: "\(extra.wireName) is not granted: a change only narrows the types")
-            }
-            if let bound = current.dataFrom, grant.dataFrom.map({ $0 < bound }) ?? true {
-                throw AccessRequestError.widens(field: "dataFrom", reason: "must not be earlier than the granted dataFrom")
-            }
-            if let bound = current.dataTo, grant.dataTo.map({ $0 > bound }) ?? true {
-                throw AccessRequestError.widens(field: "dataTo", reason: "must not be later than the granted dataTo")
-            }
+            // Types and window only narrow; the end may move later, confirmed, up to what was asked.
+            try grant.check(within: current, as: .granted, end: false)
             if let end = current.accessUntil, let until = grant.accessUntil, until > end, !change.confirmExtension {
                 throw AccessRequestError.invalid(
                     field: "accessUntil", reason: "is later than the grant's end: extending it needs confirmExtension true")

@@ -68,20 +68,29 @@ package struct AccessScope: Sendable, Equatable {
         AccessScopeRecord(types: kinds.map(\.wireName), dataFrom: dataFrom, dataTo: dataTo, until: accessUntil)
     }
 
-    /// Whether this scope stays within `asked`: no other kinds, no wider window, no later end.
-    /// Throws naming the first field that would widen it.
-    package func check(within asked: AccessScope) throws(AccessRequestError) {
-        if let extra = kinds.first(where: { !asked.kinds.contains($0) }) {
-            throw .widens(field: "types", reason: "\(extra.wireName) was not asked for")
+    /// What a scope is checked against: what was asked (a decision; any change's outer bound) or
+    /// what is granted now (a change, which only narrows).
+    package enum Bound: Sendable {
+        case asked, granted
+    }
+
+    /// Whether this scope stays within `bound`: no other kinds, no wider window and — unless
+    /// `end` is false — no later end. Throws naming the first field that would widen it.
+    package func check(within bound: AccessScope, as kind: Bound = .asked, end: Bool = true) throws(AccessRequestError) {
+        let word = kind == .asked ? "requested" : "granted"
+        if let extra = kinds.first(where: { !bound.kinds.contains($0) }) {
+            throw .widens(
+                field: "types",
+                reason: kind == .asked ? "\(extra.wireName) was not asked for" : "\(extra.wireName) is not granted: a change only narrows the types")
         }
-        if let limit = asked.dataFrom, dataFrom.map({ $0 < limit }) ?? true {
-            throw .widens(field: "dataFrom", reason: "must not be earlier than the requested dataFrom")
+        if let limit = bound.dataFrom, dataFrom.map({ $0 < limit }) ?? true {
+            throw .widens(field: "dataFrom", reason: "must not be earlier than the \(word) dataFrom")
         }
-        if let limit = asked.dataTo, dataTo.map({ $0 > limit }) ?? true {
-            throw .widens(field: "dataTo", reason: "must not be later than the requested dataTo")
+        if let limit = bound.dataTo, dataTo.map({ $0 > limit }) ?? true {
+            throw .widens(field: "dataTo", reason: "must not be later than the \(word) dataTo")
         }
-        if let limit = asked.accessUntil, accessUntil.map({ $0 > limit }) ?? true {
-            throw .widens(field: "accessUntil", reason: "must not be later than the requested accessUntil")
+        if end, let limit = bound.accessUntil, accessUntil.map({ $0 > limit }) ?? true {
+            throw .widens(field: "accessUntil", reason: "must not be later than the \(word) accessUntil")
         }
     }
 }
