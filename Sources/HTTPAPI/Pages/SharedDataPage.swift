@@ -62,7 +62,7 @@ struct SharedDataPage {
                 AggregateChart.Bar(label: bucket.start.formatted(short), value: total ? (bucket.sum ?? 0) : bucket.mean)
             }
             let title =
-                "\(summary.type.spokenName.prefix(1).uppercased())\(summary.type.spokenName.dropFirst()) (\(total ? "daily total" : "daily mean"))"
+                "\(summary.type.spokenTitle) (\(total ? "daily total" : "daily mean"))"
             return [
                 "title": title, "unit": body.unit, "empty": summary.buckets.isEmpty, "total": total,
                 "svg": summary.buckets.isEmpty ? "" : AggregateChart.svg(bars, title: title, unit: body.unit),

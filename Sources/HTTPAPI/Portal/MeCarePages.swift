@@ -65,7 +65,7 @@ struct MeCarePages {
             ["id": link.publicId.wireString, "person": link.personName, "types": Self.spoken(link.typeCodes), "alerts": link.rulePublicIds.count]
         }
         all["hasInvitations"] = !invitations.isEmpty
-        all["types"] = SampleType.allCases.map { ["name": $0.rawValue, "spoken": Self.capitalised($0.spokenName)] }
+        all["types"] = SampleType.allCases.map { ["name": $0.rawValue, "spoken": $0.spokenTitle] }
         all["rules"] = mine.map { ["id": $0.publicId.wireString, "name": $0.settings.name] }
         all["hasRules"] = !mine.isEmpty
         return try await site.page("me-carers", title: "Carers", context, values: all, status: status)
@@ -80,7 +80,7 @@ struct MeCarePages {
                 "latest": person.latest.compactMap { reading -> [String: Any]? in
                     guard let type = SampleType(storageCode: reading.typeCode) else { return nil }
                     return [
-                        "type": Self.capitalised(type.spokenName), "value": (Double(reading.value.description) ?? Double(reading.value)).formatted(),
+                        "type": type.spokenTitle, "value": (Double(reading.value.description) ?? Double(reading.value)).formatted(),
                         "unit": Self.unit(type), "at": PortalPages.shown(Date(timeIntervalSince1970: Double(reading.timeMs) / 1000)),
                     ]
                 },
@@ -97,10 +97,6 @@ struct MeCarePages {
 
     private static func spoken(_ codes: [Int16]) -> String {
         codes.compactMap { SampleType(storageCode: $0)?.spokenName }.joined(separator: ", ")
-    }
-
-    private static func capitalised(_ text: String) -> String {
-        text.prefix(1).uppercased() + text.dropFirst()
     }
 
     private static func unit(_ type: SampleType) -> String {

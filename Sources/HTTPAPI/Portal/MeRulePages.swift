@@ -124,7 +124,7 @@ struct MeRulePages {
         }
         let quantities = SampleType.allCases.filter { if case .quantity = $0.definition { true } else { false } }
         all["types"] = choices(
-            "type", quantities.map { ($0.rawValue, $0.spokenName.prefix(1).uppercased() + $0.spokenName.dropFirst() + " (\(unit($0)))") },
+            "type", quantities.map { ($0.rawValue, $0.spokenTitle + " (\(unit($0)))") },
             default: SampleType.heartRate.rawValue)
         all["whens"] = choices("when", [("below", "below"), ("above", "above"), ("outside", "outside a range")], default: "below")
         all["overs"] = choices(

@@ -130,7 +130,7 @@ struct MeSharingPages {
         }
         all["hasLinks"] = !links.isEmpty
         all["types"] = SampleType.allCases.filter(\.hasDailyRollup).map {
-            ["name": $0.rawValue, "spoken": $0.spokenName.prefix(1).uppercased() + $0.spokenName.dropFirst()]
+            ["name": $0.rawValue, "spoken": $0.spokenTitle]
         }
         let day = Date.ISO8601FormatStyle(timeZone: .gmt).year().month().day()
         let now = Date()

@@ -42,4 +42,10 @@ extension SampleType {
             if character.isUppercase { words += " " + character.lowercased() } else { words.append(character) }
         }
     }
+
+    /// The name as a heading or a list item starts it ("Heart rate").
+    package var spokenTitle: String {
+        let name = spokenName
+        return name.prefix(1).uppercased() + name.dropFirst()
+    }
 }
