@@ -113,6 +113,38 @@ struct InsightAPITests {
             #expect(try await api.send(.get, "/api/users/insights?from=\(to)&to=\(from)", token: person).problemFields == ["to"])
             let long = WireFormatTime.string(day(-500))
             #expect(try await api.send(.get, "/api/users/insights?from=\(long)&to=\(to)", token: person).problemFields == ["from"])
+
+            // Kept: every night of the window, and each value as the day's restingHeartRate rollup
+            // (type 13); the workout as the day's workoutSummary rollup (type 14: 1 workout, 1 minute).
+            let email = account["email"] as? String ?? ""
+            let owner = "(SELECT id FROM individuals WHERE email = '\(email)')"
+            #expect(try await OfferTests.sql(database, "SELECT count(*) FROM resting_heart_rates WHERE individual_id = \(owner)") == 3)
+            let rolled = "SELECT coalesce(sum(value_sum), -1)::int8 FROM daily_rollups WHERE individual_id = \(owner) AND sample_type = 13"
+            #expect(try await OfferTests.sql(database, rolled) == 48)
+            #expect(
+                try await OfferTests.sql(
+                    database,
+                    "SELECT sample_count * 100 + value_sum::int8 FROM daily_rollups WHERE individual_id = \(owner) AND sample_type = 14 AND day = '2026-11-20'"
+                ) == 101)
+            let computed = "SELECT computed_at FROM resting_heart_rates WHERE individual_id = \(owner) AND day = '2026-11-19'"
+            let computedAt = { try await OfferTests.text(database, computed) }
+            let keptAt = try await computedAt()
+            // Late readings fill night two (a reading a minute from 02:00 to 02:10 at 45): that night is
+            // computed again, night one is kept as it was.
+            _ = try await api.send(
+                .post, "/api/users/data", token: person,
+                json: ["items": Self.readings(from: day(1).addingTimeInterval(7_200), bpm: Array(repeating: 45, count: 11), everySeconds: 60)])
+            let again = try await api.send(.get, "/api/users/insights?from=\(from)&to=\(to)", token: person)
+            let nights = try #require(again.json["restingHeartRate"] as? [[String: Any]])
+            #expect(nights[0]["bpm"] as? Double == 48 && nights[1]["bpm"] as? Double == 45 && nights[2]["bpm"] is NSNull)
+            #expect(try await computedAt() == keptAt)
+            #expect(try await OfferTests.sql(database, rolled) == 93)
+            // A new time zone moves every night: the kept ones are forgotten, the workouts counted again.
+            #expect(try await api.send(.patch, "/api/users/me", token: person, json: ["timeZone": "Asia/Tokyo"]).status == .ok)
+            #expect(try await OfferTests.sql(database, "SELECT count(*) FROM resting_heart_rates WHERE individual_id = \(owner)") == 0)
+            #expect(
+                try await OfferTests.sql(
+                    database, "SELECT count(*) FROM daily_rollups WHERE individual_id = \(owner) AND sample_type = 14 AND day = '2026-11-20'") == 1)
         }
     }
 }

@@ -25,6 +25,14 @@ struct OfferTests {
         }
     }
 
+    /// The first column of the first row as text ("" for none).
+    static func text(_ database: DatabaseURL, _ text: String) async throws -> String {
+        let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+        return try await direct.whileRunning {
+            try await direct.query(PostgresQuery(unsafeSQL: "SELECT (\(text))::text")).first?.decode(String?.self) ?? ""
+        }
+    }
+
     /// A party with a published profile; its login token and public id.
     static func listedParty(_ api: some APISending, listed: Bool = true) async throws -> (token: String, id: String, name: String) {
         let (token, account) = try await api.thirdPartySession()

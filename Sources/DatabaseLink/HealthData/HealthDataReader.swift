@@ -118,7 +118,10 @@ package struct HealthDataReader: Sendable {
     /// Every reading of one type whose time falls in one of `windows` (`[start, end)` in
     /// milliseconds, sorted and not overlapping), in time order, in one statement: a year of
     /// nights at once. Every source's readings (no listing position, no source names). Index: the
-    /// primary key, one probe per window from the hour block that may hold its start.
+    /// primary key, one probe per window from the hour block that may hold its start (`OFFSET 0`
+    /// keeps the subquery per window: flattened into a join, a fresh table's estimates made
+    /// PostgreSQL read every block of the person once and compare each with all 365 windows,
+    /// 9.6 million comparisons and 1.7 s for a year of nights).
     package func readings(individualId: Int64, type: Int16, windows: [(startMs: Int64, endMs: Int64)]) async throws -> [(timeMs: Int64, value: Float)]
     {
         guard !windows.isEmpty else { return [] }
@@ -133,6 +136,7 @@ package struct HealthDataReader: Sendable {
                 WHERE b.individual_id = \(individualId) AND b.sample_type = \(type)
                   AND b.block_start >= 'epoch'::timestamptz + w.h * interval '1 millisecond'
                   AND b.block_start < 'epoch'::timestamptz + w.e * interval '1 millisecond'
+                OFFSET 0
             ) r
             WHERE r.t >= w.s AND r.t < w.e
             ORDER BY r.t

@@ -10,21 +10,28 @@ package struct WorkoutAnalysisStore: Sendable {
         self.database = database
     }
 
-    /// Which versions of the blocks of one type that may hold `[startMs, endMs]` are stored now:
-    /// a digest of each block's start and row version (`xmin`), which changes whenever a reading
-    /// in it is added, changed or removed. Nothing is unnested (a reading added to the same block
-    /// outside the window also changes it: a recomputation too many, never one too few). Index:
-    /// the blocks' primary key.
-    package func fingerprint(individualId: Int64, type: Int16, startMs: Int64, endMs: Int64) async throws -> String {
+    /// For each window `[startMs, endMs]`, which versions of the blocks of one type that may hold
+    /// its readings are stored now: a digest of each block's start and row version (`xmin`), which
+    /// changes whenever a reading in it is added, changed or removed. Nothing is unnested (a
+    /// reading added to the same block outside the window also changes it: a recomputation too
+    /// many, never one too few). One statement for all windows; index: the blocks' primary key,
+    /// probed once per window (an aggregate in a lateral subquery is never flattened into a join).
+    package func fingerprints(individualId: Int64, type: Int16, windows: [(startMs: Int64, endMs: Int64)]) async throws -> [String] {
+        guard !windows.isEmpty else { return [] }
+        let hours = windows.map { HealthDataReader.floorHour($0.startMs) }, ends = windows.map(\.endMs)
         let rows = try await database.query(
             """
-            SELECT coalesce(md5(string_agg(b.block_start::text || '/' || b.xmin::text, ',' ORDER BY b.block_start)), 'none')
-            FROM sample_blocks b
-            WHERE b.individual_id = \(individualId) AND b.sample_type = \(type)
-              AND b.block_start >= 'epoch'::timestamptz + \(HealthDataReader.floorHour(startMs)) * interval '1 millisecond'
-              AND b.block_start <= 'epoch'::timestamptz + \(endMs) * interval '1 millisecond'
+            SELECT f.digest FROM unnest(\(hours)::int8[], \(ends)::int8[]) WITH ORDINALITY AS w(h, e, n)
+            CROSS JOIN LATERAL (
+                SELECT coalesce(md5(string_agg(b.block_start::text || '/' || b.xmin::text, ',' ORDER BY b.block_start)), 'none') AS digest
+                FROM sample_blocks b
+                WHERE b.individual_id = \(individualId) AND b.sample_type = \(type)
+                  AND b.block_start >= 'epoch'::timestamptz + w.h * interval '1 millisecond'
+                  AND b.block_start <= 'epoch'::timestamptz + w.e * interval '1 millisecond'
+            ) f
+            ORDER BY w.n
             """)
-        return try rows[0].decode(String.self)
+        return try rows.map { try $0.decode(String.self) }
     }
 
     /// The kept analyses of these workouts (internal ids): fingerprint and JSON.

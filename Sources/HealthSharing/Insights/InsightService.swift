@@ -62,8 +62,10 @@ package struct InsightService: Sendable {
     let individuals: IndividualStore
     let ownData: OwnDataReader
     let reader: HealthDataReader
+    let rests: RestingHeartRateStore
 
     package init(database: Database) {
+        rests = RestingHeartRateStore(database: database)
         reader = HealthDataReader(database: database)
         workouts = WorkoutStore(database: database)
         analyses = WorkoutAnalysisStore(database: database)
@@ -107,12 +109,13 @@ package struct InsightService: Sendable {
     /// computed from the readings and kept.
     func analysed(_ list: [Workout], of individual: IndividualID, record: IndividualRecord, calendar: Calendar) async throws -> [WorkoutAnalysis] {
         let stored = try await analyses.stored(workoutIds: list.map(\.sequence))
+        let versions = try await analyses.fingerprints(
+            individualId: individual.rowId, type: SampleType.heartRate.storageCode,
+            windows: list.map { ($0.start.epochMilliseconds, $0.end.epochMilliseconds) })
         var results: [WorkoutAnalysis] = []
-        for workout in list {
+        for (workout, readings) in zip(list, versions) {
             let maximum = maximum(record, on: workout.start, calendar: calendar)
             let (startMs, endMs) = (workout.start.epochMilliseconds, workout.end.epochMilliseconds)
-            let readings = try await analyses.fingerprint(
-                individualId: individual.rowId, type: SampleType.heartRate.storageCode, startMs: startMs, endMs: endMs)
             let fingerprint = "v\(WorkoutAnalysis.version)|max \(maximum.bpm)|hr \(readings)"
             if let kept = stored[workout.sequence], kept.fingerprint == fingerprint,
                 let analysis = try? JSONDecoder().decode(WorkoutAnalysis.self, from: Data(kept.json.utf8))
@@ -139,37 +142,8 @@ package struct InsightService: Sendable {
     /// Resting heart rate per local day of `[from, to)`, its 30- and 90-day trends ending at
     /// `to`, and the weekly load of the workouts that started in the window.
     package func insights(of individual: IndividualID, from: Date, to: Date) async throws -> Insights {
-        guard from < to, to.timeIntervalSince(from) <= Double(Self.maximumWindowDays) * 86_400 else {
-            throw InsightError.window(maximumDays: Self.maximumWindowDays)
-        }
         let (record, calendar) = try await person(individual)
-        var days: [Date] = []
-        var day = calendar.startOfDay(for: from)
-        while day < to {
-            days.append(day)
-            day = calendar.date(byAdding: .day, value: 1, to: day)!
-        }
-        // Sleep around every night, then each night's readings.
-        let sleep = try await sleepIntervals(of: individual, from: days.first!.addingTimeInterval(-6 * 3_600), to: to.addingTimeInterval(12 * 3_600))
-        // Every night's intervals, then all their readings in one read, then each night's windows.
-        let nights = days.map { RestingHeartRate.night(of: $0, calendar: calendar, sleep: sleep) }
-        var windows: [(startMs: Int64, endMs: Int64)] = []
-        for interval in nights.flatMap({ $0 }).sorted(by: { $0.startMs < $1.startMs }) {
-            if let last = windows.last, interval.startMs <= last.endMs {
-                windows[windows.count - 1].endMs = max(last.endMs, interval.endMs)
-            } else {
-                windows.append(interval)
-            }
-        }
-        let points = try await reader.readings(individualId: individual.rowId, type: SampleType.heartRate.storageCode, windows: windows)
-            .map { HeartRatePoint(timeMs: $0.timeMs, bpm: Double($0.value.description) ?? Double($0.value)) }
-        var resting: [DailyRestingHeartRate] = []
-        for (day, night) in zip(days, nights) {
-            let found = RestingHeartRate.ofNight(night, points: points)
-            resting.append(
-                DailyRestingHeartRate(
-                    day: Self.dayText(day, calendar), bpm: found.map { ($0.bpm * 10).rounded() / 10 }, windowStartMs: found?.startMs))
-        }
+        let resting = try await restingHeartRates(of: individual, from: from, to: to, record: record, calendar: calendar)
         let trends = [30, 90].map { Self.trend(Array(resting.suffix($0)), days: $0) }
         // Weekly load: the workouts that started in the window, by the Monday of their week.
         var all: [Workout] = []
@@ -195,6 +169,80 @@ package struct InsightService: Sendable {
         return Insights(
             timeZone: record.timeZone, maximum: maximum(record, on: to, calendar: calendar), restingHeartRate: resting, trends: trends,
             weeklyLoad: weeks.keys.sorted().map { WeeklyLoad(week: $0, workouts: weeks[$0]!.count, zoneSeconds: weeks[$0]!.seconds) })
+    }
+
+    /// Resting heart rate per local day of `[from, to)` (at most `maximumWindowDays`): each night
+    /// as kept when what it was computed from is unchanged, the others computed — their readings
+    /// in one read — and kept. A night's inputs: its intervals (from the sleep around it) and the
+    /// row versions of the heart-rate rollups of the days they cover (an upload that adds a
+    /// reading to a day rewrites that day's rollup).
+    package func restingHeartRates(of individual: IndividualID, from: Date, to: Date) async throws -> [DailyRestingHeartRate] {
+        let (record, calendar) = try await person(individual)
+        return try await restingHeartRates(of: individual, from: from, to: to, record: record, calendar: calendar)
+    }
+
+    func restingHeartRates(
+        of individual: IndividualID, from: Date, to: Date, record: IndividualRecord, calendar: Calendar
+    ) async throws -> [DailyRestingHeartRate] {
+        guard from < to, to.timeIntervalSince(from) <= Double(Self.maximumWindowDays) * 86_400 else {
+            throw InsightError.window(maximumDays: Self.maximumWindowDays)
+        }
+        var days: [Date] = []
+        var day = calendar.startOfDay(for: from)
+        while day < to {
+            days.append(day)
+            day = calendar.date(byAdding: .day, value: 1, to: day)!
+        }
+        let texts = days.map { Self.dayText($0, calendar) }
+        let sleep = try await sleepIntervals(of: individual, from: days[0].addingTimeInterval(-6 * 3_600), to: to.addingTimeInterval(12 * 3_600))
+        let nights = days.map { RestingHeartRate.night(of: $0, calendar: calendar, sleep: sleep) }
+        // The local days each night's intervals touch, by their text.
+        let touched = nights.map { intervals -> [String] in
+            guard let first = intervals.first, let last = intervals.last else { return [] }
+            var days: [String] = []
+            var day = calendar.startOfDay(for: Date(timeIntervalSince1970: Double(first.startMs) / 1000))
+            while day.epochMilliseconds < last.endMs {
+                days.append(Self.dayText(day, calendar))
+                day = calendar.date(byAdding: .day, value: 1, to: day)!
+            }
+            return days
+        }
+        let allTouched = touched.flatMap { $0 }.sorted()
+        let versions = try await rests.heartRateDayVersions(
+            individualId: individual.rowId, first: allTouched.first ?? texts[0], last: allTouched.last ?? texts[texts.count - 1])
+        let kept = try await rests.kept(individualId: individual.rowId, first: texts[0], last: texts[texts.count - 1])
+        var fingerprints: [String] = []
+        for (intervals, days) in zip(nights, touched) {
+            let spans = intervals.map { "\($0.startMs)-\($0.endMs)" }.joined(separator: ",")
+            let readings = days.map { versions[$0] ?? "-" }.joined(separator: "/")
+            fingerprints.append("v\(RestingHeartRate.version)|\(record.timeZone)|\(spans)|\(readings)")
+        }
+        let stale = texts.indices.filter { kept[texts[$0]]?.fingerprint != fingerprints[$0] }
+        var computed: [String: RestingHeartRateStore.Night] = [:]
+        if !stale.isEmpty {
+            // Every stale night's intervals, merged, then all their readings in one read.
+            var windows: [(startMs: Int64, endMs: Int64)] = []
+            for interval in stale.flatMap({ nights[$0] }).sorted(by: { $0.startMs < $1.startMs }) {
+                if let last = windows.last, interval.startMs <= last.endMs {
+                    windows[windows.count - 1].endMs = max(last.endMs, interval.endMs)
+                } else {
+                    windows.append(interval)
+                }
+            }
+            let points = try await reader.readings(individualId: individual.rowId, type: SampleType.heartRate.storageCode, windows: windows)
+                .map { HeartRatePoint(timeMs: $0.timeMs, bpm: Double($0.value.description) ?? Double($0.value)) }
+            for index in stale {
+                let found = RestingHeartRate.ofNight(nights[index], points: points)
+                computed[texts[index]] = RestingHeartRateStore.Night(
+                    day: texts[index], fingerprint: fingerprints[index], bpm: found.map { ($0.bpm * 10).rounded() / 10 },
+                    windowStartMs: found?.startMs)
+            }
+            try await rests.save(individualId: individual.rowId, Array(computed.values))
+        }
+        return texts.map { text in
+            let night = computed[text] ?? kept[text]
+            return DailyRestingHeartRate(day: text, bpm: night?.bpm, windowStartMs: night?.windowStartMs)
+        }
     }
 
     /// The person's sleep (every stage but "in bed" and "awake") in `[from, to)`, as intervals.

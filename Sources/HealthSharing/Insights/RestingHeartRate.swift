@@ -14,6 +14,8 @@ import Foundation
 /// interval that began between 18:00 the day before and 12:00 on D (so a late sleeper's night
 /// counts whole). A night with no complete window has no resting heart rate.
 package enum RestingHeartRate {
+    /// Changes whenever the rule changes, so that every kept night is computed again.
+    package static let version = 1
     package static let windowMs: Int64 = 300_000
     package static let maximumHoldMs: Int64 = 600_000
 
