@@ -22,6 +22,9 @@ CREATE TABLE resting_heart_rates (
     CONSTRAINT resting_heart_rates_value_check CHECK ((bpm IS NULL) = (window_start IS NULL) AND coalesce(bpm, 50) BETWEEN 20 AND 250)
 );
 
+-- The sweep's look for new workouts without an analysis.
+CREATE INDEX workouts_created_idx ON workouts (created_at);
+
 -- Each night's value as the daily rollup of type 13 (one reading a day: count 1).
 CREATE FUNCTION data4help_resting_heart_rate_rolled() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN

@@ -15,7 +15,7 @@ struct AggregateTests {
         groupBy: AggregateDimension? = nil
     ) throws -> AggregateSpec {
         try AggregateSpec(
-            type: .heartRate, statistic: statistic, areas: areas.map { try AreaCode(parsing: $0) }, ageBands: [], sex: nil,
+            type: .sample(.heartRate), statistic: statistic, areas: areas.map { try AreaCode(parsing: $0) }, ageBands: [], sex: nil,
             from: CalendarDay(parsing: "2026-10-01"), to: CalendarDay(parsing: to), groupBy: groupBy, epsilon: Epsilon(hundredths: epsilon)
         )
     }
@@ -261,7 +261,7 @@ struct AggregateTests {
             ("2026-10-02", "2026-10-30"),
         ] {
             let spec = try AggregateSpec(
-                type: .heartRate, statistic: .mean, areas: [], ageBands: [], sex: nil,
+                type: .sample(.heartRate), statistic: .mean, areas: [], ageBands: [], sex: nil,
                 from: CalendarDay(parsing: from), to: CalendarDay(parsing: to), groupBy: nil, epsilon: Epsilon(hundredths: 10)
             )
             let plan = spec.readPlan()

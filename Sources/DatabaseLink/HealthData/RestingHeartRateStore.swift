@@ -43,6 +43,23 @@ package struct RestingHeartRateStore: Sendable {
         return versions
     }
 
+    /// People whose heart rate of a recent day (`days` back from today, UTC) has changed since
+    /// that day's night was kept, or whose night was never kept: a night's fingerprint ends with
+    /// the row versions of its days' rollups, as `/v1/v2/`. Index: `daily_rollups_type_day_idx`,
+    /// then the nights' primary key.
+    package func staleIndividuals(days: Int, limit: Int) async throws -> [Int64] {
+        let rows = try await database.query(
+            """
+            SELECT DISTINCT r.individual_id FROM daily_rollups r
+            WHERE r.sample_type = \(Int16(1)) AND r.day >= current_date - \(Int32(days))
+              AND NOT EXISTS (
+                SELECT 1 FROM resting_heart_rates n
+                WHERE n.individual_id = r.individual_id AND n.day = r.day AND strpos(n.fingerprint, '/' || r.xmin::text || '/') > 0)
+            LIMIT \(limit)
+            """)
+        return try rows.map { try $0.decode(Int64.self) }
+    }
+
     /// The kept nights in `[first, last]`.
     package func kept(individualId: Int64, first: String, last: String) async throws -> [String: Night] {
         let rows = try await database.query(

@@ -34,6 +34,19 @@ package struct WorkoutAnalysisStore: Sendable {
         return try rows.map { try $0.decode(String.self) }
     }
 
+    /// Workouts stored in the last `days` days that have no kept analysis yet (internal ids, with
+    /// their owner). Index: `workouts_created_idx`.
+    package func unanalysed(days: Int, limit: Int) async throws -> [(individualId: Int64, workoutId: Int64)] {
+        let rows = try await database.query(
+            """
+            SELECT w.individual_id, w.id FROM workouts w
+            WHERE w.created_at > now() - \(days) * interval '1 day'
+              AND NOT EXISTS (SELECT 1 FROM workout_analyses a WHERE a.workout_id = w.id)
+            ORDER BY w.individual_id LIMIT \(limit)
+            """)
+        return try rows.map { try $0.decode((Int64, Int64).self) }.map { (individualId: $0.0, workoutId: $0.1) }
+    }
+
     /// The kept analyses of these workouts (internal ids): fingerprint and JSON.
     package func stored(workoutIds: [Int64]) async throws -> [Int64: (fingerprint: String, json: String)] {
         guard !workoutIds.isEmpty else { return [:] }

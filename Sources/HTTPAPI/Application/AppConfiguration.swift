@@ -94,6 +94,9 @@ package struct AppConfiguration: Sendable {
     package var privacyBudget = PrivacyBudget()
     /// `AGGREGATE_SUBSCRIPTION_SWEEP_SECONDS`: how often due aggregate subscriptions are looked for.
     package var aggregateSubscriptionSweep = Duration.seconds(60)
+    /// `INSIGHT_SWEEP_SECONDS`: how often recent nights' resting heart rate and new workouts'
+    /// analyses are computed for everyone (what aggregates over them read).
+    package var insightSweep = Duration.seconds(300)
 
     /// `SOS_DISPATCH_URL`: where AutomatedSOS POSTs emergency calls (the dispatch centre; for a
     /// demo, `data4help ems-sim`). Unset: incidents are detected and listed, but this instance
@@ -245,6 +248,8 @@ package struct AppConfiguration: Sendable {
             try Self.integer(
                 reader, "aggregate.subscription.sweep.seconds", env: "AGGREGATE_SUBSCRIPTION_SWEEP_SECONDS", default: 60, range: 1...86_400
             ))
+        insightSweep = .seconds(
+            try Self.integer(reader, "insight.sweep.seconds", env: "INSIGHT_SWEEP_SECONDS", default: 300, range: 1...86_400))
         privacyBudget.defaultEpsilon = min(privacyBudget.defaultEpsilon, privacyBudget.perQuery)
         if let value = reader.string(forKey: "sos.dispatch.url"), !value.isEmpty {
             guard let url = URL(string: value), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {

@@ -83,6 +83,7 @@ package func buildApplication(
             subscriptions: components.aggregateSubscriptions, interval: configuration.aggregateSubscriptionSweep,
             schemaReady: components.schemaReady, logger: logger
         ),
+        InsightSweeper(database: database, interval: configuration.insightSweep, schemaReady: components.schemaReady, logger: logger),
     ]
     services.append(
         MailDispatcher(

@@ -50,8 +50,9 @@ struct PortalAggregatePages {
         let bands = values["bands"] as? Set<String> ?? []
         var all = values
         all["budget"] = Self.shown(budget)
-        all["types"] = SampleType.allCases.filter { if case .quantity = $0.definition { true } else { false } }
-            .map { ["name": $0.rawValue, "selected": chosen["type"] == $0.rawValue] }
+        all["types"] = AggregateSubject.all.filter { AggregateDomain($0) != nil }.map {
+            ["name": $0.rawValue, "selected": chosen["type"] == $0.rawValue]
+        }
         all["statistics"] = ["count", "mean", "sum", "histogram", "quantiles"].map { ["name": $0, "selected": chosen["statistic"] == $0] }
         all["sexes"] = ["female", "male", "other"].map { ["name": $0, "selected": chosen["sex"] == $0] }
         all["dimensions"] = ["area", "ageBand", "sex", "day", "week"].map { ["name": $0, "selected": chosen["groupBy"] == $0] }
@@ -67,10 +68,9 @@ struct PortalAggregatePages {
         let after = try await aggregates.status(for: try context.signedInParty())
         let body = AggregateResultBody(result)
         let bars = AggregateChart.bars(statistic: body.spec.statistic, groups: body.groups)
-        let unit: String? =
-            if case .quantity(let unit, _, _) = SampleType(rawValue: body.spec.type)?.definition {
-                body.spec.statistic == "count" || body.spec.statistic == "histogram" ? "individuals" : unit
-            } else { nil }
+        let unit: String? = AggregateSubject(rawValue: body.spec.type)?.unit.map {
+            body.spec.statistic == "count" || body.spec.statistic == "histogram" ? "individuals" : $0
+        }
         var values: [String: Any] = [
             "result": PortalPages.values(of: body),
             "after": Self.shown(after),

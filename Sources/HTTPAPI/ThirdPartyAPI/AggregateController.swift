@@ -133,8 +133,8 @@ struct AggregateSpecForm: Decodable {
         var fields = FieldValidator()
         for key in unknownKeys { fields.fail(key, "is not part of the query grammar") }
         for key in nullKeys { fields.fail(key, "must not be null; leave it out instead") }
-        let type = fields.required("type", type) { (raw: String) throws(InvalidValue) -> SampleType in
-            guard let type = SampleType(rawValue: raw) else { throw InvalidValue("must be a data type such as heartRate") }
+        let type = fields.required("type", type) { (raw: String) throws(InvalidValue) -> AggregateSubject in
+            guard let type = AggregateSubject(rawValue: raw) else { throw InvalidValue("must be a data type such as heartRate") }
             return type
         }
         let statistic = fields.required("statistic", statistic) { (raw: String) throws(InvalidValue) -> AggregateStatistic in

@@ -85,11 +85,14 @@ struct WorkoutInsightBody: ResponseEncodable, Sendable {
     let comparison: [Figures]
 
     init(_ insight: WorkoutInsight) {
-        let analysis = insight.analysis
+        self.init(insight.workout, insight.analysis, earlier: insight.earlier)
+    }
+
+    init(_ workout: Workout, _ analysis: WorkoutAnalysis, earlier: [(workout: Workout, analysis: WorkoutAnalysis)]) {
         let time = { (ms: Int64) in WireFormat.timestamp(milliseconds: ms) }
         func rounded(_ value: Double?, _ places: Double = 10) -> Double? { value.map { ($0 * places).rounded() / places } }
-        workoutId = insight.workout.id.wireString
-        activity = insight.workout.activity
+        workoutId = workout.id.wireString
+        activity = workout.activity
         durationSeconds = analysis.durationSeconds
         distanceMetres = rounded(analysis.distanceMetres)
         paceSecondsPerKilometre = rounded(analysis.paceSecondsPerKilometre)
@@ -109,7 +112,7 @@ struct WorkoutInsightBody: ResponseEncodable, Sendable {
                 risePercent: (profile.risePercent * 10).rounded() / 10, slope: (profile.slope * 1000).rounded() / 1000,
                 recoveryBpm: profile.recoveryBpm, curve: profile.curve)
         }
-        comparison = [Figures(insight.workout, analysis)] + insight.earlier.map { Figures($0.workout, $0.analysis) }
+        comparison = [Figures(workout, analysis)] + earlier.map { Figures($0.workout, $0.analysis) }
     }
 }
 

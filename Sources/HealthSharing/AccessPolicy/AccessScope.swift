@@ -3,21 +3,29 @@ import Data4HelpCore
 import DatabaseLink
 import Foundation
 
-/// A kind of data a third party can ask for: a health data type, location fixes, or workouts
-/// (their totals; a workout's route and heart rate are the `location` and `heartRate` kinds).
+/// A kind of data a third party can ask for: a health data type, location fixes, workouts
+/// (their totals; a workout's route and heart rate are the `location` and `heartRate` kinds), or
+/// a value the server derives (issue 25): each night's resting heart rate, each workout's
+/// analysis. A derived kind discloses the result, never the readings it was computed from.
 package enum DataKind: Sendable, Hashable {
     case sample(SampleType)
     case location
     case workout
+    case restingHeartRate
+    case workoutSummary
 
     package static let locationName = "location"
     package static let workoutName = "workout"
+    package static let restingHeartRateName = "restingHeartRate"
+    package static let workoutSummaryName = "workoutSummary"
+
+    package static let named: [String: DataKind] = [
+        locationName: .location, workoutName: .workout, restingHeartRateName: .restingHeartRate, workoutSummaryName: .workoutSummary,
+    ]
 
     package init?(wireName: String) {
-        if wireName == Self.locationName {
-            self = .location
-        } else if wireName == Self.workoutName {
-            self = .workout
+        if let kind = Self.named[wireName] {
+            self = kind
         } else if let type = SampleType(rawValue: wireName) {
             self = .sample(type)
         } else {
@@ -30,10 +38,14 @@ package enum DataKind: Sendable, Hashable {
         case .sample(let type): type.rawValue
         case .location: Self.locationName
         case .workout: Self.workoutName
+        case .restingHeartRate: Self.restingHeartRateName
+        case .workoutSummary: Self.workoutSummaryName
         }
     }
 
-    package static var allWireNames: [String] { SampleType.allCases.map(\.rawValue) + [locationName, workoutName] }
+    package static var allWireNames: [String] {
+        SampleType.allCases.map(\.rawValue) + [locationName, workoutName, restingHeartRateName, workoutSummaryName]
+    }
 }
 
 /// What a request asks for, or what a grant allows: kinds of data, a window of the history

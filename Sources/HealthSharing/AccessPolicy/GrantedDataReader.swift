@@ -11,8 +11,10 @@ package struct GrantedDataReader: Sendable {
     let disclosures: DisclosureStore
     let ownData: OwnDataReader
     let workoutStore: WorkoutStore
+    let insights: InsightService
 
     package init(database: Database) {
+        self.insights = InsightService(database: database)
         self.requests = AccessRequestStore(database: database)
         self.workoutStore = WorkoutStore(database: database)
         self.disclosures = DisclosureStore(database: database)
@@ -79,6 +81,48 @@ package struct GrantedDataReader: Sendable {
             )
         }
         return rows
+    }
+
+    /// Each night's resting heart rate whose 5-minute window starts in the granted window ∩
+    /// `[from, to)` (at most `InsightService.maximumWindowDays`), nights without one left out, when
+    /// `restingHeartRate` is granted. Kept nights as kept, the others computed and kept.
+    package func restingHeartRates(for party: ThirdPartyID, request id: UUID, from: Date, to: Date) async throws -> [DailyRestingHeartRate] {
+        let (record, individualId, grant) = try await activeGrant(party, id)
+        guard grant.kinds.contains(.restingHeartRate) else { throw AccessRequestError.notCovered(kind: DataKind.restingHeartRateName) }
+        let window = Self.window(grant, from: from, to: to)
+        guard let lower = window.from, let upper = window.to, lower < upper else { return [] }
+        let (lowerMs, upperMs) = (lower.epochMilliseconds, upper.epochMilliseconds)
+        let nights = try await insights.restingHeartRates(of: IndividualID(rowId: individualId), from: lower, to: upper).filter {
+            guard let startMs = $0.windowStartMs else { return false }
+            return startMs >= lowerMs && startMs < upperMs
+        }
+        if !nights.isEmpty {
+            try await disclosures.record(
+                individualId: individualId, thirdPartyId: record.thirdPartyId, requestId: record.id, channel: "pull",
+                types: [DataKind.restingHeartRateName], itemCount: nights.count
+            )
+        }
+        return nights
+    }
+
+    /// Workouts that start in the granted window ∩ `[from, to)`, latest first, each with its
+    /// analysis (totals, zones, dynamic profiles), when `workoutSummary` is granted — not the
+    /// heart-rate readings or the route it was computed from. Up to `limit + 1`, as `workouts`.
+    package func workoutSummaries(
+        for party: ThirdPartyID, request id: UUID, from: Date?, to: Date?, limit: Int, before: Int64?
+    ) async throws -> [(workout: Workout, analysis: WorkoutAnalysis)] {
+        let (record, individualId, grant) = try await activeGrant(party, id)
+        guard grant.kinds.contains(.workoutSummary) else { throw AccessRequestError.notCovered(kind: DataKind.workoutSummaryName) }
+        let window = Self.window(grant, from: from, to: to)
+        let rows = try await workoutStore.list(individualId: individualId, from: window.from, to: window.to, limit: limit + 1, beforeId: before)
+        let analyses = try await insights.analyses(of: IndividualID(rowId: individualId), rows)
+        if !rows.isEmpty {
+            try await disclosures.record(
+                individualId: individualId, thirdPartyId: record.thirdPartyId, requestId: record.id, channel: "pull",
+                types: [DataKind.workoutSummaryName], itemCount: min(rows.count, limit)
+            )
+        }
+        return Array(zip(rows, analyses)).map { (workout: $0.0, analysis: $0.1) }
     }
 
     private func activeGrant(_ party: ThirdPartyID, _ id: UUID) async throws -> (AccessRequestRecord, Int64, AccessScope) {

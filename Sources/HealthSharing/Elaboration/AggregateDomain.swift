@@ -16,7 +16,19 @@ package struct AggregateDomain: Sendable, Equatable {
     /// Values are summed in units of 1/`resolution` (integers), so that the noise is exact.
     package let resolution: Double
 
-    package init?(_ type: SampleType) {
+    package init?(_ subject: AggregateSubject) {
+        let type: SampleType
+        switch subject {
+        case .sample(let sampleType): type = sampleType
+        // A night's resting heart rate: each individual's value is their mean over the window's nights.
+        case .restingHeartRate:
+            self.init(.mean, 30, 120, bin: 5, resolution: 100)
+            return
+        // A day's workout minutes: each individual's value is their mean daily total.
+        case .workoutSummary:
+            self.init(.total, 0, 300, bin: 15, resolution: 1)
+            return
+        }
         switch type {
         case .heartRate: self.init(.mean, 30, 220, bin: 10, resolution: 100)
         case .stepCount: self.init(.total, 0, 30_000, bin: 2_000, resolution: 1)
@@ -53,4 +65,54 @@ package struct AggregateDomain: Sendable, Equatable {
     var centredSensitivity: Int64 { Int64(((upper - lower) / 2 * resolution).rounded(.up)) }
     /// How much one individual can move a plain sum, in fixed-point units.
     var sumSensitivity: Int64 { Int64((max(abs(lower), abs(upper)) * resolution).rounded(.up)) }
+}
+
+/// What an aggregate is over: a type people upload, or a value the server derives per day
+/// (issue 25) and keeps as that day's rollup — each night's resting heart rate (code 13), each
+/// day's workouts and their minutes (code 14; migration 0041).
+package enum AggregateSubject: Sendable, Hashable {
+    case sample(SampleType)
+    case restingHeartRate
+    case workoutSummary
+
+    /// Every subject, aggregatable or not (`AggregateDomain` says).
+    package static var all: [AggregateSubject] { SampleType.allCases.map(Self.sample) + [.restingHeartRate, .workoutSummary] }
+
+    package init?(rawValue: String) {
+        switch rawValue {
+        case "restingHeartRate": self = .restingHeartRate
+        case "workoutSummary": self = .workoutSummary
+        default:
+            guard let type = SampleType(rawValue: rawValue) else { return nil }
+            self = .sample(type)
+        }
+    }
+
+    package var rawValue: String {
+        switch self {
+        case .sample(let type): type.rawValue
+        case .restingHeartRate: "restingHeartRate"
+        case .workoutSummary: "workoutSummary"
+        }
+    }
+
+    /// The rollups' `sample_type`.
+    package var storageCode: Int16 {
+        switch self {
+        case .sample(let type): type.storageCode
+        case .restingHeartRate: 13
+        case .workoutSummary: 14
+        }
+    }
+
+    /// The unit of an individual's value.
+    package var unit: String? {
+        switch self {
+        case .sample(let type):
+            if case .quantity(let unit, _, _) = type.definition { return unit }
+            return nil
+        case .restingHeartRate: return "bpm"
+        case .workoutSummary: return "min"
+        }
+    }
 }

@@ -126,7 +126,7 @@ package struct AggregateSpec: Sendable, Hashable {
     package static let maximumGroups = 50
     package static let maximumAreas = 50
 
-    package let type: SampleType
+    package let type: AggregateSubject
     package let statistic: AggregateStatistic
     package let areas: [String]
     package let ageBands: [AgeBand]
@@ -139,7 +139,7 @@ package struct AggregateSpec: Sendable, Hashable {
     /// Checks the combination (the fields are valid one by one already): a type with a public
     /// domain, a window of 1–365 days, at most 50 groups. Throws the field at fault.
     package init(
-        type: SampleType, statistic: AggregateStatistic, areas: [AreaCode], ageBands: [AgeBand], sex: Sex?,
+        type: AggregateSubject, statistic: AggregateStatistic, areas: [AreaCode], ageBands: [AgeBand], sex: Sex?,
         from: CalendarDay, to: CalendarDay, groupBy: AggregateDimension?, epsilon: Epsilon
     ) throws(AggregateError) {
         guard AggregateDomain(type) != nil else {

@@ -115,7 +115,7 @@ extension AggregateSpec {
             var from: String, to: String, groupBy: String?, epsilon: Double
         }
         let stored = try JSONDecoder().decode(Stored.self, from: Data(canonicalJSON.utf8))
-        guard let type = SampleType(rawValue: stored.type), let statistic = AggregateStatistic(rawValue: stored.statistic) else {
+        guard let type = AggregateSubject(rawValue: stored.type), let statistic = AggregateStatistic(rawValue: stored.statistic) else {
             throw AggregateError.invalid(field: "spec", reason: "is not a stored query")
         }
         try self.init(

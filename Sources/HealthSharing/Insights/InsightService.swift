@@ -105,6 +105,13 @@ package struct InsightService: Sendable {
         return WorkoutInsight(workout: workout, analysis: analysis, earlier: Array(zip(earlier, earlierAnalyses)))
     }
 
+    /// The analyses of these workouts of the person, in order (kept, or computed and kept).
+    package func analyses(of individual: IndividualID, _ list: [Workout]) async throws -> [WorkoutAnalysis] {
+        guard !list.isEmpty else { return [] }
+        let (record, calendar) = try await person(individual)
+        return try await analysed(list, of: individual, record: record, calendar: calendar)
+    }
+
     /// The analyses of `list`: kept ones whose inputs are unchanged as they are, the others
     /// computed from the readings and kept.
     func analysed(_ list: [Workout], of individual: IndividualID, record: IndividualRecord, calendar: Calendar) async throws -> [WorkoutAnalysis] {
@@ -214,7 +221,8 @@ package struct InsightService: Sendable {
         var fingerprints: [String] = []
         for (intervals, days) in zip(nights, touched) {
             let spans = intervals.map { "\($0.startMs)-\($0.endMs)" }.joined(separator: ",")
-            let readings = days.map { versions[$0] ?? "-" }.joined(separator: "/")
+            // Ends with the versions as `/v1/v2/`, which the sweep looks for (`staleIndividuals`).
+            let readings = "/" + days.map { versions[$0] ?? "-" }.joined(separator: "/") + "/"
             fingerprints.append("v\(RestingHeartRate.version)|\(record.timeZone)|\(spans)|\(readings)")
         }
         let stale = texts.indices.filter { kept[texts[$0]]?.fingerprint != fingerprints[$0] }
