@@ -1,3 +1,5 @@
+import Data4HelpCore
+import Logging
 import ServiceLifecycle
 
 /// Runs `body` every `interval` (the first time after one interval, so it never races the
@@ -10,6 +12,22 @@ package func repeatUntilShutdown(every interval: Duration, _ body: @escaping @Se
         while !Task.isCancelled {
             do { try await Task.sleep(for: interval) } catch { return }
             await body()
+        }
+    }
+}
+
+/// `repeatUntilShutdown` for a job that needs the current schema: `body` runs each interval once
+/// `schemaReady` is open; a failure is logged as "`job` failed; will retry" with the error's type
+/// (never its text, which may carry personal data) and tried again at the next interval.
+package func repeatWhenReady(
+    every interval: Duration, schemaReady: StartupGate, job: String, logger: Logger, _ body: @escaping @Sendable () async throws -> Void
+) async {
+    await repeatUntilShutdown(every: interval) {
+        guard schemaReady.isOpen else { return }
+        do {
+            try await body()
+        } catch {
+            logger.warning("\(job) failed; will retry", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
         }
     }
 }

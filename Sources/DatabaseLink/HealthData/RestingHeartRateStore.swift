@@ -20,6 +20,9 @@ package struct RestingHeartRateStore: Sendable {
         }
     }
 
+    /// `sample_types.code` of heart rate, whose readings resting heart rate is computed from.
+    static let heartRateCode: Int16 = 1
+
     let database: Database
 
     package init(database: Database) {
@@ -33,7 +36,7 @@ package struct RestingHeartRateStore: Sendable {
         let rows = try await database.query(
             """
             SELECT day::text, xmin::text FROM daily_rollups
-            WHERE individual_id = \(individualId) AND sample_type = \(Int16(1)) AND day BETWEEN \(first)::date AND \(last)::date
+            WHERE individual_id = \(individualId) AND sample_type = \(Self.heartRateCode) AND day BETWEEN \(first)::date AND \(last)::date
             """)
         var versions: [String: String] = [:]
         for row in rows {
@@ -47,11 +50,11 @@ package struct RestingHeartRateStore: Sendable {
     /// that day's night was kept, or whose night was never kept: a night's fingerprint ends with
     /// the row versions of its days' rollups, as `/v1/v2/`. Index: `daily_rollups_type_day_idx`,
     /// then the nights' primary key.
-    package func staleIndividuals(days: Int, limit: Int) async throws -> [Int64] {
+    package func staleIndividuals(days: Int32, limit: Int) async throws -> [Int64] {
         let rows = try await database.query(
             """
             SELECT DISTINCT r.individual_id FROM daily_rollups r
-            WHERE r.sample_type = \(Int16(1)) AND r.day >= current_date - \(Int32(days))
+            WHERE r.sample_type = \(Self.heartRateCode) AND r.day >= current_date - \(days)
               AND NOT EXISTS (
                 SELECT 1 FROM resting_heart_rates n
                 WHERE n.individual_id = r.individual_id AND n.day = r.day AND strpos(n.fingerprint, '/' || r.xmin::text || '/') > 0)

@@ -36,7 +36,7 @@ package struct WorkoutAnalysisStore: Sendable {
 
     /// Workouts stored in the last `days` days that have no kept analysis yet (internal ids, with
     /// their owner). Index: `workouts_created_idx`.
-    package func unanalysed(days: Int, limit: Int) async throws -> [(individualId: Int64, workoutId: Int64)] {
+    package func unanalysed(days: Int32, limit: Int) async throws -> [(individualId: Int64, workoutId: Int64)] {
         let rows = try await database.query(
             """
             SELECT w.individual_id, w.id FROM workouts w

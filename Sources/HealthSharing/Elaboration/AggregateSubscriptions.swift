@@ -96,13 +96,8 @@ package struct AggregateSubscriptionRunner: Service {
     }
 
     package func run() async throws {
-        await repeatUntilShutdown(every: interval) {
-            guard schemaReady.isOpen else { return }
-            do {
-                try await subscriptions.runDue(logger: logger)
-            } catch {
-                logger.warning("aggregate subscriptions failed; will retry", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
-            }
+        await repeatWhenReady(every: interval, schemaReady: schemaReady, job: "aggregate subscriptions", logger: logger) {
+            try await subscriptions.runDue(logger: logger)
         }
     }
 }

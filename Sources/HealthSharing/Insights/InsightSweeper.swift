@@ -12,7 +12,7 @@ import ServiceLifecycle
 /// A change of sleep alone (no new heart-rate reading) is seen at the person's next read.
 package struct InsightSweeper: Service {
     /// Nights (back from today) and workouts (stored in these days) a sweep looks at.
-    package static let recentDays = 3
+    package static let recentDays: Int32 = 3
     package static let batch = 500
 
     let insights: InsightService
@@ -34,14 +34,7 @@ package struct InsightSweeper: Service {
     }
 
     package func run() async throws {
-        await repeatUntilShutdown(every: interval) {
-            guard schemaReady.isOpen else { return }
-            do {
-                _ = try await sweep()
-            } catch {
-                logger.warning("insight sweep failed; will retry", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
-            }
-        }
+        await repeatWhenReady(every: interval, schemaReady: schemaReady, job: "insight sweep", logger: logger) { _ = try await sweep() }
     }
 
     /// One sweep: how many people's nights and how many workouts it computed.
@@ -50,7 +43,7 @@ package struct InsightSweeper: Service {
         for id in people {
             // A day either side: the person's local days are not the server's.
             _ = try await insights.restingHeartRates(
-                of: IndividualID(rowId: id), from: now.addingTimeInterval(-Double(Self.recentDays + 1) * 86_400),
+                of: IndividualID(rowId: id), from: now.addingTimeInterval(-Double(Self.recentDays) * 86_400 - 86_400),
                 to: now.addingTimeInterval(86_400))
         }
         let pending = try await analyses.unanalysed(days: Self.recentDays, limit: Self.batch)
