@@ -47,6 +47,11 @@ let package = Package(
         // Files devices and tools write, read for run courses and imports alike: GPX, TCX and FIT.
         .target(name: "DeviceFiles", dependencies: ["Data4HelpCore", "UntrustedXML"], swiftSettings: swiftSettings),
         .executableTarget(name: "DecoderFuzzer", dependencies: ["HTTPAPI"]),
+        // The migrations, the contract and the page templates compiled into the executable, so that
+        // it runs from anywhere (the table is generated at build time by the EmbedFiles plugin).
+        .executableTarget(name: "EmbedFilesTool", path: "Sources/EmbedFilesTool"),
+        .plugin(name: "EmbedFiles", capability: .buildTool(), dependencies: ["EmbedFilesTool"]),
+        .target(name: "EmbeddedFiles", swiftSettings: swiftSettings, plugins: ["EmbedFiles"]),
         // The words every tier shares and nothing else: closed sets of states (a request's status, an
         // incident's), so that a status is decoded once, at DatabaseLink's edge, and compared as a type.
         .target(name: "Data4HelpCore", swiftSettings: swiftSettings),
@@ -137,6 +142,7 @@ let package = Package(
                 "SOSManager",
                 "DatabaseLink",
                 "DeviceFiles",
+                "EmbeddedFiles",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -152,7 +158,7 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             ],
-            // Page templates are files read from PAGES_DIR at start-up, not compiled in.
+            // Page templates are compiled into EmbeddedFiles (or read from PAGES_DIR), not sources.
             exclude: ["Pages/Templates"],
             swiftSettings: swiftSettings
         ),

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import Logging
 import Metrics
 import PostgresNIO
@@ -18,6 +19,10 @@ package struct Database: Sendable {
     private let watch = ConnectionWatch()
     /// Set on a replica's pool seen through `ReadReplica.database`: each lease asks it first.
     private var replica: ReadReplica?
+    /// Opens when the pool's run loop starts (`startPool`): a lease waits for it, since
+    /// postgres-nio warns of — and would wait on — a lease before `PostgresClient.run()`, and the
+    /// services that use the pool start at the same time as the one that runs it.
+    private let running = StartupGate()
 
     /// `metricsPrefix` names the pool's gauges (`<prefix>_connections_in_use`, `…_max`).
     package init(configuration: PostgresClient.Configuration, logger: Logger, metricsPrefix: String = "db_pool") {
@@ -37,7 +42,7 @@ package struct Database: Sendable {
     /// Runs the pool for the duration of the body, for commands and tests that have no
     /// service group of their own (the server runs it as a service instead: `PoolService`).
     package func whileRunning<Result: Sendable>(_ body: @Sendable () async throws -> Result) async throws -> Result {
-        let pool = Task { await client.run() }
+        let pool = startPool()
         do {
             let result = try await body()
             await stop(pool)
@@ -82,6 +87,20 @@ package struct Database: Sendable {
         }
     }
 
+    /// Runs the pool in a task of its own; leases wait until it has started.
+    func startPool() -> Task<Void, Never> {
+        Task { [client, running] in
+            running.open()  // run() marks the pool running first thing, with no suspension before it
+            await client.run()
+        }
+    }
+
+    /// Returns once the pool runs (at once, after the start): for code that leases through
+    /// `client` directly.
+    package func started() async {
+        if !running.isOpen { await running.wait() }
+    }
+
     /// Leases one connection for the closure (within a `TenantScope`: one scoped transaction).
     package func withConnection<Result>(
         isolation: isolated (any Actor)? = #isolation,
@@ -93,6 +112,7 @@ package struct Database: Sendable {
         if TenantScope.thirdPartyId != nil {
             return try await withTransaction(isolation: isolation, body)  // the scope lasts one transaction
         }
+        await started()
         inUse.increment()
         defer { inUse.decrement() }
         return try await client.withConnection(isolation: isolation) { connection in
@@ -116,6 +136,7 @@ package struct Database: Sendable {
         if let replica, await !replica.serves() {
             return try await replica.primary.withTransaction(isolation: isolation, body)
         }
+        await started()
         inUse.increment()
         defer { inUse.decrement() }
         return try await client.withConnection(isolation: isolation) { pooled in
@@ -174,7 +195,7 @@ package struct PoolService: Service {
     }
 
     package func run() async {
-        let pool = Task { await database.client.run() }
+        let pool = database.startPool()
         try? await gracefulShutdown()  // returns at graceful shutdown, throws when cancelled: either way, stop
         await database.stop(pool)
     }

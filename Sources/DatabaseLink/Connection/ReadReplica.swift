@@ -79,7 +79,10 @@ package final class ReadReplica: Service, Sendable {
         do {
             // An idle pooled connection is handed out at once; none within the limit means the
             // replica is gone or saturated, and the primary serves rather than the request waiting.
-            try await withTimeout(timing.leaseTimeout) { [pool] in try await pool.client.withConnection { _ in } }
+            try await withTimeout(timing.leaseTimeout) { [pool] in
+                await pool.started()
+                try await pool.client.withConnection { _ in }
+            }
             toReplica.increment()
             return true
         } catch {
@@ -90,7 +93,7 @@ package final class ReadReplica: Service, Sendable {
     }
 
     package func run() async throws {
-        let running = Task { [pool] in await pool.client.run() }
+        let running = pool.startPool()
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 await self.check()

@@ -37,6 +37,7 @@ package struct EventListener: Service {
     }
 
     package func run() async throws {
+        await database.started()
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 do {

@@ -56,12 +56,12 @@ package struct AppConfiguration: Sendable {
     /// `LOGIN_FAILURES_PER_ACCOUNT`, `LOGIN_FAILURES_PER_ADDRESS` per `LOGIN_FAILURE_WINDOW_SECONDS`:
     /// failed sign-ins before sign-in is refused (429) for the rest of the window.
     package var loginThrottle = LoginThrottle.Limits()
-    /// `MIGRATIONS_DIR`: the plain-SQL migrations.
-    package var migrationsDirectory = "migrations"
-    /// `OPENAPI_PATH`: the API contract served at `/openapi.yaml`.
-    package var openAPIPath = "openapi/data4help.yaml"
-    /// `PAGES_DIR`: the Mustache templates of the HTML pages.
-    package var pagesDirectory = "Sources/HTTPAPI/Pages/Templates"
+    /// `MIGRATIONS_DIR`: the plain-SQL migrations; unset, the ones compiled into the executable.
+    package var migrationsDirectory: String?
+    /// `OPENAPI_PATH`: the API contract served at `/openapi.yaml`; unset, the compiled-in one.
+    package var openAPIPath: String?
+    /// `PAGES_DIR`: the Mustache templates and scripts of the HTML pages; unset, the compiled-in ones.
+    package var pagesDirectory: String?
     /// `MAP_TILE_URL`: the map tiles of the Track4Run pages (`{z}`, `{x}`, `{y}`, optionally `{s}`),
     /// fetched by the spectator's browser; empty: the course as plain SVG, no map and nothing
     /// fetched from elsewhere. `MAP_ATTRIBUTION`: the tiles' credit line (HTML).
@@ -135,10 +135,16 @@ package struct AppConfiguration: Sendable {
 
     package init() {}
 
+    /// Where people reach this server: `PUBLIC_BASE_URL`, else `http://HOST:PORT` (`localhost`
+    /// for a server listening on every address).
+    package var baseURL: String {
+        publicBaseURL ?? "http://\(host == "0.0.0.0" || host == "::" ? "localhost" : host):\(port)"
+    }
+
     /// The registration settings these values make.
     package var registrationSettings: RegistrationService.Settings {
         var settings = RegistrationService.Settings()
-        settings.publicBaseURL = publicBaseURL ?? "http://\(host == "0.0.0.0" ? "localhost" : host):\(port)"
+        settings.publicBaseURL = baseURL
         settings.lifetime = registrationLifetime
         return settings
     }
@@ -297,9 +303,9 @@ package struct AppConfiguration: Sendable {
             mailSender = address.value
         }
         if let value = reader.string(forKey: "mail.pickup.dir"), !value.isEmpty { mailPickupDirectory = value }
-        if let value = reader.string(forKey: "migrations.dir") { migrationsDirectory = value }
-        if let value = reader.string(forKey: "openapi.path") { openAPIPath = value }
-        if let value = reader.string(forKey: "pages.dir") { pagesDirectory = value }
+        if let value = reader.string(forKey: "migrations.dir"), !value.isEmpty { migrationsDirectory = value }
+        if let value = reader.string(forKey: "openapi.path"), !value.isEmpty { openAPIPath = value }
+        if let value = reader.string(forKey: "pages.dir"), !value.isEmpty { pagesDirectory = value }
         if let value = reader.string(forKey: "map.tile.url") {
             guard value.isEmpty || MapTiles(template: value, attribution: "") != nil else {
                 throw ConfigurationError("MAP_TILE_URL must be empty or an http(s) URL with {z}, {x} and {y}")

@@ -30,11 +30,9 @@ package func buildApplication(
     )
     let migrator = Migrator(
         database: database,
-        migrations: try MigrationSet(directory: URL(fileURLWithPath: configuration.migrationsDirectory))
+        migrations: try ServerFiles.migrations(directory: configuration.migrationsDirectory)
     )
-    guard let document = FileManager.default.contents(atPath: configuration.openAPIPath) else {
-        throw ConfigurationError("cannot read the OpenAPI document at OPENAPI_PATH (\(configuration.openAPIPath))")
-    }
+    let document = try ServerFiles.contract(path: configuration.openAPIPath)
     let replica = configuration.readDatabaseURL.map {
         ReadReplica(
             primary: database, configuration: $0.clientConfiguration(maximumConnections: configuration.databasePoolSize),
@@ -51,8 +49,9 @@ package func buildApplication(
     let held = HeldResourceGauges(
         counts: components.held, components: components, rateLimiter: components.rateLimiter, webhookAttempts: dispatcher?.attemptsInFlight
     )
-    let pages = try PageController.library(directory: configuration.pagesDirectory)
-    let scripts = try PageController.scripts(directory: configuration.pagesDirectory)
+    let pageFiles = try ServerFiles.pages(directory: configuration.pagesDirectory)
+    let pages = try PageController.library(pageFiles)
+    let scripts = PageController.scripts(pageFiles)
     let router = buildRouter(
         components: components,
         operations: OperationsController(
@@ -107,7 +106,7 @@ package func buildApplication(
                 schemaReady: components.schemaReady, logger: logger
             ))
     } else {
-        logger.warning("SOS_DISPATCH_URL is not set: this instance detects emergencies but dispatches none")
+        logger.notice("SOS_DISPATCH_URL is not set: this instance detects emergencies but dispatches none (another instance may)")
     }
     let webSockets = Router(context: LiveSocketContext.self)
     let liveSocket = RunLiveSocket(hub: components.liveHub, hubV1: components.liveHubV1, open: components.held.webSockets)

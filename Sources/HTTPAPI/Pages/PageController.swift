@@ -16,23 +16,17 @@ struct PageController {
     var map = MapAssets()
 
     /// Reads every `*.js` of the directory.
-    static func scripts(directory: String) throws -> [String: ByteBuffer] {
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".js") }
-        var scripts: [String: ByteBuffer] = [:]
-        for file in files {
-            scripts[file] = ByteBuffer(bytes: try Data(contentsOf: URL(fileURLWithPath: (directory as NSString).appendingPathComponent(file))))
-        }
-        return scripts
+    static func scripts(_ files: [String: Data]) -> [String: ByteBuffer] {
+        files.filter { $0.key.hasSuffix(".js") }.mapValues { ByteBuffer(bytes: $0) }
     }
 
-    /// Loads every `*.mustache` of the directory; a missing or broken template stops start-up.
-    static func library(directory: String) throws -> MustacheLibrary {
-        let files = try FileManager.default.contentsOfDirectory(atPath: directory).filter { $0.hasSuffix(".mustache") }
-        guard !files.isEmpty else { throw ConfigurationError("no page templates in PAGES_DIR (\(directory))") }
+    /// Every `*.mustache` of the pages' files; a missing or broken template stops start-up.
+    static func library(_ files: [String: Data]) throws -> MustacheLibrary {
+        let sources = files.filter { $0.key.hasSuffix(".mustache") }
+        guard !sources.isEmpty else { throw ConfigurationError("no page templates (PAGES_DIR or compiled in)") }
         var templates: [String: MustacheTemplate] = [:]
-        for file in files {
-            let text = try String(contentsOfFile: (directory as NSString).appendingPathComponent(file), encoding: .utf8)
-            templates[String(file.dropLast(".mustache".count))] = try MustacheTemplate(string: text)
+        for (file, data) in sources {
+            templates[String(file.dropLast(".mustache".count))] = try MustacheTemplate(string: String(decoding: data, as: UTF8.self))
         }
         return MustacheLibrary(templates: templates)
     }

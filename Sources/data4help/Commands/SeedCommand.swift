@@ -19,6 +19,7 @@ struct SeedCommand: AsyncParsableCommand {
             "Instead: demo accounts to sign in with (an organisation, an individual with a week of data and a request waiting) and a population of 3,000 for aggregates."
     )
     var demo = false
+    @Option(help: "With --demo: the server's address to print (default: PUBLIC_BASE_URL, else http://HOST:PORT).") var server: String?
 
     func validate() throws {
         guard individuals >= 1, (1...3650).contains(days) else { throw ValidationError("--individuals must be ≥ 1 and --days 1…3650") }
@@ -30,7 +31,7 @@ struct SeedCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try ServerEnvironment.configuration(host: nil, port: nil)
         let logger = ServerEnvironment.bootstrapLogging(level: configuration.logLevel)
-        let migrations = try MigrationSet(directory: URL(fileURLWithPath: configuration.migrationsDirectory))
+        let migrations = try ServerFiles.migrations(directory: configuration.migrationsDirectory)
         try await StartupFailure.reporting {
             try await ServerEnvironment.withDatabase(configuration, logger: logger) { url in
                 let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: logger)
@@ -38,7 +39,8 @@ struct SeedCommand: AsyncParsableCommand {
                     _ = try await Migrator(database: database, migrations: migrations).migrate()
                     if demo {
                         try await DemoAccounts(database: database, logger: logger).seed()
-                        print(DemoAccounts.summary(base: "http://localhost:\(configuration.port)"))
+                        let base = server ?? configuration.baseURL
+                        print(DemoAccounts.summary(base: base.hasSuffix("/") ? String(base.dropLast()) : base))
                         return
                     }
                     let started = ContinuousClock.now
