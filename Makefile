@@ -107,7 +107,10 @@ test: deploy-check hardening-check format-check contract-test fuzz unit-test
 ## Benchmarks print figures; they assert nothing. Release build, throwaway database.
 ## Every benchmark, one after another, then one table of their figures, which is also written
 ## into the README's performance section.
+## wrk (Debian) is the load generator of `bench reads`.
+BENCH_PACKAGES := wrk
 bench: deps
+	$(call install-missing,$(BENCH_PACKAGES))
 	swift build -c release --product data4help
 	.build/release/data4help bench all --readme README.md
 

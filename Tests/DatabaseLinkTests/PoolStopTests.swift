@@ -11,7 +11,7 @@ struct PoolStopTests {
         let answer = try await database.whileRunning { try await database.query("SELECT 41 + 1").first?.decode(Int.self) }
         #expect(answer == 42)
         let second = Database(configuration: url.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
-        let pool = Task { await second.client.run() }  // a client runs once
+        let pool = second.startPool()  // a client runs once
         _ = try await second.query("SELECT 1")
         #expect(await second.stop(pool, within: .seconds(30)), "a healthy pool stops when asked")
 

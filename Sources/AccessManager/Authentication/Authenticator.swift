@@ -2,8 +2,8 @@ import Data4HelpCore
 import DatabaseLink
 import Foundation
 
-/// Turns a bearer credential into a `Principal`: one indexed lookup of its SHA-256, never a
-/// password verification per request.
+/// Turns a bearer credential into a `Principal`: one indexed lookup of its SHA-256 — or none,
+/// when `cache` holds it — never a password verification per request.
 package struct Authenticator: Sendable {
     /// A credential's last use is written at most this often, so a busy client does not
     /// turn every read into a write.
@@ -11,32 +11,49 @@ package struct Authenticator: Sendable {
 
     let tokens: AccessTokenStore
     let apiKeys: APIKeyStore
+    let cache: CredentialCache?
 
-    package init(tokens: AccessTokenStore, apiKeys: APIKeyStore) {
+    package init(tokens: AccessTokenStore, apiKeys: APIKeyStore, cache: CredentialCache? = nil) {
         self.tokens = tokens
         self.apiKeys = apiKeys
+        self.cache = cache
     }
 
     /// The principal behind a bearer credential presented on the given surface.
     package func authenticate(bearer: String, on surface: Surface) async throws -> Principal {
+        let isKey = bearer.hasPrefix(BearerSecret.apiKeyPrefix)
+        guard isKey || bearer.hasPrefix(BearerSecret.accessTokenPrefix) else { throw AuthenticationError.invalidToken }
+        let digest = BearerSecret.digest(bearer)
         let principal: Principal
-        if bearer.hasPrefix(BearerSecret.apiKeyPrefix) {
-            guard let key = try await apiKeys.resolve(keyHash: BearerSecret.digest(bearer)) else {
-                throw AuthenticationError.invalidToken
+        if let cached = cache?.entry(digest) {
+            principal = cached.principal
+            if Self.isStale(cached.lastUseWritten) {
+                try await touch(principal.credential)
+                cache?.wroteUse(digest, at: Date())
             }
-            if Self.isStale(key.lastUsedAt) { try await apiKeys.touch(id: key.id) }
+        } else if isKey {
+            guard let key = try await apiKeys.resolve(keyHash: digest) else { throw AuthenticationError.invalidToken }
             principal = Principal(account: .thirdParty(key.thirdPartyId), credential: .apiKey(id: key.id))
-        } else if bearer.hasPrefix(BearerSecret.accessTokenPrefix) {
-            guard let token = try await tokens.resolve(tokenHash: BearerSecret.digest(bearer)) else {
-                throw AuthenticationError.invalidToken
-            }
-            if Self.isStale(token.lastUsedAt) { try await tokens.touch(id: token.id) }
-            principal = Principal(account: token.owner, credential: .accessToken(id: token.id))
+            let written = Self.isStale(key.lastUsedAt) ? Date() : key.lastUsedAt
+            if Self.isStale(key.lastUsedAt) { try await apiKeys.touch(id: key.id) }
+            cache?.store(digest, principal: principal, expiresAt: nil, lastUseWritten: written)
         } else {
-            throw AuthenticationError.invalidToken
+            guard let token = try await tokens.resolve(tokenHash: digest) else { throw AuthenticationError.invalidToken }
+            principal = Principal(account: token.owner, credential: .accessToken(id: token.id))
+            let written = Self.isStale(token.lastUsedAt) ? Date() : token.lastUsedAt
+            if Self.isStale(token.lastUsedAt) { try await tokens.touch(id: token.id) }
+            cache?.store(digest, principal: principal, expiresAt: token.expiresAt, lastUseWritten: written)
         }
         guard surface.owns(principal.account) else { throw AuthenticationError.wrongSurface }
         return principal
+    }
+
+    private func touch(_ credential: Principal.Credential) async throws {
+        switch credential {
+        case .accessToken(let id): try await tokens.touch(id: id)
+        case .apiKey(let id): try await apiKeys.touch(id: id)
+        case .visitor: break
+        }
     }
 
     private static func isStale(_ lastUse: Date?) -> Bool {

@@ -65,7 +65,7 @@ package struct IndividualStore: Sendable {
     /// they entail: a new time zone rebuilds the daily rollups in it; a password change ends every
     /// login token of the account but `keptTokenId`. Either all of it happens or none.
     package func update(id: Int64, _ changes: IndividualChanges, keptTokenId: Int64? = nil) async throws -> IndividualRecord? {
-        try await database.withTransaction { connection in
+        let updated: IndividualRecord? = try await database.withTransaction { connection in
             let rows = try await connection.query(
                 """
                 UPDATE individuals SET
@@ -98,6 +98,9 @@ package struct IndividualStore: Sendable {
             }
             return try Self.record(row.decode(Row.self))
         }
+        // A new password ended the other sessions: this instance's caches forget them now.
+        if updated != nil, changes.passwordHash != nil { CredentialRevocations.announce(.account(.individual(id))) }
+        return updated
     }
 
     /// Deletes the account and, through the foreign keys' cascades, everything that belongs to it:
@@ -105,7 +108,7 @@ package struct IndividualStore: Sendable {
     /// grant is first revoked, so each party is told (`grant.revoked`) to delete what it holds;
     /// those events outlive the account (their `individual_id` becomes NULL).
     package func delete(id: Int64) async throws -> Bool {
-        try await database.withTransaction { connection in
+        let deleted: Bool = try await database.withTransaction { connection in
             let granted = try await connection.query(
                 """
                 SELECT id FROM access_requests WHERE individual_id = \(id) AND status = 'granted' FOR UPDATE
@@ -124,5 +127,7 @@ package struct IndividualStore: Sendable {
             let rows = try await connection.query("DELETE FROM individuals WHERE id = \(id) RETURNING id", logger: database.logger).collect()
             return !rows.isEmpty
         }
+        if deleted { CredentialRevocations.announce(.account(.individual(id))) }
+        return deleted
     }
 }

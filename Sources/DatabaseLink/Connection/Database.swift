@@ -88,7 +88,7 @@ package struct Database: Sendable {
     }
 
     /// Runs the pool in a task of its own; leases wait until it has started.
-    func startPool() -> Task<Void, Never> {
+    package func startPool() -> Task<Void, Never> {
         Task { [client, running] in
             running.open()  // run() marks the pool running first thing, with no suspension before it
             await client.run()

@@ -65,7 +65,9 @@ package struct APIKeyStore: Sendable {
             WHERE third_party_id = \(thirdPartyId) AND public_id = \(publicId)
             RETURNING \(unescaped: Self.columns)
             """)
-        return try rows.first.map { try Self.record($0.decode(Row.self)) }
+        let record = try rows.first.map { try Self.record($0.decode(Row.self)) }
+        if let record { CredentialRevocations.announce(.apiKey(id: record.id)) }
+        return record
     }
 
     /// The unrevoked key with this hash (index: api_keys_key_hash_key).

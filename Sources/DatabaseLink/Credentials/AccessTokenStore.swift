@@ -7,10 +7,15 @@ package struct ResolvedAccessToken: Sendable, Equatable {
     package var id: Int64
     package var owner: AccountReference
     package var lastUsedAt: Date?
+    package var expiresAt: Date
 }
 
 /// The `access_tokens` table. Tokens are looked up by the SHA-256 of the presented secret.
 package struct AccessTokenStore: Sendable {
+    /// Where a login token or API key that stops working is announced (migration 0042; payload:
+    /// the hex of its SHA-256).
+    package static let credentialsChannel = "data4help_credentials"
+
     let database: Database
 
     package init(database: Database) {
@@ -35,12 +40,12 @@ package struct AccessTokenStore: Sendable {
     package func resolve(tokenHash: [UInt8]) async throws -> ResolvedAccessToken? {
         let rows = try await database.query(
             """
-            SELECT id, individual_id, third_party_id, last_used_at FROM access_tokens
+            SELECT id, individual_id, third_party_id, last_used_at, expires_at FROM access_tokens
             WHERE token_hash = \(ByteBuffer(bytes: tokenHash)) AND revoked_at IS NULL AND expires_at > now()
             """)
-        guard let row = try rows.first?.decode((Int64, Int64?, Int64?, Date?).self) else { return nil }
+        guard let row = try rows.first?.decode((Int64, Int64?, Int64?, Date?, Date).self) else { return nil }
         let owner: AccountReference = if let individual = row.1 { .individual(individual) } else { .thirdParty(row.2 ?? 0) }
-        return ResolvedAccessToken(id: row.0, owner: owner, lastUsedAt: row.3)
+        return ResolvedAccessToken(id: row.0, owner: owner, lastUsedAt: row.3, expiresAt: row.4)
     }
 
     /// Records a use; callers throttle it so that a busy token is not written on every request.
@@ -76,12 +81,14 @@ package struct AccessTokenStore: Sendable {
               AND revoked_at IS NULL AND expires_at > now()
             RETURNING id
             """)
+        for row in rows { CredentialRevocations.announce(.accessToken(id: try row.decode(Int64.self))) }
         return !rows.isEmpty
     }
 
     /// Revokes a token by internal id (logout of the token in use).
     package func revoke(id: Int64) async throws {
         try await database.query("UPDATE access_tokens SET revoked_at = now() WHERE id = \(id) AND revoked_at IS NULL")
+        CredentialRevocations.announce(.accessToken(id: id))
     }
 
     /// Deletes tokens that expired or were revoked before the cut-off; returns how many.

@@ -22,12 +22,15 @@ package struct EventListener: Service {
 
     let database: Database
     let handlers: [String: Handler]
+    /// Called when the connection is lost: until the next (re)connection nothing is heard.
+    let lost: @Sendable () -> Void
     let logger: Logger
 
     /// Hands every payload on each channel to its handler (nil after a reconnection).
-    package init(database: Database, handlers: [String: Handler], logger: Logger) {
+    package init(database: Database, handlers: [String: Handler], lost: @escaping @Sendable () -> Void = {}, logger: Logger) {
         self.database = database
         self.handlers = handlers
+        self.lost = lost
         self.logger = logger
     }
 
@@ -56,9 +59,12 @@ package struct EventListener: Service {
                             group.cancelAll()
                         }
                     }
+                    lost()
                 } catch is CancellationError {
+                    lost()
                     return
                 } catch {
+                    lost()
                     if Task.isCancelled { return }
                     logger.warning(
                         "event listener lost its connection; reconnecting",

@@ -94,6 +94,9 @@ package struct AppConfiguration: Sendable {
     package var privacyBudget = PrivacyBudget()
     /// `AGGREGATE_SUBSCRIPTION_SWEEP_SECONDS`: how often due aggregate subscriptions are looked for.
     package var aggregateSubscriptionSweep = Duration.seconds(60)
+    /// `CREDENTIAL_CACHE_SECONDS`: how long a resolved login token or API key is kept in memory
+    /// (revocations are announced and forgotten at once); 0: every request looks it up.
+    package var credentialCacheLifetime: Duration? = .seconds(60)
     /// `INSIGHT_SWEEP_SECONDS`: how often recent nights' resting heart rate and new workouts'
     /// analyses are computed for everyone (what aggregates over them read).
     package var insightSweep = Duration.seconds(300)
@@ -254,6 +257,9 @@ package struct AppConfiguration: Sendable {
             try Self.integer(
                 reader, "aggregate.subscription.sweep.seconds", env: "AGGREGATE_SUBSCRIPTION_SWEEP_SECONDS", default: 60, range: 1...86_400
             ))
+        let credentialSeconds = try Self.integer(
+            reader, "credential.cache.seconds", env: "CREDENTIAL_CACHE_SECONDS", default: 60, range: 0...3_600)
+        credentialCacheLifetime = credentialSeconds == 0 ? nil : .seconds(credentialSeconds)
         insightSweep = .seconds(
             try Self.integer(reader, "insight.sweep.seconds", env: "INSIGHT_SWEEP_SECONDS", default: 300, range: 1...86_400))
         privacyBudget.defaultEpsilon = min(privacyBudget.defaultEpsilon, privacyBudget.perQuery)

@@ -76,7 +76,10 @@ package func buildApplication(
                 RunPositionStore.channel: { [hubs = components.liveHubs] in
                     for hub in hubs { hub.receive($0) }
                 },
-            ], logger: logger),
+                AccessTokenStore.credentialsChannel: { [credentials = components.credentials] payload in
+                    if let payload { credentials?.forget(hex: payload) } else { credentials?.listening() }
+                },
+            ], lost: { [credentials = components.credentials] in credentials?.deaf() }, logger: logger),
         RequestExpiry(database: database, interval: configuration.requestExpirySweep, schemaReady: components.schemaReady, logger: logger),
         AggregateSubscriptionRunner(
             subscriptions: components.aggregateSubscriptions, interval: configuration.aggregateSubscriptionSweep,
@@ -210,12 +213,16 @@ struct Components {
     let cursorKey = CursorKey()
     /// Per-credential request buckets (`RATE_LIMIT_REQUESTS` per `RATE_LIMIT_WINDOW`).
     let rateLimiter: RateLimiter
+    /// Recently resolved bearer credentials (`CREDENTIAL_CACHE_SECONDS`; nil when 0).
+    let credentials: CredentialCache?
     /// Long-lived connections being served, for `HeldResourceGauges`.
     let held = HeldResourceGauges.Counts()
 
     init(database: Database, replica: ReadReplica? = nil, configuration: AppConfiguration, logger: Logger) {
         let hasher = PasswordHasher()
-        authenticator = Authenticator(tokens: AccessTokenStore(database: database), apiKeys: APIKeyStore(database: database))
+        credentials = configuration.credentialCacheLifetime.map { CredentialCache(lifetime: $0) }
+        authenticator = Authenticator(
+            tokens: AccessTokenStore(database: database), apiKeys: APIKeyStore(database: database), cache: credentials)
         sessions = SessionService(
             database: database, hasher: hasher, tokenLifetime: configuration.tokenLifetime, throttle: configuration.loginThrottle)
         individuals = IndividualAccounts(database: database, hasher: hasher, throttle: configuration.loginThrottle)

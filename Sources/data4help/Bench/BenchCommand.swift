@@ -7,7 +7,7 @@ struct BenchCommand: AsyncParsableCommand {
         abstract: "Run a benchmark against a throwaway server and database, and print its figures.",
         subcommands: [
             AllBenchCommand.self, IngestBenchCommand.self, WebhookBenchCommand.self, AggregateBenchCommand.self, SOSBenchCommand.self,
-            LiveBenchCommand.self, ImportBenchCommand.self, RulesBenchCommand.self, InsightBenchCommand.self,
+            LiveBenchCommand.self, ImportBenchCommand.self, RulesBenchCommand.self, InsightBenchCommand.self, ReadBenchCommand.self,
         ]
     )
 }

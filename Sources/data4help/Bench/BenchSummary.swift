@@ -57,7 +57,7 @@ struct AllBenchCommand: AsyncParsableCommand {
         let benches: [(String, any AsyncParsableCommand.Type)] = [
             ("ingest", IngestBenchCommand.self), ("webhooks", WebhookBenchCommand.self), ("aggregates", AggregateBenchCommand.self),
             ("sos", SOSBenchCommand.self), ("rules", RulesBenchCommand.self), ("live", LiveBenchCommand.self),
-            ("import", ImportBenchCommand.self),
+            ("import", ImportBenchCommand.self), ("insights", InsightBenchCommand.self), ("reads", ReadBenchCommand.self),
         ]
         let started = Date()
         for (name, command) in benches {

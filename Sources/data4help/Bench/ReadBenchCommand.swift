@@ -1,0 +1,72 @@
+import ArgumentParser
+import Foundation
+import HTTPAPI
+import NIOHTTP1
+
+/// `data4help bench reads`: authenticated reads against the framework's own speed, with wrk
+/// (Debian) as the load generator in a process of its own: `GET /healthz` (no credential, no
+/// statement), `GET /api/users/me` (a login token, the person's row) and
+/// `GET /api/users/data?limit=10` (a page of samples), each for `--seconds`, with the credential
+/// cache off (every request looks its token up) and on, in the same run.
+struct ReadBenchCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "reads", abstract: "Authenticated reads against GET /healthz, with wrk.")
+
+    @Option(help: "Seconds each path is loaded.") var seconds = 10
+    @Option(help: "wrk connections.") var connections = 64
+
+    static let wrk = ["/usr/bin/wrk", "/usr/local/bin/wrk"].first { FileManager.default.isExecutableFile(atPath: $0) }
+
+    func run() async throws {
+        guard let wrk = Self.wrk else { throw ValidationError("wrk is not installed (apt-get install wrk; make bench installs it)") }
+        print("data4help bench reads — wrk -t2 -c\(connections) -d\(seconds)s, server and wrk on the same machine")
+        for cached in [false, true] {
+            // One token's requests, far above one person's rate limit: the limit is lifted.
+            try await BenchServer.run(configure: {
+                $0.credentialCacheLifetime = cached ? .seconds(60) : nil
+                $0.rateLimitRequests = 1_000_000
+            }) { server in
+                let token = try await server.individualSession(0)
+                let items = (0..<100).map {
+                    #"{"type":"heartRate","value":\#(60 + $0 % 30),"start":"2026-11-2\#(1 + $0 / 50)T10:\#(String(format: "%02d", $0 % 50)):00Z"}"#
+                }
+                let (status, body) = try await server.send(
+                    .POST, "/api/users/data", token: token, json: #"{"items":[\#(items.joined(separator: ","))]}"#)
+                guard status == .ok else { throw ValidationError("upload answered \(status): \(body)") }
+                let base = server.bases[0]
+                let label = cached ? "credential cache on" : "credential cache off"
+                var healthz: Double?
+                for (name, path, authorised) in [
+                    ("GET /healthz", "/healthz", false), ("GET /api/users/me", "/api/users/me", true),
+                    ("GET /api/users/data?limit=10", "/api/users/data?limit=10", true),
+                ] {
+                    let rate = try Self.load(wrk: wrk, url: base + path, token: authorised ? token : nil, seconds: seconds, connections: connections)
+                    if healthz == nil { healthz = rate }
+                    let share = rate / (healthz ?? rate) * 100
+                    print(String(format: "%@, %@: %.0f req/s (%.0f %% of /healthz)", label, name, rate, share))
+                    BenchSummary.record("reads", "\(name), \(label)", format: "%.0f req/s, %.0f %% of /healthz", rate, share)
+                }
+            }
+        }
+    }
+
+    /// Requests per second wrk reports for one URL.
+    static func load(wrk: String, url: String, token: String?, seconds: Int, connections: Int) throws -> Double {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: wrk)
+        process.arguments = ["-t2", "-c\(connections)", "-d\(seconds)s"] + (token.map { ["-H", "Authorization: Bearer \($0)"] } ?? []) + [url]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        let text = String(decoding: data, as: UTF8.self)
+        guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Requests/sec:") }),
+            let rate = Double(line.dropFirst("Requests/sec:".count).trimmingCharacters(in: .whitespaces))
+        else { throw ValidationError("wrk said: \(text)") }
+        if let errors = text.split(separator: "\n").first(where: { $0.contains("Non-2xx") }) {
+            throw ValidationError("\(url): \(errors.trimmingCharacters(in: .whitespaces))")
+        }
+        return rate
+    }
+}
