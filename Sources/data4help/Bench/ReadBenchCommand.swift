@@ -1,7 +1,12 @@
+import AccessManager
 import ArgumentParser
+import Data4HelpCore
+import DatabaseLink
 import Foundation
 import HTTPAPI
+import NIOCore
 import NIOHTTP1
+import PostgresNIO
 
 /// `data4help bench reads`: authenticated reads against the framework's own speed, with wrk
 /// (Debian) as the load generator in a process of its own: `GET /healthz` (no credential, no
@@ -45,8 +50,36 @@ struct ReadBenchCommand: AsyncParsableCommand {
                     print(String(format: "%@, %@: %.0f req/s (%.0f %% of /healthz)", label, name, rate, share))
                     BenchSummary.record("reads", "\(name), \(label)", format: "%.0f req/s, %.0f %% of /healthz", rate, share)
                 }
+                if cached { try await Self.revocationDelay(server) }
             }
         }
+    }
+
+    /// How soon a revocation committed elsewhere (here: by SQL on a connection of its own, so
+    /// that only the database's announcement can tell the server) stops a cached token: the
+    /// token is used until it is refused, every millisecond.
+    static func revocationDelay(_ server: BenchServer) async throws {
+        let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 1), logger: server.logger)
+        let delays = try await database.whileRunning {
+            var delays: [Double] = []
+            for index in 1...20 {
+                let token = try await server.individualSession(index)
+                for _ in 0..<2 { _ = try await server.send(.GET, "/api/users/me", token: token) }  // resolved, then cached
+                try await database.query(
+                    "UPDATE access_tokens SET revoked_at = now() WHERE token_hash = \(ByteBuffer(bytes: BearerSecret.digest(token)))")
+                let committed = ContinuousClock.now
+                while try await server.send(.GET, "/api/users/me", token: token).0 == .ok {
+                    guard ContinuousClock.now - committed < .seconds(10) else { throw ValidationError("a revoked token still works after 10 s") }
+                    try await Task.sleep(for: .milliseconds(1))
+                }
+                delays.append((ContinuousClock.now - committed).inSeconds * 1000)
+            }
+            return delays
+        }
+        let sorted = delays.sorted()
+        let (p50, maximum) = (sorted[sorted.count / 2], sorted[sorted.count - 1])
+        print(String(format: "a token revoked in the database, refused by a server that had it cached: p50 %.1f ms, max %.1f ms", p50, maximum))
+        BenchSummary.record("reads", "revocation seen by a caching instance", format: "p50 %.1f ms, max %.1f ms", p50, maximum)
     }
 
     /// Requests per second wrk reports for one URL.
