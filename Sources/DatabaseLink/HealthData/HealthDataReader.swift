@@ -58,60 +58,23 @@ package struct HealthDataReader: Sendable {
         if let position {
             if descending { upperMs = min(upperMs, position.startMs + 1) } else { lowerMs = max(lowerMs, position.startMs) }
         }
-        let lowerMinuteMs = Self.floorMinute(lowerMs), upperMinuteMs = Self.floorMinute(upperMs - 1)
         let cursor =
             position
             ?? (descending
                 ? SamplePosition(startMs: Self.latestMs, type: .max, key: .max)
                 : SamplePosition(startMs: Self.earliestMs - 1, type: .min, key: .min))
-        // The two orders differ only in these constant fragments (never in bound values).
-        let order =
-            descending
-            ? (
-                boundary:
-                    "b.block_start >= bounds.low_minute AND b.block_start < bounds.high_minute AND NOT (b.block_minutes = 60 AND b.block_start = bounds.high_hour) ORDER BY b.block_start DESC",
-                window:
-                    "b.block_start >= GREATEST(bounds.low_hour, COALESCE((SELECT block_start FROM boundary), '-infinity')) AND b.block_start <= bounds.high_minute",
-                after: "<", direction: "DESC"
-            )
-            : (
-                boundary: "b.block_start > bounds.low_minute AND b.block_start <= bounds.high_minute ORDER BY b.block_start",
-                window:
-                    "b.block_start >= bounds.low_hour AND b.block_start <= LEAST(bounds.high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))",
-                after: ">", direction: "ASC"
-            )
-        let query: PostgresQuery = """
-            WITH bounds AS (
-                SELECT 'epoch'::timestamptz + \(lowerMinuteMs) * interval '1 millisecond' AS low_minute,
-                       'epoch'::timestamptz + \(Self.floorHour(lowerMs)) * interval '1 millisecond' AS low_hour,
-                       'epoch'::timestamptz + \(upperMinuteMs) * interval '1 millisecond' AS high_minute,
-                       'epoch'::timestamptz + \(Self.floorHour(upperMs - 1)) * interval '1 millisecond' AS high_hour
-            ),
-            boundary AS (
-                SELECT b.block_start FROM sample_blocks b, bounds
-                WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
-                  AND \(unescaped: order.boundary) OFFSET \(limit) LIMIT 1
-            ),
-            candidates AS (
-                SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
-                       u.val, u.duration_ms, u.key, u.source_id
-                FROM sample_blocks b CROSS JOIN bounds
-                CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids)
-                    AS u(offset_ms, val, duration_ms, key, source_id)
-                WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
-                  AND \(unescaped: order.window)
-            )
-            SELECT c.sample_type, c.start_ms, c.val, c.duration_ms, c.key, s.name FROM candidates c
-            LEFT JOIN sample_sources s ON s.individual_id = \(individualId) AND s.source_id = c.source_id
-            WHERE c.start_ms >= \(lowerMs) AND c.start_ms < \(upperMs)
-              AND (c.start_ms, c.sample_type, c.key) \(unescaped: order.after) (\(cursor.startMs), \(cursor.type), \(cursor.key))
-            ORDER BY c.start_ms \(unescaped: order.direction), c.sample_type \(unescaped: order.direction), c.key \(unescaped: order.direction)
-            LIMIT \(limit)
-            """
-        let rows = try await database.query(query)
-        return try rows.map { row in
-            let (type, startMs, value, duration, key, source) = try row.decode((Int16, Int64, Float, Int32?, Int64, String?).self)
-            return SampleRow(type: type, startMs: startMs, value: value, durationMs: duration, key: key, source: source)
+        let bounds = SampleListingBounds(
+            individualId: individualId, types: types, lowerMs: lowerMs, upperMs: upperMs, lowerMinuteMs: Self.floorMinute(lowerMs),
+            lowerHourMs: Self.floorHour(lowerMs), upperMinuteMs: Self.floorMinute(upperMs - 1), upperHourMs: Self.floorHour(upperMs - 1),
+            limit: Int64(limit), cursor: cursor)
+        let rows =
+            try await database.withConnection { connection in
+                descending
+                    ? try await connection.execute(SampleListingDescending(bounds: bounds), logger: database.logger)
+                    : try await connection.execute(SampleListingAscending(bounds: bounds), logger: database.logger)
+            }
+        return rows.map { type, startMs, value, duration, key, source in
+            SampleRow(type: type, startMs: startMs, value: value, durationMs: duration, key: key, source: source)
         }
     }
 
@@ -187,4 +150,103 @@ package struct HealthDataReader: Sendable {
     package static func floorHour(_ milliseconds: Int64) -> Int64 {
         milliseconds - ((milliseconds % 3_600_000) + 3_600_000) % 3_600_000
     }
+}
+
+/// The values of one page of a sample listing (see `HealthDataReader.samples`), bound to the
+/// prepared statement of its order.
+struct SampleListingBounds: Sendable {
+    let individualId: Int64
+    let types: [Int16]
+    let lowerMs: Int64
+    let upperMs: Int64
+    let lowerMinuteMs: Int64
+    let lowerHourMs: Int64
+    let upperMinuteMs: Int64
+    let upperHourMs: Int64
+    let limit: Int64
+    let cursor: SamplePosition
+
+    var bindings: PostgresBindings {
+        var bindings = PostgresBindings(capacity: 12)
+        bindings.append(individualId)
+        bindings.append(types)
+        bindings.append(lowerMinuteMs)
+        bindings.append(lowerHourMs)
+        bindings.append(upperMinuteMs)
+        bindings.append(upperHourMs)
+        bindings.append(limit)
+        bindings.append(lowerMs)
+        bindings.append(upperMs)
+        bindings.append(cursor.startMs)
+        bindings.append(cursor.type)
+        bindings.append(cursor.key)
+        return bindings
+    }
+
+    typealias Row = (Int16, Int64, Float, Int32?, Int64, String?)
+
+    /// The statement for one order; the two differ only in these constant fragments.
+    static func sql(descending: Bool) -> String {
+        let (boundary, window, after, direction) =
+            descending
+            ? (
+                "b.block_start >= bounds.low_minute AND b.block_start < bounds.high_minute AND NOT (b.block_minutes = 60 AND b.block_start = bounds.high_hour) ORDER BY b.block_start DESC",
+                "b.block_start >= GREATEST(bounds.low_hour, COALESCE((SELECT block_start FROM boundary), '-infinity')) AND b.block_start <= bounds.high_minute",
+                "<", "DESC"
+            )
+            : (
+                "b.block_start > bounds.low_minute AND b.block_start <= bounds.high_minute ORDER BY b.block_start",
+                "b.block_start >= bounds.low_hour AND b.block_start <= LEAST(bounds.high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))",
+                ">", "ASC"
+            )
+        return """
+            WITH bounds AS (
+                SELECT 'epoch'::timestamptz + $3::int8 * interval '1 millisecond' AS low_minute,
+                       'epoch'::timestamptz + $4::int8 * interval '1 millisecond' AS low_hour,
+                       'epoch'::timestamptz + $5::int8 * interval '1 millisecond' AS high_minute,
+                       'epoch'::timestamptz + $6::int8 * interval '1 millisecond' AS high_hour
+            ),
+            boundary AS (
+                SELECT b.block_start FROM sample_blocks b, bounds
+                WHERE b.individual_id = $1::int8 AND b.sample_type = ANY ($2::int2[])
+                  AND \(boundary) OFFSET $7::int8 LIMIT 1
+            ),
+            candidates AS (
+                SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
+                       u.val, u.duration_ms, u.key, u.source_id
+                FROM sample_blocks b CROSS JOIN bounds
+                CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids)
+                    AS u(offset_ms, val, duration_ms, key, source_id)
+                WHERE b.individual_id = $1::int8 AND b.sample_type = ANY ($2::int2[])
+                  AND \(window)
+            )
+            SELECT c.sample_type, c.start_ms, c.val, c.duration_ms, c.key, s.name FROM candidates c
+            LEFT JOIN sample_sources s ON s.individual_id = $1::int8 AND s.source_id = c.source_id
+            WHERE c.start_ms >= $8::int8 AND c.start_ms < $9::int8
+              AND (c.start_ms, c.sample_type, c.key) \(after) ($10::int8, $11::int2, $12::int8)
+            ORDER BY c.start_ms \(direction), c.sample_type \(direction), c.key \(direction)
+            LIMIT $7::int8
+            """
+    }
+}
+
+/// A page of samples, oldest first. Prepared: planning the statement over every monthly
+/// partition cost more than running it for a page of ten (see README, *Performance*, reads).
+struct SampleListingAscending: PostgresPreparedStatement {
+    static let name = "data4help_list_samples_asc"
+    static let sql = SampleListingBounds.sql(descending: false)
+    typealias Row = SampleListingBounds.Row
+    let bounds: SampleListingBounds
+    func makeBindings() throws -> PostgresBindings { bounds.bindings }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+}
+
+/// A page of samples, latest first (see `SampleListingAscending`).
+struct SampleListingDescending: PostgresPreparedStatement {
+    static let name = "data4help_list_samples_desc"
+    static let sql = SampleListingBounds.sql(descending: true)
+    typealias Row = SampleListingBounds.Row
+    let bounds: SampleListingBounds
+    func makeBindings() throws -> PostgresBindings { bounds.bindings }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
