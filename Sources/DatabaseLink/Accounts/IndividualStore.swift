@@ -11,8 +11,8 @@ package struct IndividualStore: Sendable {
         self.database = database
     }
 
-    private typealias Row = (Int64, UUID, String, String, String, String, String, String, String, Date, Date, Bool, Float?)
-    private static let columns = """
+    fileprivate typealias Row = (Int64, UUID, String, String, String, String, String, String, String, Date, Date, Bool, Float?)
+    fileprivate static let columns = """
         id, public_id, email, fiscal_code, full_name, birth_date::text, sex, home_area, time_zone, created_at, updated_at, aggregates_opt_out,
         maximum_heart_rate
         """
@@ -43,10 +43,11 @@ package struct IndividualStore: Sendable {
         return try Self.record(rows[0].decode(Row.self))
     }
 
-    /// The account with this internal id.
+    /// The account with this internal id (every authenticated read of the person's own profile:
+    /// prepared, so it is planned once per connection).
     package func find(id: Int64) async throws -> IndividualRecord? {
-        let rows = try await database.query("SELECT \(unescaped: Self.columns) FROM individuals WHERE id = \(id)")
-        return try rows.first.map { try Self.record($0.decode(Row.self)) }
+        let rows = try await database.withConnection { try await $0.execute(IndividualByIdStatement(id: id), logger: database.logger) }
+        return rows.first.map(Self.record)
     }
 
     /// Id and password hash for a login by email (index: individuals_email_key).
@@ -130,4 +131,18 @@ package struct IndividualStore: Sendable {
         if deleted { CredentialRevocations.announce(.account(.individual(id))) }
         return deleted
     }
+}
+
+/// `IndividualStore.find(id:)`.
+private struct IndividualByIdStatement: PostgresPreparedStatement {
+    static let name = "data4help_individual_by_id"
+    static let sql = "SELECT \(IndividualStore.columns) FROM individuals WHERE id = $1"
+    typealias Row = IndividualStore.Row
+    let id: Int64
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 1)
+        bindings.append(id)
+        return bindings
+    }
+    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
 }
