@@ -70,8 +70,8 @@ package struct HealthDataReader: Sendable {
         let rows =
             try await database.withConnection { connection in
                 descending
-                    ? try await connection.execute(SampleListingDescending(bounds: bounds), logger: database.logger)
-                    : try await connection.execute(SampleListingAscending(bounds: bounds), logger: database.logger)
+                    ? try await connection.execute(SampleListingStatement<LatestFirst>(bounds: bounds), logger: database.logger)
+                    : try await connection.execute(SampleListingStatement<OldestFirst>(bounds: bounds), logger: database.logger)
             }
         return rows.map { type, startMs, value, duration, key, source in
             SampleRow(type: type, startMs: startMs, value: value, durationMs: duration, key: key, source: source)
@@ -185,6 +185,9 @@ struct SampleListingBounds: Sendable {
 
     typealias Row = (Int16, Int64, Float, Int32?, Int64, String?)
 
+    static let ascendingSQL = sql(descending: false)
+    static let descendingSQL = sql(descending: true)
+
     /// The statement for one order; the two differ only in these constant fragments.
     static func sql(descending: Bool) -> String {
         let (boundary, window, after, direction) =
@@ -230,21 +233,19 @@ struct SampleListingBounds: Sendable {
     }
 }
 
-/// A page of samples, oldest first. Prepared: planning the statement over every monthly
-/// partition cost more than running it for a page of ten (see README, *Performance*, reads).
-struct SampleListingAscending: PostgresPreparedStatement {
-    static let name = "data4help_list_samples_asc"
-    static let sql = SampleListingBounds.sql(descending: false)
-    typealias Row = SampleListingBounds.Row
-    let bounds: SampleListingBounds
-    func makeBindings() throws -> PostgresBindings { bounds.bindings }
-    func decodeRow(_ row: PostgresRow) throws -> Row { try row.decode(Row.self) }
+/// The order of a listing page, as a type: each order is its own prepared statement.
+protocol SampleListingOrder {
+    static var descending: Bool { get }
 }
 
-/// A page of samples, latest first (see `SampleListingAscending`).
-struct SampleListingDescending: PostgresPreparedStatement {
-    static let name = "data4help_list_samples_desc"
-    static let sql = SampleListingBounds.sql(descending: true)
+enum OldestFirst: SampleListingOrder { static let descending = false }
+enum LatestFirst: SampleListingOrder { static let descending = true }
+
+/// A page of samples in one order. Prepared: planning the statement over every monthly partition
+/// cost more than running it for a page of ten (see README, *Performance*, authenticated reads).
+struct SampleListingStatement<Order: SampleListingOrder>: PostgresPreparedStatement {
+    static var name: String { Order.descending ? "data4help_list_samples_desc" : "data4help_list_samples_asc" }
+    static var sql: String { Order.descending ? SampleListingBounds.descendingSQL : SampleListingBounds.ascendingSQL }
     typealias Row = SampleListingBounds.Row
     let bounds: SampleListingBounds
     func makeBindings() throws -> PostgresBindings { bounds.bindings }
