@@ -142,7 +142,6 @@ let package = Package(
                 "SOSManager",
                 "DatabaseLink",
                 "DeviceFiles",
-                "EmbeddedFiles",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -166,6 +165,7 @@ let package = Package(
             name: "data4help",
             dependencies: [
                 "AccessManager",
+                "EmbeddedFiles",
                 "Data4HelpCore",
                 "RunEvents",
                 "HTTPAPI",

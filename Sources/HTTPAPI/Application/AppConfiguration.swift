@@ -62,6 +62,9 @@ package struct AppConfiguration: Sendable {
     package var openAPIPath: String?
     /// `PAGES_DIR`: the Mustache templates and scripts of the HTML pages; unset, the compiled-in ones.
     package var pagesDirectory: String?
+    /// The files compiled into the executable (set by `data4help`; nil in a server built into a
+    /// test or a bench, which reads the repository's files instead).
+    package var builtInFiles: BuiltInFiles?
     /// `MAP_TILE_URL`: the map tiles of the Track4Run pages (`{z}`, `{x}`, `{y}`, optionally `{s}`),
     /// fetched by the spectator's browser; empty: the course as plain SVG, no map and nothing
     /// fetched from elsewhere. `MAP_ATTRIBUTION`: the tiles' credit line (HTML).

@@ -30,9 +30,9 @@ package func buildApplication(
     )
     let migrator = Migrator(
         database: database,
-        migrations: try ServerFiles.migrations(directory: configuration.migrationsDirectory)
+        migrations: try ServerFiles.migrations(directory: configuration.migrationsDirectory, builtIn: configuration.builtInFiles)
     )
-    let document = try ServerFiles.contract(path: configuration.openAPIPath)
+    let document = try ServerFiles.contract(path: configuration.openAPIPath, builtIn: configuration.builtInFiles)
     let replica = configuration.readDatabaseURL.map {
         ReadReplica(
             primary: database, configuration: $0.clientConfiguration(maximumConnections: configuration.databasePoolSize),
@@ -49,7 +49,7 @@ package func buildApplication(
     let held = HeldResourceGauges(
         counts: components.held, components: components, rateLimiter: components.rateLimiter, webhookAttempts: dispatcher?.attemptsInFlight
     )
-    let pageFiles = try ServerFiles.pages(directory: configuration.pagesDirectory)
+    let pageFiles = try ServerFiles.pages(directory: configuration.pagesDirectory, builtIn: configuration.builtInFiles)
     let pages = try PageController.library(pageFiles)
     let scripts = PageController.scripts(pageFiles)
     let router = buildRouter(

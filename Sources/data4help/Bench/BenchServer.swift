@@ -2,6 +2,7 @@ import AccessManager
 import ArgumentParser
 import AsyncHTTPClient
 import DatabaseLink
+import EmbeddedFiles
 import Foundation
 import HTTPAPI
 import Logging
@@ -63,6 +64,7 @@ struct BenchServer: Sendable {
         var reservations: [LoopbackPortReservation] = []  // held while the instances run
         for _ in 0..<max(1, instances) {
             var configuration = AppConfiguration()
+            configuration.builtInFiles = BuiltInFiles(base64: EmbeddedFiles.all)
             reservations.append(try LoopbackPortReservation.forImmediateBind())
             configuration.port = reservations[reservations.count - 1].port
             configuration.logLevel = .warning

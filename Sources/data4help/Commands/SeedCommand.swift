@@ -31,7 +31,7 @@ struct SeedCommand: AsyncParsableCommand {
     func run() async throws {
         let configuration = try ServerEnvironment.configuration(host: nil, port: nil)
         let logger = ServerEnvironment.bootstrapLogging(level: configuration.logLevel)
-        let migrations = try ServerFiles.migrations(directory: configuration.migrationsDirectory)
+        let migrations = try ServerFiles.migrations(directory: configuration.migrationsDirectory, builtIn: configuration.builtInFiles)
         try await StartupFailure.reporting {
             try await ServerEnvironment.withDatabase(configuration, logger: logger) { url in
                 let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: logger)

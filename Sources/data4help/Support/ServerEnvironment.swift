@@ -1,5 +1,6 @@
 import Configuration
 import DatabaseLink
+import EmbeddedFiles
 import Foundation
 import HTTPAPI
 import Logging
@@ -14,6 +15,7 @@ enum ServerEnvironment {
         var configuration = try AppConfiguration(reader: ConfigReader(providers: [EnvironmentVariablesProvider()]))
         if let host { configuration.host = host }
         if let port { configuration.port = port }
+        configuration.builtInFiles = BuiltInFiles(base64: EmbeddedFiles.all)
         return configuration
     }
 
