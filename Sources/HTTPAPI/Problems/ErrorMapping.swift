@@ -113,6 +113,7 @@ enum ErrorMapping {
         case let error as InsightError:
             switch error {
             case .workoutNotFound: return .notFound("workout")
+            case .accountNotFound: return .notFound("account")
             case .window(let days): return .invalidField("from", "the window may cover at most \(days) days")
             }
         case let error as ShareLinkError:

@@ -5,6 +5,8 @@ import Foundation
 /// Why an insight cannot be given.
 package enum InsightError: Error, Equatable {
     case workoutNotFound
+    /// The account is gone (erased while the request ran).
+    case accountNotFound
     /// The window is empty or longer than `maximumDays`.
     case window(maximumDays: Int)
 }
@@ -75,7 +77,7 @@ package struct InsightService: Sendable {
 
     /// The person's maximum heart rate on a date, and their time zone's calendar.
     func person(_ individual: IndividualID) async throws -> (record: IndividualRecord, calendar: Calendar) {
-        guard let record = try await individuals.find(id: individual.rowId) else { throw InsightError.workoutNotFound }
+        guard let record = try await individuals.find(id: individual.rowId) else { throw InsightError.accountNotFound }
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: record.timeZone) ?? .gmt
         return (record, calendar)
