@@ -15,6 +15,8 @@ let package = Package(
         .executable(name: "data4help", targets: ["data4help"]),
         // libFuzzer driver over every decoder of outside bytes (make fuzz); without FUZZING, a replayer.
         .executable(name: "data4help-fuzz", targets: ["DecoderFuzzer"]),
+        // The Swift client kit for apps: the API client generated from openapi/ and a sync engine.
+        .library(name: "Data4HelpKit", targets: ["Data4HelpKit"]),
     ],
     dependencies: [
         .package(url: "https://github.com/hummingbird-project/hummingbird.git", from: "2.28.0"),
@@ -32,6 +34,9 @@ let package = Package(
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.0"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle.git", from: "2.13.0"),
         .package(url: "https://github.com/weichsel/ZIPFoundation.git", from: "0.9.20"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime.git", from: "1.13.0"),
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client.git", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-openapi-urlsession.git", from: "1.4.0"),
     ],
     targets: [
         // Argon2id from the system's libargon2 (Debian: libargon2-dev).
@@ -186,6 +191,23 @@ let package = Package(
             ],
             swiftSettings: swiftSettings
         ),
+        // Data4HelpKit: the client generated from the contract (Generated/, by `make kit`) and the sync
+        // engine an app embeds. It shares no code with the server: an app links this and nothing else.
+        .target(
+            name: "Data4HelpKit",
+            dependencies: [
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client", condition: .when(platforms: [.linux])),
+                .product(name: "AsyncHTTPClient", package: "async-http-client", condition: .when(platforms: [.linux])),
+                .product(name: "NIOCore", package: "swift-nio", condition: .when(platforms: [.linux])),
+                .product(
+                    name: "OpenAPIURLSession", package: "swift-openapi-urlsession",
+                    condition: .when(platforms: [.macOS, .iOS, .watchOS, .tvOS, .visionOS])),
+            ],
+            swiftSettings: swiftSettings
+        ),
         // Starts one throwaway PostgreSQL cluster per test process and hands each test its own database.
         .target(
             name: "DatabaseTestSupport",
@@ -242,6 +264,8 @@ let package = Package(
             name: "HTTPAPITests",
             dependencies: [
                 "HTTPAPI",
+                "Data4HelpKit",
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 "HealthSharing",
                 "DatabaseLink",
                 "DatabaseTestSupport",

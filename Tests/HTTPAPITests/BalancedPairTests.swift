@@ -21,15 +21,28 @@ struct BalancedPairTests {
 
     /// A `data4help serve` process on `port`.
     final class Instance: Sendable {
-        let process: Process
         let port: Int
         /// The port's lock, held for the instance's life (see `LoopbackPortReservation`).
         private let reservation: LoopbackPortReservation
+        private let database: DatabaseURL
+        private let environment: [String: String]
+        private let current: Mutex<Process>
+
+        /// The running process (a new one after `restart()`).
+        var process: Process { current.withLock { $0 } }
 
         init(database: DatabaseURL, environment extra: [String: String] = [:]) throws {
             reservation = try LoopbackPortReservation.forImmediateBind()
             port = reservation.port
-            process = try ServerProcess.launch(database: database, environment: ["HOST": "127.0.0.1", "PORT": String(port)].merging(extra) { $1 })
+            self.database = database
+            environment = ["HOST": "127.0.0.1", "PORT": String(port)].merging(extra) { $1 }
+            current = Mutex(try ServerProcess.launch(database: database, environment: environment))
+        }
+
+        /// A new process on the same port and database, once the last one has ended (`kill()`).
+        func restart() throws {
+            let next = try ServerProcess.launch(database: database, environment: environment)
+            current.withLock { $0 = next }
         }
 
         /// SIGTERM, not waiting for the exit (for `defer`: the test is over). Never
