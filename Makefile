@@ -12,7 +12,7 @@ VENV := .build/venv
 PYTHON_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: help run test bench drills build deps device-fixtures python-tools deploy-check contract-test unit-test clean-data fuzz fuzz-build hardening-check format format-check
+.PHONY: help run test bench drills build deps device-fixtures python-tools deploy-check contract-test unit-test clean-data fuzz fuzz-build hardening-check format format-check kit kit-check
 
 help:
 	@echo "make run    build and serve Data4Help on http://localhost:8080 (embedded PostgreSQL under .data/)"
@@ -101,8 +101,28 @@ fuzz-build: deps
 fuzz: fuzz-build
 	Tests/Fuzz/run-fuzzers.sh .build/fuzz/debug/data4help-fuzz $(FUZZ_SECONDS)
 
+## Data4HelpKit's client (Sources/Data4HelpKit/Generated) is generated from the contract by
+## swift-openapi-generator, built in a package of its own (Tools/KitGenerator: about a minute) so
+## that the server's build never builds it. `make kit` regenerates the committed code; `kit-check`
+## (part of `make test`) generates into a scratch directory and fails when the committed code
+## differs — a contract change that was not regenerated, or a hand edit.
+KIT_GENERATOR = Tools/KitGenerator/.build/debug/swift-openapi-generator
+KIT_GENERATE = $(KIT_GENERATOR) generate --config openapi/kit-generator-config.yaml openapi/data4help.yaml
+$(KIT_GENERATOR): Tools/KitGenerator/Package.swift
+	swift build --package-path Tools/KitGenerator --product swift-openapi-generator
+kit: $(KIT_GENERATOR)
+	rm -rf Sources/Data4HelpKit/Generated
+	$(KIT_GENERATE) --output-directory Sources/Data4HelpKit/Generated > .build/kit-generate.log 2>&1 || (cat .build/kit-generate.log; exit 1)
+kit-check: $(KIT_GENERATOR)
+	rm -rf .build/kit-check
+	$(KIT_GENERATE) --output-directory .build/kit-check > .build/kit-generate.log 2>&1 || (cat .build/kit-generate.log; exit 1)
+	@diff -r Sources/Data4HelpKit/Generated .build/kit-check > .build/kit-check.diff || { \
+		head -40 .build/kit-check.diff; \
+		echo "Sources/Data4HelpKit/Generated does not match openapi/data4help.yaml: run 'make kit' and commit the result."; exit 1; }
+	@echo "Data4HelpKit's generated client matches the contract."
+
 ## The contract test and the fuzzers first, so that the test suite's own summary closes the output.
-test: deploy-check hardening-check format-check contract-test fuzz unit-test
+test: deploy-check hardening-check format-check kit-check contract-test fuzz unit-test
 
 ## Benchmarks print figures; they assert nothing. Release build, throwaway database.
 ## Every benchmark, one after another, then one table of their figures, which is also written

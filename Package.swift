@@ -255,6 +255,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "DeviceFilesTests", dependencies: ["DeviceFiles"], swiftSettings: swiftSettings),
+        .testTarget(name: "Data4HelpKitTests", dependencies: ["Data4HelpKit"], swiftSettings: swiftSettings),
         .testTarget(
             name: "SOSManagerTests",
             dependencies: ["SOSManager", "HealthSharing", "DatabaseLink", "SeededRandom"],
