@@ -31,17 +31,21 @@ struct BalancedPairTests {
         /// The running process (a new one after `restart()`).
         var process: Process { current.withLock { $0 } }
 
-        init(database: DatabaseURL, environment extra: [String: String] = [:]) throws {
+        /// Where its standard output (the JSON log lines) goes, when asked for.
+        let output: URL?
+
+        init(database: DatabaseURL, environment extra: [String: String] = [:], output: URL? = nil) throws {
             reservation = try LoopbackPortReservation.forImmediateBind()
             port = reservation.port
             self.database = database
+            self.output = output
             environment = ["HOST": "127.0.0.1", "PORT": String(port)].merging(extra) { $1 }
-            current = Mutex(try ServerProcess.launch(database: database, environment: environment))
+            current = Mutex(try ServerProcess.launch(database: database, environment: environment, output: output))
         }
 
         /// A new process on the same port and database, once the last one has ended (`kill()`).
         func restart() throws {
-            let next = try ServerProcess.launch(database: database, environment: environment)
+            let next = try ServerProcess.launch(database: database, environment: environment, output: output)
             current.withLock { $0 = next }
         }
 

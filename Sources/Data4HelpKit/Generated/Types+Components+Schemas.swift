@@ -117,6 +117,10 @@ extension Components {
             ///
             /// - Remark: Generated from `#/components/schemas/Problem/requestId`.
             public var requestId: Swift.String?
+            /// The OpenTelemetry trace of the request (the trace id of W3C `traceparent`), when the server exports traces.
+            ///
+            /// - Remark: Generated from `#/components/schemas/Problem/traceId`.
+            public var traceId: Swift.String?
             /// For validation problems, every offending field.
             ///
             /// - Remark: Generated from `#/components/schemas/Problem/errors`.
@@ -130,6 +134,7 @@ extension Components {
             ///   - detail:
             ///   - instance: The request path.
             ///   - requestId: The `X-Request-Id` of the request; quote it when reporting a problem.
+            ///   - traceId: The OpenTelemetry trace of the request (the trace id of W3C `traceparent`), when the server exports traces.
             ///   - errors: For validation problems, every offending field.
             public init(
                 _type: Swift.String,
@@ -138,6 +143,7 @@ extension Components {
                 detail: Swift.String,
                 instance: Swift.String? = nil,
                 requestId: Swift.String? = nil,
+                traceId: Swift.String? = nil,
                 errors: [Components.Schemas.FieldIssue]? = nil
             ) {
                 self._type = _type
@@ -146,6 +152,7 @@ extension Components {
                 self.detail = detail
                 self.instance = instance
                 self.requestId = requestId
+                self.traceId = traceId
                 self.errors = errors
             }
             public enum CodingKeys: String, CodingKey {
@@ -155,6 +162,7 @@ extension Components {
                 case detail
                 case instance
                 case requestId
+                case traceId
                 case errors
             }
         }

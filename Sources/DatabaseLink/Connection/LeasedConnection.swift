@@ -1,6 +1,7 @@
 import Logging
 import PostgresNIO
 import Synchronization
+import Tracing
 
 /// A pooled connection as the stores' closures get it from `Database.withConnection` and
 /// `withTransaction`: it runs statements like `PostgresConnection`, except that a statement
@@ -21,14 +22,36 @@ package struct LeasedConnection: Sendable {
 
     /// Like `PostgresConnection.query`.
     @discardableResult
+    /// With tracing on, a span per statement (`StatementTracing.name(of:)`), until its first answer.
     package func query(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws -> PostgresRowSequence {
+        guard StatementTracing.isOn else { return try await run(query, logger: logger, file: file, line: line) }
+        return try await withSpan(StatementTracing.name(of: query.sql), ofKind: .client) { span in
+            span.attributes["db.system.name"] = "postgresql"
+            span.attributes["code.file.path"] = file
+            span.attributes["code.line.number"] = line
+            return try await run(query, logger: logger, file: file, line: line)
+        }
+    }
+
+    private func run(_ query: PostgresQuery, logger: Logger, file: String, line: Int) async throws -> PostgresRowSequence {
         try await watch.untilClosed(underlying) { [underlying] in
             try await underlying.query(query, logger: logger, file: file, line: line)
         }
     }
 
-    /// Runs a prepared statement and collects its rows.
+    /// Runs a prepared statement and collects its rows; with tracing on, in a span named after the
+    /// statement's type (`SampleListingStatement<Newest>`).
     package func execute<Statement: PostgresPreparedStatement>(
+        _ statement: Statement, logger: Logger
+    ) async throws -> [Statement.Row] where Statement.Row: Sendable {
+        guard StatementTracing.isOn else { return try await run(statement, logger: logger) }
+        return try await withSpan(String(describing: Statement.self), ofKind: .client) { span in
+            span.attributes["db.system.name"] = "postgresql"
+            return try await run(statement, logger: logger)
+        }
+    }
+
+    private func run<Statement: PostgresPreparedStatement>(
         _ statement: Statement, logger: Logger
     ) async throws -> [Statement.Row] where Statement.Row: Sendable {
         try await watch.untilClosed(underlying) { [underlying] in

@@ -285,6 +285,7 @@ func buildRouter(
 ) -> Router<AppRequestContext> {
     let routes = RouteTable()
     let router = RecordingRouter(router: Router(context: AppRequestContext.self, options: .autoGenerateHeadEndpoints), table: routes)
+    router.add(middleware: RequestTracingMiddleware())
     router.add(middleware: RequestIDMiddleware())
     router.add(middleware: SecurityHeadersMiddleware())
     router.add(middleware: CursorKeyMiddleware(key: components.cursorKey))

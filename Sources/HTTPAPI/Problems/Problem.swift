@@ -24,6 +24,8 @@ package struct Problem: Error, Sendable, Encodable {
     package let detail: String
     package var instance: String?
     package var requestId: String?
+    /// The request's trace (when tracing is on), for finding it from a user's report.
+    package var traceId: String?
     package let errors: [FieldIssue]?
     /// Response headers the problem requires (`WWW-Authenticate`, `Retry-After`).
     package let headers: HTTPFields
@@ -41,7 +43,7 @@ package struct Problem: Error, Sendable, Encodable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case type, title, status, detail, instance, requestId, errors
+        case type, title, status, detail, instance, requestId, traceId, errors
     }
 
     /// A 422 naming the fields that hold bad values.
@@ -73,6 +75,7 @@ package struct Problem: Error, Sendable, Encodable {
         var body = self
         body.instance = instance
         body.requestId = requestId
+        body.traceId = TraceIdentity.current
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         let data = (try? encoder.encode(body)) ?? Data()

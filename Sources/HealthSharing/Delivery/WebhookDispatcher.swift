@@ -8,6 +8,7 @@ import NIOCore
 import NIOHTTP1
 import ServiceLifecycle
 import Synchronization
+import Tracing
 
 /// Turns a claimed delivery (and the party event it carries, if any) into the JSON body POSTed.
 /// The HTTP layer provides it: the body is in the API's wire format.
@@ -112,6 +113,7 @@ package struct WebhookDispatcher: Service {
         configuration.decompression = .disabled
         // A receiver that refuses the connection fails this attempt now; retries are ours, with backoff.
         configuration.connectionPool.retryConnectionEstablishment = false
+        configuration.tracing.tracer = nil  // it would record the receiver's URL: see TraceHeaders
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
@@ -133,8 +135,18 @@ package struct WebhookDispatcher: Service {
         }
     }
 
-    /// One attempt of one delivery, recorded whatever happens.
+    /// One attempt of one delivery, recorded whatever happens; a trace span of its own
+    /// (`webhook attempt`), whose context goes to the receiver as `traceparent` (`TraceHeaders`).
     package func attempt(_ delivery: ClaimedDelivery, client: HTTPClient) async {
+        await withSpan("webhook attempt", ofKind: .client) { span in
+            span.attributes["data4help.delivery.id"] = delivery.publicId.uuidString.lowercased()
+            span.attributes["data4help.event.type"] = delivery.eventType
+            span.attributes["data4help.attempt"] = delivery.attempt
+            await attempt(delivery, client: client, span: span)
+        }
+    }
+
+    private func attempt(_ delivery: ClaimedDelivery, client: HTTPClient, span: any Span) async {
         let started = ContinuousClock.now
         let at = Date()
         do {
@@ -148,6 +160,8 @@ package struct WebhookDispatcher: Service {
             }
             let body = try encoder.body(for: delivery, event: event)
             let result = await send(body, of: delivery, client: client)
+            if let status = result.status { span.attributes["http.response.status_code"] = status }
+            if let error = result.error { span.setStatus(.init(code: .error, message: error)) }
             let elapsed = ContinuousClock.now - started
             let record = DeliveryAttemptRecord(
                 attempt: delivery.attempt, at: at, durationMs: Int(elapsed.wholeMilliseconds),
@@ -200,6 +214,7 @@ package struct WebhookDispatcher: Service {
         request.headers.add(name: "Data4Help-Delivery", value: delivery.publicId.uuidString.lowercased())
         request.headers.add(name: "Data4Help-Event", value: delivery.eventType)
         request.headers.add(name: WebhookSignature.header, value: WebhookSignature.header(secret: delivery.secret, timestamp: timestamp, body: body))
+        TraceHeaders.inject(into: &request.headers)
         request.body = .bytes(ByteBuffer(bytes: body))
         do {
             let response = try await client.execute(request, timeout: .init(settings.timeout))

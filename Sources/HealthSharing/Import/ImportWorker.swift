@@ -5,6 +5,7 @@ import Foundation
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Tracing
 import UntrustedXML
 
 /// Reads queued imports in the background, on every instance: claims one (a lease, `FOR UPDATE
@@ -58,7 +59,11 @@ package struct ImportWorker: Service {
                 throw ImportFailure("the file could not be read: the import was started \(settings.maximumAttempts) times and stopped each time")
             }
             // Reading runs on a thread of lower priority than the requests of everyone else.
-            try await withTaskExecutorPreference(BackgroundExecutor.imports) { try await read(claim) }
+            try await withSpan("import") { span in
+                span.attributes["data4help.import.id"] = claim.publicId.uuidString.lowercased()
+                span.attributes["data4help.attempt"] = claim.attempt
+                try await withTaskExecutorPreference(BackgroundExecutor.imports) { try await read(claim) }
+            }
         } catch is ImportClaimLost {
             logger.info("import stopped: cancelled or taken over", metadata: ["import.id": "\(claim.publicId)"])
         } catch let failure as ImportFailure {
@@ -228,21 +233,26 @@ package struct ImportWorker: Service {
         let claim = batch.claim, lease = settings.lease
         let checkpointText = try checkpoint.map { String(decoding: try JSONEncoder().encode($0), as: UTF8.self) }
         batch.begin { [dataManager, workouts, store] handover in
-            try await dataManager.ingestHistory(handover.samples, for: IndividualID(rowId: claim.individualId)) { stored, transaction in
-                var counted = handover.figures
-                counted.add(stored, items: handover.samples)
-                let (newWorkouts, workoutSpan) = try await workouts.insert(handover.workouts, importId: claim.id, in: transaction)
-                if !handover.workouts.isEmpty {
-                    counted.types[DataKind.workoutName, default: ImportFigures.TypeCounts()].accepted += newWorkouts
-                    counted.types[DataKind.workoutName, default: ImportFigures.TypeCounts()].duplicates += handover.workouts.count - newWorkouts
+            // A span per chunk, a child of the import's (the commit's task inherits the context).
+            try await withSpan("import chunk") { span in
+                span.attributes["data4help.import.records"] = handover.samples.count
+                span.attributes["data4help.import.bytes_processed"] = processed
+                return try await dataManager.ingestHistory(handover.samples, for: IndividualID(rowId: claim.individualId)) { stored, transaction in
+                    var counted = handover.figures
+                    counted.add(stored, items: handover.samples)
+                    let (newWorkouts, workoutSpan) = try await workouts.insert(handover.workouts, importId: claim.id, in: transaction)
+                    if !handover.workouts.isEmpty {
+                        counted.types[DataKind.workoutName, default: ImportFigures.TypeCounts()].accepted += newWorkouts
+                        counted.types[DataKind.workoutName, default: ImportFigures.TypeCounts()].duplicates += handover.workouts.count - newWorkouts
+                    }
+                    if let workoutSpan { counted.addSpan(workoutSpan, to: DataKind.workoutName) }
+                    let progress = ImportProgress(
+                        checkpoint: checkpointText, figures: String(decoding: try JSONEncoder().encode(counted), as: UTF8.self),
+                        bytesProcessed: processed, records: handover.records
+                    )
+                    try await store.recordProgress(progress, of: claim, leaseFor: lease, in: transaction)
+                    return counted
                 }
-                if let workoutSpan { counted.addSpan(workoutSpan, to: DataKind.workoutName) }
-                let progress = ImportProgress(
-                    checkpoint: checkpointText, figures: String(decoding: try JSONEncoder().encode(counted), as: UTF8.self),
-                    bytesProcessed: processed, records: handover.records
-                )
-                try await store.recordProgress(progress, of: claim, leaseFor: lease, in: transaction)
-                return counted
             }
         }
         if wait { try await batch.settle() }

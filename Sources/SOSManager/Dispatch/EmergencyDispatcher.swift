@@ -63,6 +63,7 @@ package struct HTTPEmergencyDispatcher: EmergencyDispatcher {
             name: WebhookSignature.header,
             value: WebhookSignature.header(secret: secret, timestamp: Int64(Date().timeIntervalSince1970), body: body)
         )
+        TraceHeaders.inject(into: &request.headers)
         request.body = .bytes(ByteBuffer(bytes: body))
         let response: HTTPClientResponse
         let answer: ByteBuffer
@@ -106,6 +107,7 @@ package struct HTTPDispatchCentreService: Service {
     package func run() async throws {
         var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow, timeout: .init(connect: .seconds(1), read: .init(timeout)))
         configuration.connectionPool.retryConnectionEstablishment = false  // our retries, our backoff
+        configuration.tracing.tracer = nil  // our span, no URL recorded (see TraceHeaders)
         let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
         var settings = SOSDispatchSettings()
         settings.timeout = timeout

@@ -4,6 +4,7 @@ import Foundation
 import Logging
 import Metrics
 import ServiceLifecycle
+import Tracing
 
 /// Settings of emergency dispatch.
 package struct SOSDispatchSettings: Sendable {
@@ -79,7 +80,19 @@ package struct SOSDispatchService: Service {
     }
 
     /// One call for one claimed incident, its outcome recorded; wakes the loop to plan the retry.
+    /// A trace span of its own (`sos dispatch`), whose context goes to the dispatch centre as
+    /// `traceparent` (`TraceHeaders`).
     func attempt(_ claimed: ClaimedIncident) async {
+        await withSpan("sos dispatch", ofKind: .client) { span in
+            span.attributes["data4help.incident.id"] = claimed.incident.publicId.uuidString.lowercased()
+            span.attributes["data4help.attempt"] = claimed.incident.dispatchAttempts
+            let outcome = await call(claimed)
+            if case .retry(_, let error) = outcome { span.setStatus(.init(code: .error, message: error)) }
+        }
+        signal.notify()
+    }
+
+    private func call(_ claimed: ClaimedIncident) async -> DispatchOutcome {
         let started = ContinuousClock.now
         let outcome: DispatchOutcome
         do {
@@ -112,7 +125,7 @@ package struct SOSDispatchService: Service {
             // Not recorded: the lease runs out and the call is made again, with the same id.
             logger.warning("sos dispatch outcome not recorded", metadata: ["incident.id": "\(claimed.incident.publicId)"])
         }
-        signal.notify()
+        return outcome
     }
 
     /// Seconds to wait after the n-th failed attempt, with ±10 % jitter.

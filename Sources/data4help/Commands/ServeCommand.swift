@@ -19,13 +19,16 @@ struct ServeCommand: AsyncParsableCommand {
         let configuration = try ServerEnvironment.configuration(host: host, port: port)
         let logger = ServerEnvironment.bootstrapLogging(level: configuration.logLevel)
         let metrics = ServerEnvironment.bootstrapMetrics()
+        let tracing = try ServerEnvironment.bootstrapTracing()
         try await StartupFailure.reporting {
             try await ServerEnvironment.withDatabase(configuration, logger: logger) { databaseURL in
                 let app = try buildApplication(configuration: configuration, databaseURL: databaseURL, metrics: metrics, logger: logger)
                 // SIGTERM/SIGINT: stop accepting, let in-flight requests finish. Shutdown is bounded
                 // (below Kubernetes' 30 s grace period): after 20 s the services are cancelled, and
                 // after 5 more the process ends whatever still runs.
-                var group = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
+                // The exporter's service first: it stops last and sends the spans of the shutdown.
+                let services: [any Service] = (tracing.map { [$0] } ?? []) + [app]
+                var group = ServiceGroupConfiguration(services: services, gracefulShutdownSignals: [.sigterm, .sigint], logger: logger)
                 group.maximumGracefulShutdownDuration = .seconds(20)
                 group.maximumCancellationDuration = .seconds(5)
                 try await ServiceGroup(configuration: group).run()

@@ -7,9 +7,11 @@ struct JSONLogHandler: LogHandler {
     let label: String
     var logLevel: Logger.Level = .info
     var metadata: Logger.Metadata = [:]
+    var metadataProvider: Logger.MetadataProvider?
 
-    init(label: String) {
+    init(label: String, metadataProvider: Logger.MetadataProvider? = nil) {
         self.label = label
+        self.metadataProvider = metadataProvider
     }
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
@@ -19,7 +21,10 @@ struct JSONLogHandler: LogHandler {
 
     func log(event: LogEvent) {
         var fields: [String: String] = [:]
-        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }) {
+        var all = metadataProvider?.get() ?? [:]
+        all.merge(metadata) { $1 }
+        all.merge(event.metadata ?? [:]) { $1 }
+        for (key, value) in all {
             fields[key] = value.description
         }
         fields["time"] = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))

@@ -5,7 +5,10 @@ import Foundation
 import HTTPAPI
 import Logging
 import Metrics
+import OTel
 import Prometheus
+import ServiceLifecycle
+import Tracing
 
 /// Process-wide set-up shared by the subcommands: configuration, logging, metrics, and the
 /// database (the configured server, or an embedded cluster that lives as long as the command).
@@ -19,14 +22,42 @@ enum ServerEnvironment {
         return configuration
     }
 
-    /// JSON log lines on standard output at the configured level.
+    /// JSON log lines on standard output at the configured level; with tracing on, each line
+    /// written inside a span carries its `trace_id` and `span_id` (swift-otel's metadata provider).
     static func bootstrapLogging(level: Logger.Level) -> Logger {
-        LoggingSystem.bootstrap { label in
-            var handler = JSONLogHandler(label: label)
-            handler.logLevel = level
-            return handler
-        }
+        LoggingSystem.bootstrap(
+            { label, provider in
+                var handler = JSONLogHandler(label: label, metadataProvider: provider)
+                handler.logLevel = level
+                return handler
+            }, metadataProvider: OTel.makeLoggingMetadataProvider())
         return Logger(label: "data4help")
+    }
+
+    /// OpenTelemetry traces (swift-otel), when the standard variables ask for them:
+    /// `OTEL_TRACES_EXPORTER=otlp`, or an OTLP endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`,
+    /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`) without `OTEL_TRACES_EXPORTER=none`; never with
+    /// `OTEL_SDK_DISABLED=true`. The rest — protocol (`http/protobuf`, `http/json`), headers,
+    /// sampler, batching, `OTEL_SERVICE_NAME` — is swift-otel's reading of the same variables.
+    /// Returns the exporter's service (run it beside the server), or nil: tracing stays off and
+    /// costs a statement or a request one atomic load.
+    static func bootstrapTracing(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> (any Service)? {
+        if environment["OTEL_SDK_DISABLED"]?.lowercased() == "true" { return nil }
+        let exporter = environment["OTEL_TRACES_EXPORTER"]?.lowercased()
+        let endpoint = environment["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] ?? environment["OTEL_EXPORTER_OTLP_ENDPOINT"]
+        guard exporter == "otlp" || (exporter == nil && endpoint != nil) else { return nil }
+        var configuration = OTel.Configuration.default
+        configuration.serviceName = "data4help"
+        configuration.logs.enabled = false  // logs stay JSON lines on standard output
+        configuration.metrics.enabled = false  // metrics stay Prometheus's (/metrics)
+        configuration.traces.exporter = .otlp
+        // Only OTLP over HTTP is built (the OTLPHTTP trait: gRPC would build grpc-swift):
+        // OTEL_EXPORTER_OTLP_PROTOCOL=grpc ends the start with swift-otel's error.
+        configuration.traces.otlpExporter.protocol = .httpProtobuf
+        let backend = try OTel.makeTracingBackend(configuration: configuration)
+        InstrumentationSystem.bootstrap(backend.factory)
+        StatementTracing.enable()
+        return backend.service
     }
 
     /// Prometheus as the metrics backend; names like `hb.requests` become `hb_requests`.

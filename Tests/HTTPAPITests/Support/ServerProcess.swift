@@ -21,7 +21,10 @@ enum ServerProcess {
     /// pages, contract) plus `extra`. Its output goes to a log file, never to the test process's
     /// own output: a child still running after the test process died (a crash) would otherwise
     /// hold `swift test`'s pipe open and hang it until the CI limit.
-    static func launch(_ arguments: [String] = ["serve"], database: DatabaseURL, environment extra: [String: String]) throws -> Process {
+    /// `output`: a file for its standard output (its JSON log lines), appended to; by default dropped.
+    static func launch(
+        _ arguments: [String] = ["serve"], database: DatabaseURL, environment extra: [String: String], output: URL? = nil
+    ) throws -> Process {
         let process = Process()
         process.executableURL = executable
         process.arguments = arguments
@@ -33,7 +36,14 @@ enum ServerProcess {
             "MAIL_PICKUP_DIR": Mailbox.directory.path,
         ].merging(extra) { $1 }
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = FileHandle.nullDevice
+        if let output {
+            if !FileManager.default.fileExists(atPath: output.path) { FileManager.default.createFile(atPath: output.path, contents: nil) }
+            let handle = try FileHandle(forWritingTo: output)
+            try handle.seekToEnd()
+            process.standardOutput = handle
+        } else {
+            process.standardOutput = FileHandle.nullDevice
+        }
         process.standardError = try logFile(named: "data4help")
         try process.run()
         return process
