@@ -62,6 +62,22 @@ struct DerivedKindsTests {
             #expect((first["workout"] as? [String: Any])?["activity"] as? String == "running")
             let analysis = try #require(first["analysis"] as? [String: Any])
             #expect((analysis["profiles"] as? [[String: Any]])?.count == 1 && analysis["readings"] as? Int == 120)
+            // Pages of one: the cursor leads from the later workout to the earlier and ends there.
+            try await OfferTests.sql(
+                database,
+                """
+                INSERT INTO workouts (individual_id, client_id, activity, started_at, ended_at)
+                SELECT individual_id, 'walk', 'walking', started_at + interval '1 hour', ended_at + interval '1 hour' FROM workouts
+                WHERE client_id = 'run'
+                """)
+            let later = try await api.send(.get, "\(base)/workout-summaries?limit=1", token: party)
+            #expect(later.items.compactMap { ($0["workout"] as? [String: Any])?["activity"] as? String } == ["walking"])
+            let cursor = try #require(later.json["nextCursor"] as? String)
+            let earlier = try await api.send(
+                .get, "\(base)/workout-summaries?limit=1&cursor=\(cursor.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? cursor)",
+                token: party)
+            #expect(earlier.items.compactMap { ($0["workout"] as? [String: Any])?["activity"] as? String } == ["running"])
+            #expect(earlier.json["nextCursor"] as? String == nil)
             // The readings behind them are not granted.
             #expect(try await api.send(.get, base, token: party).problemFields == ["types"])
             #expect(try await api.send(.get, "\(base)/workouts", token: party).status == .forbidden)

@@ -31,18 +31,23 @@ package struct Authenticator: Sendable {
                 try await touch(principal.credential)
                 cache?.wroteUse(digest, at: Date())
             }
-        } else if isKey {
-            guard let key = try await apiKeys.resolve(keyHash: digest) else { throw AuthenticationError.invalidToken }
-            principal = Principal(account: .thirdParty(key.thirdPartyId), credential: .apiKey(id: key.id))
-            let written = Self.isStale(key.lastUsedAt) ? Date() : key.lastUsedAt
-            if Self.isStale(key.lastUsedAt) { try await apiKeys.touch(id: key.id) }
-            cache?.store(digest, principal: principal, expiresAt: nil, lastUseWritten: written)
         } else {
-            guard let token = try await tokens.resolve(tokenHash: digest) else { throw AuthenticationError.invalidToken }
-            principal = Principal(account: token.owner, credential: .accessToken(id: token.id))
-            let written = Self.isStale(token.lastUsedAt) ? Date() : token.lastUsedAt
-            if Self.isStale(token.lastUsedAt) { try await tokens.touch(id: token.id) }
-            cache?.store(digest, principal: principal, expiresAt: token.expiresAt, lastUseWritten: written)
+            let lastUsedAt: Date?, expiresAt: Date?
+            if isKey {
+                guard let key = try await apiKeys.resolve(keyHash: digest) else { throw AuthenticationError.invalidToken }
+                principal = Principal(account: .thirdParty(key.thirdPartyId), credential: .apiKey(id: key.id))
+                (lastUsedAt, expiresAt) = (key.lastUsedAt, nil)
+            } else {
+                guard let token = try await tokens.resolve(tokenHash: digest) else { throw AuthenticationError.invalidToken }
+                principal = Principal(account: token.owner, credential: .accessToken(id: token.id))
+                (lastUsedAt, expiresAt) = (token.lastUsedAt, token.expiresAt)
+            }
+            var written = lastUsedAt
+            if Self.isStale(lastUsedAt) {
+                try await touch(principal.credential)
+                written = Date()
+            }
+            cache?.store(digest, principal: principal, expiresAt: expiresAt, lastUseWritten: written)
         }
         guard surface.owns(principal.account) else { throw AuthenticationError.wrongSurface }
         return principal

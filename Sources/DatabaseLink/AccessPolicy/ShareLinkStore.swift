@@ -84,19 +84,44 @@ package struct ShareLinkStore: Sendable {
             guard let link = try rows.first.map(Self.link) else { return nil }
             let views = try await connection.query(
                 """
-                SELECT at, encode(substring(address_digest FROM 1 FOR 8), 'hex'), outcome FROM share_link_views
+                SELECT link_id, \(unescaped: Self.viewColumns) FROM share_link_views
                 WHERE link_id = \(link.sequence) ORDER BY id DESC LIMIT \(viewLimit)
                 """, logger: database.logger
             ).collect()
-            return (
-                link,
-                try views.map { row in
-                    let (at, digest, outcome) = try row.decode((Date, String, String).self)
-                    guard let outcome = ShareLinkViewOutcome(rawValue: outcome) else { throw StoredValueError(column: "share_link_views.outcome") }
-                    return ShareLinkView(at: at, addressDigest: digest, outcome: outcome)
-                }
-            )
+            return (link, try views.map { try Self.view($0).view })
         }
+    }
+
+    /// Every link of the person with every opening of each, newest first — two statements however
+    /// many links (the export).
+    package func linksWithViews(individualId: Int64) async throws -> [(link: ShareLink, views: [ShareLinkView])] {
+        try await database.withConnection { connection in
+            let links = try await connection.query(
+                "SELECT \(unescaped: Self.columns) FROM share_links s WHERE s.individual_id = \(individualId) ORDER BY s.id DESC",
+                logger: database.logger
+            ).collect().map(Self.link)
+            guard !links.isEmpty else { return [] }
+            let rows = try await connection.query(
+                """
+                SELECT link_id, \(unescaped: Self.viewColumns) FROM share_link_views
+                WHERE link_id = ANY(\(links.map(\.sequence))) ORDER BY id DESC
+                """, logger: database.logger
+            ).collect()
+            var views: [Int64: [ShareLinkView]] = [:]
+            for row in rows {
+                let (link, view) = try Self.view(row)
+                views[link, default: []].append(view)
+            }
+            return links.map { (link: $0, views: views[$0.sequence] ?? []) }
+        }
+    }
+
+    private static let viewColumns = "at, encode(substring(address_digest FROM 1 FOR 8), 'hex'), outcome"
+
+    private static func view(_ row: PostgresRow) throws -> (link: Int64, view: ShareLinkView) {
+        let (link, at, digest, outcome) = try row.decode((Int64, Date, String, String).self)
+        guard let outcome = ShareLinkViewOutcome(rawValue: outcome) else { throw StoredValueError(column: "share_link_views.outcome") }
+        return (link, ShareLinkView(at: at, addressDigest: digest, outcome: outcome))
     }
 
     /// Revokes one of the person's links (at once: the next opening finds nothing); false when

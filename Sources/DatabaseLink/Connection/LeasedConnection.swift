@@ -20,9 +20,9 @@ package struct LeasedConnection: Sendable {
     package let underlying: PostgresConnection
     let watch: ConnectionWatch
 
-    /// Like `PostgresConnection.query`.
+    /// Like `PostgresConnection.query`; with tracing on, in a span per statement
+    /// (`StatementTracing.name(of:)`) until its first answer.
     @discardableResult
-    /// With tracing on, a span per statement (`StatementTracing.name(of:)`), until its first answer.
     package func query(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws -> PostgresRowSequence {
         guard StatementTracing.isOn else { return try await run(query, logger: logger, file: file, line: line) }
         return try await withSpan(StatementTracing.name(of: query.sql), ofKind: .client) { span in

@@ -20,13 +20,14 @@ package struct RestingHeartRateStore: Sendable {
         }
     }
 
-    /// `sample_types.code` of heart rate, whose readings resting heart rate is computed from.
-    static let heartRateCode: Int16 = 1
-
     let database: Database
+    /// `sample_types.code` of heart rate, whose readings resting heart rate is computed from
+    /// (HealthSharing's `SampleType.heartRate.storageCode`).
+    let heartRateCode: Int16
 
-    package init(database: Database) {
+    package init(database: Database, heartRateCode: Int16) {
         self.database = database
+        self.heartRateCode = heartRateCode
     }
 
     /// The row version (`xmin`) of each heart-rate daily rollup in `[first, last]`: an upload that
@@ -36,7 +37,7 @@ package struct RestingHeartRateStore: Sendable {
         let rows = try await database.query(
             """
             SELECT day::text, xmin::text FROM daily_rollups
-            WHERE individual_id = \(individualId) AND sample_type = \(Self.heartRateCode) AND day BETWEEN \(first)::date AND \(last)::date
+            WHERE individual_id = \(individualId) AND sample_type = \(heartRateCode) AND day BETWEEN \(first)::date AND \(last)::date
             """)
         var versions: [String: String] = [:]
         for row in rows {
@@ -54,7 +55,7 @@ package struct RestingHeartRateStore: Sendable {
         let rows = try await database.query(
             """
             SELECT DISTINCT r.individual_id FROM daily_rollups r
-            WHERE r.sample_type = \(Self.heartRateCode) AND r.day >= current_date - \(days)
+            WHERE r.sample_type = \(heartRateCode) AND r.day >= current_date - \(days)
               AND NOT EXISTS (
                 SELECT 1 FROM resting_heart_rates n
                 WHERE n.individual_id = r.individual_id AND n.day = r.day AND strpos(n.fingerprint, '/' || r.xmin::text || '/') > 0)

@@ -41,8 +41,12 @@ struct KeysetPagination {
 
     /// The page for rows fetched with `limit + 1`: the extra row only says that more exist.
     func page<Row, Item>(_ rows: [Row], id: (Row) -> Int64, item: (Row) -> Item) -> Page<Item> {
-        let visible = Array(rows.prefix(limit))
-        let next = rows.count > limit ? visible.last.map { Self.encodeCursor(id($0)) } : nil
+        page(Array(rows.prefix(limit)), more: rows.count > limit, id: id, item: item)
+    }
+
+    /// A page of `visible` rows (at most `limit`), with a cursor when the caller knows of `more`.
+    func page<Row, Item>(_ visible: [Row], more: Bool, id: (Row) -> Int64, item: (Row) -> Item) -> Page<Item> {
+        let next = more ? visible.last.map { Self.encodeCursor(id($0)) } : nil
         return Page(items: visible.map(item), nextCursor: next)
     }
 

@@ -57,10 +57,10 @@ struct GrantedDataController {
         let id = try AccessScopeFields.requestId(context.parameters)
         let pagination = try KeysetPagination(request)
         let window = try Self.window(request)
-        let rows = try await granted.workoutSummaries(
+        let (summaries, more) = try await granted.workoutSummaries(
             for: context.party, request: id, from: window.from, to: window.to, limit: pagination.limit, before: pagination.beforeId)
         return pagination.page(
-            rows, id: \.workout.sequence,
+            summaries, more: more, id: \.workout.sequence,
             item: {
                 GrantedWorkoutSummaryBody(
                     workout: WorkoutBody($0.workout, detail: nil, forParty: true), analysis: WorkoutInsightBody($0.workout, $0.analysis, earlier: []))

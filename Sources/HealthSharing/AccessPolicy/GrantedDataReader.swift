@@ -110,19 +110,21 @@ package struct GrantedDataReader: Sendable {
     /// heart-rate readings or the route it was computed from. Up to `limit + 1`, as `workouts`.
     package func workoutSummaries(
         for party: ThirdPartyID, request id: UUID, from: Date?, to: Date?, limit: Int, before: Int64?
-    ) async throws -> [(workout: Workout, analysis: WorkoutAnalysis)] {
+    ) async throws -> (summaries: [(workout: Workout, analysis: WorkoutAnalysis)], more: Bool) {
         let (record, individualId, grant) = try await activeGrant(party, id)
         guard grant.kinds.contains(.workoutSummary) else { throw AccessRequestError.notCovered(kind: DataKind.workoutSummaryName) }
         let window = Self.window(grant, from: from, to: to)
+        // One row more than the page tells whether another page follows; only the page is analysed.
         let rows = try await workoutStore.list(individualId: individualId, from: window.from, to: window.to, limit: limit + 1, beforeId: before)
-        let analyses = try await insights.analyses(of: IndividualID(rowId: individualId), rows)
-        if !rows.isEmpty {
+        let page = Array(rows.prefix(limit))
+        let analyses = try await insights.analyses(of: IndividualID(rowId: individualId), page)
+        if !page.isEmpty {
             try await disclosures.record(
                 individualId: individualId, thirdPartyId: record.thirdPartyId, requestId: record.id, channel: "pull",
-                types: [DataKind.workoutSummaryName], itemCount: min(rows.count, limit)
+                types: [DataKind.workoutSummaryName], itemCount: page.count
             )
         }
-        return Array(zip(rows, analyses)).map { (workout: $0.0, analysis: $0.1) }
+        return (zip(page, analyses).map { (workout: $0.0, analysis: $0.1) }, rows.count > limit)
     }
 
     private func activeGrant(_ party: ThirdPartyID, _ id: UUID) async throws -> (AccessRequestRecord, Int64, AccessScope) {

@@ -72,12 +72,7 @@ package struct PrivacyRecordService: Sendable {
 
     /// For the export: every share link of the person's with its openings.
     package func shareLinks(of individual: IndividualID) async throws -> [(link: ShareLink, views: [ShareLinkView])] {
-        var all: [(link: ShareLink, views: [ShareLinkView])] = []
-        for link in try await shareLinks.links(individualId: individual.rowId, limit: 10_000) {
-            let views = try await shareLinks.link(individualId: individual.rowId, publicId: link.publicId, viewLimit: 100_000)?.1 ?? []
-            all.append((link, views))
-        }
-        return all
+        try await shareLinks.linksWithViews(individualId: individual.rowId)
     }
 
     /// For the export: every released answer that counted the person, newest first.

@@ -7,8 +7,9 @@ import ServiceContextModule
 /// receiver's own trace continues ours.
 ///
 /// Why not AsyncHTTPClient's tracing: its request span records the full URL with its query, and a
-/// webhook URL is the third party's, sometimes with a secret in it. Our clients switch it off
-/// (`withoutURLTracing`) and the attempt's span, which records no URL, is the receiver's parent.
+/// webhook URL is the third party's, sometimes with a secret in it. The webhook and dispatch
+/// clients switch it off (`configuration.tracing.tracer = nil`), and the attempt's span, which
+/// records no URL, is the receiver's parent.
 package enum TraceHeaders {
     package static func inject(into headers: inout HTTPHeaders) {
         guard let context = ServiceContext.current else { return }

@@ -67,7 +67,7 @@ package struct InsightService: Sendable {
     let rests: RestingHeartRateStore
 
     package init(database: Database) {
-        rests = RestingHeartRateStore(database: database)
+        rests = RestingHeartRateStore(database: database, heartRateCode: SampleType.heartRate.storageCode)
         reader = HealthDataReader(database: database)
         workouts = WorkoutStore(database: database)
         analyses = WorkoutAnalysisStore(database: database)

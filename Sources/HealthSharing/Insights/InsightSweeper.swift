@@ -25,7 +25,7 @@ package struct InsightSweeper: Service {
 
     package init(database: Database, interval: Duration, schemaReady: StartupGate, logger: Logger) {
         insights = InsightService(database: database)
-        rests = RestingHeartRateStore(database: database)
+        rests = RestingHeartRateStore(database: database, heartRateCode: SampleType.heartRate.storageCode)
         analyses = WorkoutAnalysisStore(database: database)
         workouts = WorkoutStore(database: database)
         self.interval = interval
