@@ -81,6 +81,22 @@ struct Data4HelpKitTests {
         URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("kit-queue-\(UUID().uuidString.prefix(8))", isDirectory: true)
     }
 
+    /// A `data4help serve` process (with `environment`), an individual signed up and in through
+    /// the kit, and an empty queue directory for an engine.
+    static func withSignedIn(
+        environment: [String: String] = [:], _ body: (Instance, Client, URL) async throws -> Void
+    ) async throws {
+        let server = try Instance(database: try await TestPostgres.shared.migratedDatabase(), environment: environment)
+        defer { server.stop() }
+        try await BalancedPairTests.waitReady(server.port)
+        let credential = Credential()
+        let client = Self.client(server.port, credential)
+        _ = try await Self.signUpIndividual(client, credential)
+        let directory = Self.queueDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        try await body(server, client, directory)
+    }
+
     @Test(.timeLimit(.minutes(5)))
     func theMainJourneyThroughTheGeneratedClient() async throws {
         let server = try Instance(database: try await TestPostgres.shared.migratedDatabase())
@@ -129,79 +145,66 @@ struct Data4HelpKitTests {
 
     @Test(.timeLimit(.minutes(5)))
     func offlineThenBackWithTheAppKilledInBetween() async throws {
-        let server = try Instance(database: try await TestPostgres.shared.migratedDatabase())
-        defer { server.stop() }
-        try await BalancedPairTests.waitReady(server.port)
-        let credential = Credential()
-        let client = Self.client(server.port, credential)
-        _ = try await Self.signUpIndividual(client, credential)
-        await server.kill()  // the phone goes offline
+        try await Self.withSignedIn { server, client, directory in
+            await server.kill()  // the phone goes offline
 
-        let directory = Self.queueDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let start = Date().addingTimeInterval(-4 * 3600)
-        let items = Self.heartRates(2_500, from: start)
-        let first = Progresses()
-        do {
-            let engine = try Self.engine(client, directory, batchSize: 500, record: first)
-            try await engine.enqueue(items, anchor: (source: "watch", value: Data("after-2500".utf8)))
-            let draining = Task { try await engine.drain() }
-            // It keeps trying and waiting, longer each time, and uploads nothing.
-            while first.waits.count < 4 { try await Task.sleep(for: .milliseconds(20)) }
-            draining.cancel()  // the app is killed
-            _ = await draining.result
-            #expect(await engine.current.accepted == 0)
+            let start = Date().addingTimeInterval(-4 * 3600)
+            let items = Self.heartRates(2_500, from: start)
+            let first = Progresses()
+            do {
+                let engine = try Self.engine(client, directory, batchSize: 500, record: first)
+                try await engine.enqueue(items, anchor: (source: "watch", value: Data("after-2500".utf8)))
+                let draining = Task { try await engine.drain() }
+                // It keeps trying and waiting, longer each time, and uploads nothing.
+                while first.waits.count < 4 { try await Task.sleep(for: .milliseconds(20)) }
+                draining.cancel()  // the app is killed
+                _ = await draining.result
+                #expect(await engine.current.accepted == 0)
+            }
+            let reasons = first.waits.map(\.1)
+            #expect(reasons.allSatisfy { if case .unreachable = $0 { true } else { false } }, "\(reasons)")
+
+            // The app starts again later: the queue and the anchor were on the disk.
+            try server.restart()
+            try await BalancedPairTests.waitReady(server.port)
+            let second = Progresses()
+            let engine = try Self.engine(client, directory, batchSize: 500, record: second)
+            #expect(await engine.current.pending == 2_500)
+            #expect(await engine.anchor(for: "watch") == Data("after-2500".utf8))
+            try await engine.drain()
+            let done = await engine.current
+            #expect(done.accepted == 2_500 && done.duplicates == 0 && done.pending == 0)
+            #expect(try await Self.storedHeartRates(client, since: start) == 2_500)
+
+            // The source lost its anchor and hands the same readings over again: stored once.
+            try await engine.enqueue(items)
+            try await engine.drain()
+            #expect(await engine.current.duplicates == 2_500)
+            #expect(try await Self.storedHeartRates(client, since: start) == 2_500)
+            #expect(try await engine.rejectedItems().isEmpty)
         }
-        let reasons = first.waits.map(\.1)
-        #expect(reasons.allSatisfy { if case .unreachable = $0 { true } else { false } }, "\(reasons)")
-
-        // The app starts again later: the queue and the anchor were on the disk.
-        try server.restart()
-        try await BalancedPairTests.waitReady(server.port)
-        let second = Progresses()
-        let engine = try Self.engine(client, directory, batchSize: 500, record: second)
-        #expect(await engine.current.pending == 2_500)
-        #expect(await engine.anchor(for: "watch") == Data("after-2500".utf8))
-        try await engine.drain()
-        let done = await engine.current
-        #expect(done.accepted == 2_500 && done.duplicates == 0 && done.pending == 0)
-        #expect(try await Self.storedHeartRates(client, since: start) == 2_500)
-
-        // The source lost its anchor and hands the same readings over again: stored once.
-        try await engine.enqueue(items)
-        try await engine.drain()
-        #expect(await engine.current.duplicates == 2_500)
-        #expect(try await Self.storedHeartRates(client, since: start) == 2_500)
-        #expect(try await engine.rejectedItems().isEmpty)
     }
 
     @Test(.timeLimit(.minutes(5)))
     func theServerKilledMidUpload() async throws {
-        let server = try Instance(database: try await TestPostgres.shared.migratedDatabase())
-        defer { server.stop() }
-        try await BalancedPairTests.waitReady(server.port)
-        let credential = Credential()
-        let client = Self.client(server.port, credential)
-        _ = try await Self.signUpIndividual(client, credential)
+        try await Self.withSignedIn { server, client, directory in
+            let start = Date().addingTimeInterval(-7 * 3600)
+            let progress = Progresses()
+            let engine = try Self.engine(client, directory, batchSize: 1_000, record: progress)
+            try await engine.enqueue(Self.heartRates(20_000, from: start))
+            let draining = Task { try await engine.drain() }
+            while await engine.current.accepted < 5_000 { try await Task.sleep(for: .milliseconds(5)) }
+            await server.kill()  // kill -9, whatever request is in flight
+            try await Task.sleep(for: .milliseconds(300))
+            try server.restart()
+            try await draining.value
 
-        let directory = Self.queueDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let start = Date().addingTimeInterval(-7 * 3600)
-        let progress = Progresses()
-        let engine = try Self.engine(client, directory, batchSize: 1_000, record: progress)
-        try await engine.enqueue(Self.heartRates(20_000, from: start))
-        let draining = Task { try await engine.drain() }
-        while await engine.current.accepted < 5_000 { try await Task.sleep(for: .milliseconds(5)) }
-        await server.kill()  // kill -9, whatever request is in flight
-        try await Task.sleep(for: .milliseconds(300))
-        try server.restart()
-        try await draining.value
-
-        let done = await engine.current
-        #expect(done.pending == 0 && done.rejected == 0)
-        #expect(done.accepted + done.duplicates == 20_000, "accepted \(done.accepted), duplicates \(done.duplicates)")
-        #expect(!progress.waits.isEmpty, "the engine never saw the server go away")
-        #expect(try await Self.storedHeartRates(client, since: start) == 20_000)
+            let done = await engine.current
+            #expect(done.pending == 0 && done.rejected == 0)
+            #expect(done.accepted + done.duplicates == 20_000, "accepted \(done.accepted), duplicates \(done.duplicates)")
+            #expect(!progress.waits.isEmpty, "the engine never saw the server go away")
+            #expect(try await Self.storedHeartRates(client, since: start) == 20_000)
+        }
     }
 
     @Test(.timeLimit(.minutes(5)))
@@ -209,30 +212,22 @@ struct Data4HelpKitTests {
         // Three requests a credential, refilled one every 10 s: six uploads run into the limit
         // however slowly a loaded machine answers (one refilled twice a second was never reached
         // while the whole suite ran: each upload took 1.5 s).
-        let server = try Instance(
-            database: try await TestPostgres.shared.migratedDatabase(), environment: ["RATE_LIMIT_REQUESTS": "3", "RATE_LIMIT_WINDOW_SECONDS": "30"])
-        defer { server.stop() }
-        try await BalancedPairTests.waitReady(server.port)
-        let credential = Credential()
-        let client = Self.client(server.port, credential)
-        _ = try await Self.signUpIndividual(client, credential)
+        try await Self.withSignedIn(environment: ["RATE_LIMIT_REQUESTS": "3", "RATE_LIMIT_WINDOW_SECONDS": "30"]) { _, client, directory in
+            let start = Date().addingTimeInterval(-2 * 3600)
+            let progress = Progresses()
+            let engine = try Self.engine(client, directory, batchSize: 100, record: progress)
+            try await engine.enqueue(Self.heartRates(600, from: start))
+            try await engine.drain()
 
-        let directory = Self.queueDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let start = Date().addingTimeInterval(-2 * 3600)
-        let progress = Progresses()
-        let engine = try Self.engine(client, directory, batchSize: 100, record: progress)
-        try await engine.enqueue(Self.heartRates(600, from: start))
-        try await engine.drain()
-
-        let done = await engine.current
-        #expect(done.accepted == 600 && done.pending == 0)
-        let limited = progress.waits.filter { $0.1 == .rateLimited }
-        #expect(!limited.isEmpty, "the limit was never reached")
-        #expect(limited.allSatisfy { $0.0 >= .seconds(1) }, "a wait shorter than Retry-After: \(limited.map(\.0))")
-        // Every refused request was followed by a wait, never by an immediate retry.
-        #expect(done.requests == 6 + done.waits, "requests \(done.requests), waits \(done.waits)")
-        try await Task.sleep(for: .seconds(10))  // the bucket refills for the count
-        #expect(try await Self.storedHeartRates(client, since: start) == 600)
+            let done = await engine.current
+            #expect(done.accepted == 600 && done.pending == 0)
+            let limited = progress.waits.filter { $0.1 == .rateLimited }
+            #expect(!limited.isEmpty, "the limit was never reached")
+            #expect(limited.allSatisfy { $0.0 >= .seconds(1) }, "a wait shorter than Retry-After: \(limited.map(\.0))")
+            // Every refused request was followed by a wait, never by an immediate retry.
+            #expect(done.requests == 6 + done.waits, "requests \(done.requests), waits \(done.waits)")
+            try await Task.sleep(for: .seconds(10))  // the bucket refills for the count
+            #expect(try await Self.storedHeartRates(client, since: start) == 600)
+        }
     }
 }
