@@ -70,20 +70,18 @@ struct BearerCredential: ClientMiddleware {
 }
 
 /// RFC 3339 times with milliseconds going out (`2026-11-26T08:30:00.250Z`), and coming in with or
-/// without a fraction: the runtime's default drops the milliseconds the server keeps.
+/// without a fraction, with any offset (one style parses all of them): the runtime's default
+/// drops the milliseconds the server keeps.
 struct MillisecondDateTranscoder: DateTranscoder {
-    private static let withFraction = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
-    private static let whole = Date.ISO8601FormatStyle()
+    private static let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
 
-    func encode(_ date: Date) throws -> String { Self.withFraction.format(date) }
+    func encode(_ date: Date) throws -> String { Self.style.format(date) }
 
     func decode(_ text: String) throws -> Date {
-        if let date = try? Self.withFraction.parse(text) { return date }
-        if let date = try? Self.whole.parse(text) { return date }
-        // Offsets other than Z (`+02:00`) are valid RFC 3339 too.
-        if let date = try? Date(text, strategy: .iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .colon)) {
-            return date
+        do {
+            return try Self.style.parse(text)
+        } catch {
+            throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not an RFC 3339 time: \(text)"))
         }
-        throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "not an RFC 3339 time: \(text)"))
     }
 }

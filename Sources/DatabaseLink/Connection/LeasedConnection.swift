@@ -21,11 +21,11 @@ package struct LeasedConnection: Sendable {
     let watch: ConnectionWatch
 
     /// Like `PostgresConnection.query`; with tracing on, in a span per statement
-    /// (`StatementTracing.name(of:)`) until its first answer.
+    /// (`TraceSpans.statementName(of:)`) until its first answer.
     @discardableResult
     package func query(_ query: PostgresQuery, logger: Logger, file: String = #fileID, line: Int = #line) async throws -> PostgresRowSequence {
-        guard StatementTracing.isOn else { return try await run(query, logger: logger, file: file, line: line) }
-        return try await withSpan(StatementTracing.name(of: query.sql), ofKind: .client) { span in
+        guard TraceSpans.isOn else { return try await run(query, logger: logger, file: file, line: line) }
+        return try await withSpan(TraceSpans.statementName(of: query.sql), ofKind: .client) { span in
             span.attributes["db.system.name"] = "postgresql"
             span.attributes["code.file.path"] = file
             span.attributes["code.line.number"] = line
@@ -44,7 +44,7 @@ package struct LeasedConnection: Sendable {
     package func execute<Statement: PostgresPreparedStatement>(
         _ statement: Statement, logger: Logger
     ) async throws -> [Statement.Row] where Statement.Row: Sendable {
-        guard StatementTracing.isOn else { return try await run(statement, logger: logger) }
+        guard TraceSpans.isOn else { return try await run(statement, logger: logger) }
         return try await withSpan(String(describing: Statement.self), ofKind: .client) { span in
             span.attributes["db.system.name"] = "postgresql"
             return try await run(statement, logger: logger)

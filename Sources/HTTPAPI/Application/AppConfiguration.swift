@@ -347,5 +347,5 @@ package struct AppConfiguration: Sendable {
 /// A setting that cannot be used; the message names the variable, never a secret value.
 package struct ConfigurationError: Error, CustomStringConvertible {
     package let description: String
-    init(_ description: String) { self.description = description }
+    package init(_ description: String) { self.description = description }
 }

@@ -7,14 +7,14 @@ import Tracing
 
 /// A trace span per request, named after its route template (`/api/users/requests/{requestId}`),
 /// continuing the caller's trace when it sends W3C `traceparent`. Only with tracing on
-/// (`StatementTracing.isOn`); off, a request pays one atomic load.
+/// (`TraceSpans.isOn`); off, a request pays one atomic load.
 ///
 /// Not Hummingbird's `TracingMiddleware`: it records the URL's path and query and chosen headers,
 /// and ours carry secrets — a share link's token is in its path, a confirmation token in a query.
 /// The span holds the method, the route template and the status, nothing a caller sent.
 struct RequestTracingMiddleware<Context: RequestContext>: RouterMiddleware {
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        guard StatementTracing.isOn else { return try await next(request, context) }
+        guard TraceSpans.isOn else { return try await next(request, context) }
         var parent = ServiceContext.current ?? .topLevel
         InstrumentationSystem.instrument.extract(request.headers, into: &parent, using: HTTPFieldsExtractor())
         let span = startSpan("HTTP \(request.method.rawValue)", context: parent, ofKind: .server)
@@ -51,7 +51,7 @@ struct RequestTracingMiddleware<Context: RequestContext>: RouterMiddleware {
 /// span is current: for problem bodies (`traceId`), so that a user's report finds the trace.
 enum TraceIdentity {
     static var current: String? {
-        guard StatementTracing.isOn, let context = ServiceContext.current else { return nil }
+        guard TraceSpans.isOn, let context = ServiceContext.current else { return nil }
         var carrier: [String: String] = [:]
         InstrumentationSystem.instrument.inject(context, into: &carrier, using: DictionaryInjector())
         let fields = carrier["traceparent"]?.split(separator: "-") ?? []

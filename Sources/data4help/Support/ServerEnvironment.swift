@@ -46,17 +46,19 @@ enum ServerEnvironment {
         let exporter = environment["OTEL_TRACES_EXPORTER"]?.lowercased()
         let endpoint = environment["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] ?? environment["OTEL_EXPORTER_OTLP_ENDPOINT"]
         guard exporter == "otlp" || (exporter == nil && endpoint != nil) else { return nil }
+        // Only OTLP over HTTP is built (the OTLPHTTP trait: gRPC would build grpc-swift).
+        for key in ["OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL"] where environment[key]?.lowercased() == "grpc" {
+            throw ConfigurationError("\(key)=grpc: this build exports traces over HTTP only (http/protobuf or http/json)")
+        }
         var configuration = OTel.Configuration.default
         configuration.serviceName = "data4help"
         configuration.logs.enabled = false  // logs stay JSON lines on standard output
         configuration.metrics.enabled = false  // metrics stay Prometheus's (/metrics)
         configuration.traces.exporter = .otlp
-        // Only OTLP over HTTP is built (the OTLPHTTP trait: gRPC would build grpc-swift):
-        // OTEL_EXPORTER_OTLP_PROTOCOL=grpc ends the start with swift-otel's error.
-        configuration.traces.otlpExporter.protocol = .httpProtobuf
+        configuration.traces.otlpExporter.protocol = .httpProtobuf  // the default; the variables may choose http/json
         let backend = try OTel.makeTracingBackend(configuration: configuration)
         InstrumentationSystem.bootstrap(backend.factory)
-        StatementTracing.enable()
+        TraceSpans.enable()
         return backend.service
     }
 

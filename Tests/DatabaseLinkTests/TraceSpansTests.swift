@@ -4,7 +4,7 @@ import Testing
 /// A statement's span is named from its text — the operation and the first table — and never
 /// holds a value (values are bound parameters; the text is the same for every call).
 @Suite("Statement span names")
-struct StatementTracingTests {
+struct TraceSpansTests {
     @Test(arguments: [
         ("SELECT id, email FROM individuals WHERE id = $1", "SELECT individuals"),
         ("INSERT INTO samples (individual_id, start) VALUES ($1, $2) ON CONFLICT DO NOTHING", "INSERT samples"),
@@ -16,6 +16,6 @@ struct StatementTracingTests {
         ("  \n", "SQL"),
     ])
     func names(sql: String, expected: String) {
-        #expect(StatementTracing.name(of: sql) == expected)
+        #expect(TraceSpans.statementName(of: sql) == expected)
     }
 }

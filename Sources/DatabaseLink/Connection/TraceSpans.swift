@@ -1,9 +1,9 @@
 import Synchronization
 
-/// Whether trace spans are made, for SQL statements and requests: switched on once at start-up
-/// when an exporter is configured (`OTEL_*`), so that with tracing off a statement pays one atomic
-/// load and nothing else — no span, no name.
-package enum StatementTracing {
+/// Whether trace spans are made — for requests and SQL statements — and how a statement's span is
+/// named. Switched on once at start-up when an exporter is configured (`OTEL_*`), so that with
+/// tracing off a request or a statement pays one atomic load and nothing else — no span, no name.
+package enum TraceSpans {
     private static let on = Atomic<Bool>(false)
 
     package static var isOn: Bool { on.load(ordering: .relaxed) }
@@ -13,7 +13,7 @@ package enum StatementTracing {
     /// A statement's span name, from its text and never its values (they are bound parameters):
     /// the operation and the first table it names, as OpenTelemetry's database conventions
     /// suggest — `SELECT individuals`, `INSERT INTO samples` → `INSERT samples`, `BEGIN`.
-    package static func name(of sql: String) -> String {
+    package static func statementName(of sql: String) -> String {
         var words = sql.split(whereSeparator: { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "(" || $0 == ")" || $0 == "," }).prefix(400)
             .makeIterator()
         guard let first = words.next() else { return "SQL" }
