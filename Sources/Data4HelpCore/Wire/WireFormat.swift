@@ -10,12 +10,16 @@ package enum WireFormat {
     /// sample taken at `…00.001Z`.
     package static func timestamp(_ date: Date) -> String {
         guard let milliseconds = Int64(exactly: (date.timeIntervalSince1970 * 1000).rounded()),
-            (-62_167_219_200_000..<253_402_300_800_000).contains(milliseconds)  // years 0000 to 9999
+            (firstTimestampMilliseconds..<endTimestampMilliseconds).contains(milliseconds)
         else {
             return date.formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true).timeZone(separator: .omitted))
         }
         return timestamp(milliseconds: milliseconds)
     }
+
+    /// 0000-01-01T00:00:00Z and 10000-01-01T00:00:00Z in milliseconds: the years written with four digits.
+    package static let firstTimestampMilliseconds: Int64 = -62_167_219_200_000
+    package static let endTimestampMilliseconds: Int64 = 253_402_300_800_000
 
     /// `timestamp(_:)` of an instant given as epoch milliseconds (years 0000 to 9999), exactly.
     package static func timestamp(milliseconds: Int64) -> String {

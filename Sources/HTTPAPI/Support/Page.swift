@@ -5,9 +5,23 @@ import Logging
 
 /// One page of a listing. Every paginated response in the API has this shape;
 /// `nextCursor` is null on the last page.
-struct Page<Item: Encodable & Sendable>: ResponseEncodable, Sendable {
+///
+/// A page of items that write themselves (`JSONWritable`) is written straight into the response
+/// buffer; any other through the response encoder. Both give the same bytes.
+struct Page<Item: Encodable & Sendable>: Encodable, ResponseGenerator, Sendable {
     let items: [Item]
     let nextCursor: String?
+
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        if let written = (self as? any WrittenPage)?.written() {
+            return Response(
+                status: .ok,
+                headers: [.contentType: "application/json; charset=utf-8", .contentLength: String(written.readableBytes)],
+                body: .init(byteBuffer: written)
+            )
+        }
+        return try context.responseEncoder.encode(self, from: request, context: context)
+    }
 
     private enum CodingKeys: String, CodingKey { case items, nextCursor }
 
@@ -15,6 +29,26 @@ struct Page<Item: Encodable & Sendable>: ResponseEncodable, Sendable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(items, forKey: .items)
         try container.encode(nextCursor, forKey: .nextCursor)  // explicit null, not an absent key
+    }
+}
+
+/// A page whose items write themselves.
+protocol WrittenPage {
+    func written() -> ByteBuffer
+}
+
+extension Page: WrittenPage where Item: JSONWritable {
+    func written() -> ByteBuffer {
+        var output = JSONOutput(capacity: 64 + 160 * items.count)
+        output.raw(#"{"items":["#)
+        for (index, item) in items.enumerated() {
+            if index > 0 { output.raw(",") }
+            item.write(to: &output)
+        }
+        output.raw(#"],"nextCursor":"#)
+        if let nextCursor { output.string(nextCursor) } else { output.null() }
+        output.raw("}")
+        return output.buffer
     }
 }
 

@@ -40,26 +40,53 @@ struct TimeRangeQuery {
 }
 
 /// A stored sample on the wire: value in the canonical unit (a stage name for sleep).
-struct SampleBody: Encodable, Sendable {
+struct SampleBody: Encodable, JSONWritable, Sendable {
     let type: String
     let value: SampleValueBody
     let unit: String?
-    let start: String
-    let end: String?
+    let startMs: Int64
+    let endMs: Int64?
     let source: String?
 
-    init(_ sample: StoredSample) {
-        type = sample.type.rawValue
-        if let stage = sample.sleepStage {
-            value = .word(stage.rawValue)
-            unit = nil
-        } else {
-            value = .number(sample.value)
-            if case .quantity(let canonical, _, _) = sample.type.definition { unit = canonical } else { unit = nil }
+    private enum CodingKeys: String, CodingKey { case type, value, unit, start, end, source }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(type, forKey: .type)
+        try container.encode(value, forKey: .value)
+        try container.encodeIfPresent(unit, forKey: .unit)
+        try container.encode(WireFormat.timestamp(milliseconds: startMs), forKey: .start)
+        try container.encodeIfPresent(endMs.map { WireFormat.timestamp(milliseconds: $0) }, forKey: .end)
+        try container.encodeIfPresent(source, forKey: .source)
+    }
+
+    /// The keys in sorted order, as `WireFormat.encoder()` writes them.
+    func write(to output: inout JSONOutput) {
+        output.raw("{")
+        if let endMs {
+            output.raw(#""end":"#)
+            output.timestamp(milliseconds: endMs)
+            output.raw(",")
         }
-        start = WireFormat.timestamp(sample.start)
-        end = sample.end.map(WireFormat.timestamp)
-        source = sample.source
+        if let source {
+            output.raw(#""source":"#)
+            output.string(source)
+            output.raw(",")
+        }
+        output.raw(#""start":"#)
+        output.timestamp(milliseconds: startMs)
+        output.raw(#","type":"#)
+        output.string(type)
+        if let unit {
+            output.raw(#","unit":"#)
+            output.string(unit)
+        }
+        output.raw(#","value":"#)
+        switch value {
+        case .number(let number): output.number(number)
+        case .word(let word): output.string(word)
+        }
+        output.raw("}")
     }
 }
 
@@ -77,19 +104,70 @@ enum SampleValueBody: Encodable, Sendable {
 }
 
 /// A stored location fix on the wire.
-struct LocationFixBody: Encodable, Sendable {
+struct LocationFixBody: Encodable, JSONWritable, Sendable {
     let latitude: Double
     let longitude: Double
     let accuracy: Double?
     let altitude: Double?
-    let time: String
+    let timeMs: Int64
 
+    private enum CodingKeys: String, CodingKey { case latitude, longitude, accuracy, altitude, time }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(latitude, forKey: .latitude)
+        try container.encode(longitude, forKey: .longitude)
+        try container.encodeIfPresent(accuracy, forKey: .accuracy)
+        try container.encodeIfPresent(altitude, forKey: .altitude)
+        try container.encode(WireFormat.timestamp(milliseconds: timeMs), forKey: .time)
+    }
+
+    /// The keys in sorted order, as `WireFormat.encoder()` writes them.
+    func write(to output: inout JSONOutput) {
+        output.raw("{")
+        if let accuracy {
+            output.raw(#""accuracy":"#)
+            output.number(accuracy)
+            output.raw(",")
+        }
+        if let altitude {
+            output.raw(#""altitude":"#)
+            output.number(altitude)
+            output.raw(",")
+        }
+        output.raw(#""latitude":"#)
+        output.number(latitude)
+        output.raw(#","longitude":"#)
+        output.number(longitude)
+        output.raw(#","time":"#)
+        output.timestamp(milliseconds: timeMs)
+        output.raw("}")
+    }
+}
+
+extension SampleBody {
+    init(_ sample: StoredSample) {
+        type = sample.type.rawValue
+        if let stage = sample.sleepStage {
+            value = .word(stage.rawValue)
+            unit = nil
+        } else {
+            value = .number(sample.value)
+            if case .quantity(let canonical, _, _) = sample.type.definition { unit = canonical } else { unit = nil }
+        }
+        startMs = sample.position.startMs
+        endMs = sample.endMs
+        source = sample.source
+    }
+}
+
+extension LocationFixBody {
     init(_ fix: StoredLocationFix) {
         latitude = fix.latitude
         longitude = fix.longitude
         accuracy = fix.accuracy
         altitude = fix.altitude
-        time = WireFormat.timestamp(fix.time)
+        timeMs = fix.position.timeMs
     }
 }
 

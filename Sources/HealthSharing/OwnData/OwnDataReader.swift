@@ -18,6 +18,8 @@ package struct StoredSample: Sendable, Equatable {
     package let source: String?
     /// Where it stands in the listing order, for cursors.
     package let position: SamplePosition
+    /// `end` in milliseconds since 1970, exactly as stored.
+    package let endMs: Int64?
 
     /// A stored row as its reader sees it; nil for a type code this build does not know.
     init?(row: SampleRow) {
@@ -30,6 +32,10 @@ package struct StoredSample: Sendable, Equatable {
         value = Double(row.value.description) ?? Double(row.value)
         source = row.source
         position = SamplePosition(startMs: row.startMs, type: row.type, key: row.key)
+        endMs = row.durationMs.flatMap { duration in
+            let (end, overflow) = row.startMs.addingReportingOverflow(Int64(duration))
+            return overflow ? nil : end
+        }
     }
 
     /// The sleep stage of a `sleep` sample.
