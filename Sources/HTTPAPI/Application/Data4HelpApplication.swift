@@ -65,6 +65,7 @@ package func buildApplication(
     )
     var services: [any Service] = [
         PoolService(database),
+        components.requestDeadlines,
         TokenJanitor(database: database, logger: logger),
         EventListener(
             database: database,
@@ -155,6 +156,8 @@ private func mailTransport(_ configuration: AppConfiguration, logger: Logger) ->
 
 /// The logic-tier components, built once per application over one connection pool.
 struct Components {
+    /// The request timeout's clock (`RequestTimeoutMiddleware`), swept by a service of its own.
+    let requestDeadlines: RequestDeadlines
     let authenticator: Authenticator
     let sessions: SessionService
     let individuals: IndividualAccounts
@@ -220,6 +223,7 @@ struct Components {
 
     init(database: Database, replica: ReadReplica? = nil, configuration: AppConfiguration, logger: Logger) {
         let hasher = PasswordHasher()
+        requestDeadlines = RequestDeadlines(limit: configuration.requestTimeout)
         credentials = configuration.credentialCacheLifetime.map { CredentialCache(lifetime: $0) }
         authenticator = Authenticator(
             tokens: AccessTokenStore(database: database), apiKeys: APIKeyStore(database: database), cache: credentials)
@@ -293,7 +297,7 @@ func buildRouter(
     router.add(middleware: MetricsMiddleware())
     router.add(middleware: AccessLogMiddleware())
     router.add(middleware: ProblemMiddleware(routes: routes))
-    router.add(middleware: RequestTimeoutMiddleware(limit: configuration.requestTimeout, exempt: ImportController.isUpload))
+    router.add(middleware: RequestTimeoutMiddleware(deadlines: components.requestDeadlines, exempt: ImportController.isUpload))
     let rateLimit = RateLimitMiddleware(limiter: components.rateLimiter)
 
     operations.addRoutes(to: router)
