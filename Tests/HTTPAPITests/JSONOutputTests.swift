@@ -98,8 +98,7 @@ import Testing
         ] {
             var output = JSONOutput()
             output.timestamp(milliseconds: milliseconds)
-            var buffer = output.buffer
-            #expect(buffer.readString(length: buffer.readableBytes) == "\"\(WireFormat.timestamp(milliseconds: milliseconds))\"")
+            #expect(String(decoding: output.bytes, as: UTF8.self) == "\"\(WireFormat.timestamp(milliseconds: milliseconds))\"")
         }
     }
 }

@@ -1,4 +1,5 @@
 import AccessManager
+import Data4HelpCore
 import Foundation
 import Hummingbird
 import Logging
@@ -48,7 +49,7 @@ extension Page: WrittenPage where Item: JSONWritable {
         output.raw(#"],"nextCursor":"#)
         if let nextCursor { output.string(nextCursor) } else { output.null() }
         output.raw("}")
-        return output.buffer
+        return ByteBuffer(bytes: output.bytes)
     }
 }
 

@@ -25,10 +25,14 @@ struct BenchServer: Sendable {
     let mailbox: PickupMailbox
     let logger: Logger
 
-    /// The servers log as `serve` does (JSON lines, warnings and worse): a bench measures the
-    /// handler production runs, not swift-log's default one (which re-renders a logger's metadata
-    /// each time a key is set, 1.7 % of a listing's CPU).
-    private static let loggingBootstrapped: Void = { _ = ServerEnvironment.bootstrapLogging(level: .warning) }()
+    /// The servers log as `serve` does (JSON lines at `LOG_LEVEL`, by default `info`: a line per
+    /// request), into /dev/null rather than between the figures: a bench pays for the handler
+    /// production runs, not swift-log's default one (which re-rendered a logger's metadata
+    /// whenever a key was set).
+    private static let loggingBootstrapped: Void = {
+        let level = ProcessInfo.processInfo.environment["LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+        _ = ServerEnvironment.bootstrapLogging(level: level, output: FileHandle(forWritingAtPath: "/dev/null") ?? .standardError)
+    }()
 
     /// `instances` servers share the one database (each with its own port).
     /// - Parameter clientConnections: the HTTP client's connections per instance (requests beyond
@@ -72,7 +76,6 @@ struct BenchServer: Sendable {
             configuration.builtInFiles = BuiltInFiles(base64: EmbeddedFiles.all)
             reservations.append(try LoopbackPortReservation.forImmediateBind())
             configuration.port = reservations[reservations.count - 1].port
-            configuration.logLevel = .warning
             configuration.mailPickupDirectory = mailbox.directory.path
             configure(&configuration)
             let app = try buildApplication(

@@ -24,10 +24,10 @@ enum ServerEnvironment {
 
     /// JSON log lines on standard output at the configured level; with tracing on, each line
     /// written inside a span carries its `trace_id` and `span_id` (swift-otel's metadata provider).
-    static func bootstrapLogging(level: Logger.Level) -> Logger {
+    static func bootstrapLogging(level: Logger.Level, output: FileHandle = .standardOutput) -> Logger {
         LoggingSystem.bootstrap(
             { label, provider in
-                var handler = JSONLogHandler(label: label, metadataProvider: provider)
+                var handler = JSONLogHandler(label: label, metadataProvider: provider, output: output)
                 handler.logLevel = level
                 return handler
             }, metadataProvider: OTel.makeLoggingMetadataProvider())
