@@ -53,6 +53,39 @@ struct OwnDataListingTests {
         }
     }
 
+    /// Newest first, a listing reads month windows back from now (1, 4, 16 months, then the
+    /// rest): samples spread over years, pages that end inside and across windows, month ends,
+    /// every one seen once, in order, as the oldest-first walk sees them.
+    @Test func pagesWalkHistoryOverYearsAcrossTheMonthWindows() async throws {
+        try await TestServer.run { api in
+            let (token, _) = try await api.individualSession()
+            let now = Date()
+            // Clusters of samples: the last minutes, around month ends of the past, years back.
+            var items: [any Sendable] = Self.heartRates(from: now.addingTimeInterval(-600), count: 9, step: 60)
+            for (monthsAgo, count) in [(1, 5), (2, 3), (5, 11), (17, 4), (30, 6), (70, 2)] {
+                let month = Calendar(identifier: .gregorian).date(byAdding: .month, value: -monthsAgo, to: now)!
+                var utc = Calendar(identifier: .gregorian)
+                utc.timeZone = TimeZone(identifier: "UTC")!
+                let start = utc.date(from: utc.dateComponents([.year, .month], from: month))!
+                // Straddling the first instant of that month: the last seconds of the month before too.
+                items += Self.heartRates(from: start.addingTimeInterval(-Double(count / 2) * 30), count: count, step: 30)
+            }
+            #expect(try await api.send(.post, "/api/users/data", token: token, json: ["items": items]).status == .ok)
+
+            let ascending = try await Self.pages(api, token, "order=asc&limit=4").compactMap { $0["start"] as? String }
+            #expect(ascending.count == items.count)
+            #expect(ascending == ascending.sorted())
+            for limit in [1, 3, 7, 100] {
+                let descending = try await Self.pages(api, token, "limit=\(limit)").compactMap { $0["start"] as? String }
+                #expect(descending == ascending.reversed(), "limit \(limit)")
+            }
+            // A window of its own still bounds the walk.
+            let from = ascending[ascending.count / 2]
+            let bounded = try await Self.pages(api, token, "limit=3&from=\(from)").compactMap { $0["start"] as? String }
+            #expect(bounded == ascending.filter { $0 >= from }.reversed())
+        }
+    }
+
     @Test func paginationIsStableUnderConcurrentInserts() async throws {
         try await TestServer.run { api in
             let (token, _) = try await api.individualSession()

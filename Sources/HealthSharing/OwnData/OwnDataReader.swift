@@ -106,9 +106,13 @@ package struct OwnDataReader: Sendable {
     func samples(
         ofIndividual individualId: Int64, types: [SampleType], from: Date?, to: Date?, order: ListingOrder, limit: Int, after: SamplePosition?
     ) async throws -> ListingPage<StoredSample, SamplePosition> {
+        // Nothing is stored later than its upload's clock allowed (`IngestRules.futureTolerance`):
+        // bounding the window there lets the listing start at this month's partition, not at the
+        // empty ones made ahead. A day's margin covers instances whose clocks disagree.
+        let newest = Date().addingTimeInterval(86_400)
         let rows = try await reader.samples(
             individualId: individualId, types: (types.isEmpty ? SampleType.allCases : types).map(\.storageCode),
-            fromMs: from.map(\.epochMilliseconds), toMs: to.map(\.epochMilliseconds),
+            fromMs: from.map(\.epochMilliseconds), toMs: min(to ?? newest, newest).epochMilliseconds,
             descending: order == .descending, limit: limit + 1, after: after
         )
         let items = rows.prefix(limit).compactMap(StoredSample.init(row:))
