@@ -157,6 +157,19 @@ struct TracingTests {
         #expect(missing.status == 404)
         #expect(missing.body["traceId"] as? String == problemTrace)
 
+        // A malformed or all-zero traceparent is not continued: the request is answered as usual,
+        // in a trace of its own (W3C Trace Context: such a header is ignored).
+        for garbage in [
+            "00-\(Self.randomHex(15))-\(Self.randomHex(8))-01", "00-00000000000000000000000000000000-\(Self.randomHex(8))-01",
+            "zz-\(Self.randomHex(16))-\(Self.randomHex(8))-01", "00-\(Self.randomHex(16))-0000000000000000-01", String(repeating: "-", count: 4_000),
+        ] {
+            let reply = try await Self.send(
+                server.port, "/api/users/requests/\(UUID().uuidString.lowercased())", token: token, traceparent: garbage)
+            #expect(reply.status == 404, "\(garbage.prefix(60))")
+            let trace = try #require(reply.body["traceId"] as? String)
+            #expect(trace.count == 32 && trace != String(repeating: "0", count: 32) && !garbage.contains(trace), "\(garbage.prefix(60))")
+        }
+
         // The request's log lines carry its trace id.
         try await Task.sleep(for: .milliseconds(200))
         let lines = try String(contentsOf: log, encoding: .utf8).split(separator: "\n")

@@ -57,7 +57,8 @@ public final class HealthKitSource: @unchecked Sendable {
             }
         }
 
-        var serverType: Components.Schemas.SampleTypeName { Components.Schemas.SampleTypeName(rawValue: rawValue)! }
+        /// The contract's name of the type; every kind has one (same raw values), nil never traps.
+        var serverType: Components.Schemas.SampleTypeName? { Components.Schemas.SampleTypeName(rawValue: rawValue) }
     }
 
     public static var readTypes: Set<HKObjectType> { Set(Kind.allCases.map(\.sampleType)) }
@@ -83,11 +84,11 @@ public final class HealthKitSource: @unchecked Sendable {
 
     static func item(from sample: HKSample, kind: Kind) -> SyncItem? {
         let device = sample.sourceRevision.source.name
-        if let quantity = sample as? HKQuantitySample, let unit = kind.unit {
+        if let quantity = sample as? HKQuantitySample, let unit = kind.unit, let type = kind.serverType {
             let interval = kind == .stepCount || kind == .distance || kind == .activeEnergy
             return .sample(
                 .init(
-                    id: sample.uuid.uuidString, type: kind.serverType, value: .number(quantity.quantity.doubleValue(for: unit.healthKit)),
+                    id: sample.uuid.uuidString, type: type, value: .number(quantity.quantity.doubleValue(for: unit.healthKit)),
                     unit: unit.server, start: sample.startDate, end: interval ? sample.endDate : nil, source: device))
         }
         if let category = sample as? HKCategorySample, kind == .sleep, let stage = Self.stage(category.value) {
