@@ -102,3 +102,26 @@ import Testing
         }
     }
 }
+
+/// The profile (`GET /api/users/me`) writes itself too: the same bytes as the encoder's.
+@Suite struct ProfileBodyOutputTests {
+    @Test func profilesAreTheEncodersBytes() throws {
+        var generator = SystemRandomNumberGenerator()
+        for round in 0..<300 {
+            // Stored times carry microseconds; some whole seconds, some just below one.
+            let created = Double(Int64.random(in: 0...4_102_444_800_000_000, using: &generator)) / 1e6
+            let updated = round.isMultiple(of: 3) ? created.rounded(.down) : created + Double.random(in: 0...1e6, using: &generator)
+            let record = IndividualRecord(
+                id: 1, publicId: UUID(), email: "p\(round)@example.test",
+                fiscalCode: "RSSMRA80A01H501U", fullName: JSONOutputTests.awkwardStrings.randomElement(using: &generator)!, birthDate: "1980-01-01",
+                sex: "female", homeArea: "Milano / Città Studi", timeZone: "Europe/Rome", aggregatesOptOut: Bool.random(using: &generator),
+                maximumHeartRate: Bool.random(using: &generator) ? JSONOutputTests.awkwardNumbers.randomElement(using: &generator)! : nil,
+                createdAt: Date(timeIntervalSince1970: created), updatedAt: Date(timeIntervalSince1970: updated))
+            let body = IndividualProfileBody(record)
+            var output = JSONOutput()
+            body.write(to: &output)
+            let encoded = Array(try WireFormat.encoder().encode(body))
+            #expect(output.bytes == encoded, "\(String(decoding: output.bytes, as: UTF8.self)) vs \(String(decoding: encoded, as: UTF8.self))")
+        }
+    }
+}

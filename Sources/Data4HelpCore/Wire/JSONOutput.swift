@@ -70,8 +70,20 @@ package struct JSONOutput {
             return string(WireFormat.timestamp(milliseconds: milliseconds))
         }
         let seconds = milliseconds >= 0 ? milliseconds / 1000 : (milliseconds - 999) / 1000
+        instant(seconds: seconds, milliseconds: Int(truncatingIfNeeded: milliseconds - seconds * 1000))
+    }
+
+    /// An instant to the second, quoted, as `JSONEncoder`'s `.iso8601` date strategy writes it
+    /// (the fraction dropped): `"2026-11-21T08:30:00Z"`. Years 0000 to 9999.
+    package mutating func timestamp(seconds: Int64) {
+        guard (WireFormat.firstTimestampMilliseconds / 1000..<WireFormat.endTimestampMilliseconds / 1000).contains(seconds) else {
+            return null()
+        }
+        instant(seconds: seconds, milliseconds: nil)
+    }
+
+    private mutating func instant(seconds: Int64, milliseconds: Int?) {
         let (date, secondOfDay) = CivilDate.split(unixSeconds: Int(truncatingIfNeeded: seconds))
-        let millis = Int(truncatingIfNeeded: milliseconds - seconds * 1000)
         bytes.append(UInt8(ascii: "\""))
         digits(date.year, 4)
         bytes.append(UInt8(ascii: "-"))
@@ -84,8 +96,10 @@ package struct JSONOutput {
         digits(secondOfDay / 60 % 60, 2)
         bytes.append(UInt8(ascii: ":"))
         digits(secondOfDay % 60, 2)
-        bytes.append(UInt8(ascii: "."))
-        digits(millis, 3)
+        if let milliseconds {
+            bytes.append(UInt8(ascii: "."))
+            digits(milliseconds, 3)
+        }
         raw("Z\"")
     }
 

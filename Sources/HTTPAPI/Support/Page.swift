@@ -14,13 +14,7 @@ struct Page<Item: Encodable & Sendable>: Encodable, ResponseGenerator, Sendable 
     let nextCursor: String?
 
     func response(from request: Request, context: some RequestContext) throws -> Response {
-        if let written = (self as? any WrittenPage)?.written() {
-            return Response(
-                status: .ok,
-                headers: [.contentType: "application/json; charset=utf-8", .contentLength: String(written.readableBytes)],
-                body: .init(byteBuffer: written)
-            )
-        }
+        if let written = (self as? any WrittenPage)?.written() { return Response.json(written) }
         return try context.responseEncoder.encode(self, from: request, context: context)
     }
 
@@ -30,6 +24,26 @@ struct Page<Item: Encodable & Sendable>: Encodable, ResponseGenerator, Sendable 
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(items, forKey: .items)
         try container.encode(nextCursor, forKey: .nextCursor)  // explicit null, not an absent key
+    }
+}
+
+/// A response body that writes itself: answered without the response encoder, in the same bytes.
+protocol WrittenResponse: ResponseGenerator, JSONWritable {}
+
+extension WrittenResponse {
+    func response(from request: Request, context: some RequestContext) throws -> Response {
+        var output = JSONOutput(capacity: 512)
+        write(to: &output)
+        return Response.json(ByteBuffer(bytes: output.bytes))
+    }
+}
+
+extension Response {
+    /// `200` with a JSON body already written.
+    static func json(_ body: ByteBuffer) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json; charset=utf-8", .contentLength: String(body.readableBytes)],
+            body: .init(byteBuffer: body))
     }
 }
 

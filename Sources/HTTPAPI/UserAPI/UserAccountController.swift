@@ -145,7 +145,7 @@ struct IndividualProfilePatch: Decodable {
 }
 
 /// An individual's own profile and settings.
-struct IndividualProfileBody: ResponseEncodable {
+struct IndividualProfileBody: Encodable, WrittenResponse {
     let id: String
     let email: String
     let fiscalCode: String
@@ -172,5 +172,39 @@ struct IndividualProfileBody: ResponseEncodable {
         maximumHeartRate = record.maximumHeartRate
         createdAt = record.createdAt
         updatedAt = record.updatedAt
+    }
+
+    /// The keys in sorted order, as `WireFormat.encoder()` writes them (`JSONOutputTests`).
+    func write(to output: inout JSONOutput) {
+        output.raw(#"{"aggregatesOptOut":"#)
+        if aggregatesOptOut { output.raw("true") } else { output.raw("false") }
+        output.raw(#","birthDate":"#)
+        output.string(birthDate)
+        output.raw(#","createdAt":"#)
+        output.timestamp(seconds: Self.wholeSeconds(createdAt))
+        output.raw(#","email":"#)
+        output.string(email)
+        output.raw(#","fiscalCode":"#)
+        output.string(fiscalCode)
+        output.raw(#","fullName":"#)
+        output.string(fullName)
+        output.raw(#","homeArea":"#)
+        output.string(homeArea)
+        output.raw(#","id":"#)
+        output.string(id)
+        output.raw(#","maximumHeartRate":"#)
+        if let maximumHeartRate { output.number(maximumHeartRate) } else { output.null() }
+        output.raw(#","sex":"#)
+        output.string(sex)
+        output.raw(#","timeZone":"#)
+        output.string(timeZone)
+        output.raw(#","updatedAt":"#)
+        output.timestamp(seconds: Self.wholeSeconds(updatedAt))
+        output.raw("}")
+    }
+
+    /// The second a stored time falls in (`.iso8601` drops the fraction); 0 for none.
+    private static func wholeSeconds(_ date: Date) -> Int64 {
+        Int64(exactly: date.timeIntervalSince1970.rounded(.down)) ?? 0
     }
 }
