@@ -111,7 +111,12 @@ struct DerivedKindsTests {
             let (person, account) = try await api.individualSession()
             let owner = "(SELECT id FROM individuals WHERE email = '\(account["email"] as? String ?? "")')"
             // Last night, a reading a minute from 01:00 to 02:00 (UTC, the person's zone), and a workout.
-            let today = Calendar(identifier: .gregorian).startOfDay(for: Date())
+            // The night of three hours ago: just after midnight, today's 01:00 is still ahead (an
+            // upload refuses readings from the future — this test failed between 00:00 and 02:05 UTC).
+            var utc = Calendar(identifier: .gregorian)
+            utc.timeZone = TimeZone(identifier: "UTC")!
+            let today = utc.startOfDay(for: Date().addingTimeInterval(-3 * 3_600))
+            let day = today.formatted(.iso8601.year().month().day())
             _ = try await api.send(
                 .post, "/api/users/data", token: person,
                 json: [
@@ -131,7 +136,7 @@ struct DerivedKindsTests {
                 #expect(
                     try await OfferTests.sql(
                         database,
-                        "SELECT value_sum::int8 FROM daily_rollups WHERE individual_id = \(owner) AND sample_type = 13 AND day = current_date"
+                        "SELECT value_sum::int8 FROM daily_rollups WHERE individual_id = \(owner) AND sample_type = 13 AND day = '\(day)'::date"
                     ) == 52)
                 #expect(
                     try await OfferTests.sql(database, "SELECT count(*) FROM workout_analyses WHERE individual_id = \(owner)") == 1)
