@@ -16,8 +16,9 @@ enum AuthorizationHeader: Equatable {
         // Spaces and tabs around the credentials (the only whitespace a header value holds);
         // the scheme compared without case. Byte by byte: Foundation's trimming went through
         // NSString on every authenticated request.
-        let isBlank = { (character: Character) in character == " " || character == "\t" }
-        let credentials = String(parts[1].drop(while: isBlank).reversed().drop(while: isBlank).reversed())
+        let rest = parts[1]
+        let isText = { (character: Character) in character != " " && character != "\t" }
+        let credentials = rest.lastIndex(where: isText).map { String(rest[(rest.firstIndex(where: isText) ?? rest.startIndex)...$0]) } ?? ""
         switch parts[0].lowercased() {
         case "bearer":
             self = credentials.isEmpty ? .none : .bearer(credentials)

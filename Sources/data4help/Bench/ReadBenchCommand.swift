@@ -40,31 +40,29 @@ struct ReadBenchCommand: AsyncParsableCommand {
                 let base = server.bases[0]
                 let label = cached ? "credential cache on" : "credential cache off"
                 var healthz: Double?
+                func report(_ name: String, _ rate: Double) {
+                    let share = rate / (healthz ?? rate) * 100
+                    print(String(format: "%@, %@: %.0f req/s (%.0f %% of /healthz)", label, name, rate, share))
+                    BenchSummary.record("reads", "\(name), \(label)", format: "%.0f req/s, %.0f %% of /healthz", rate, share)
+                }
                 for (name, path, authorised) in [
                     ("GET /healthz", "/healthz", false), ("GET /api/users/me", "/api/users/me", true),
                     ("GET /api/users/data?limit=10", "/api/users/data?limit=10", true),
                 ] {
                     let rate = try Self.load(wrk: wrk, url: base + path, token: authorised ? token : nil, seconds: seconds, connections: connections)
                     if healthz == nil { healthz = rate }
-                    let share = rate / (healthz ?? rate) * 100
-                    print(String(format: "%@, %@: %.0f req/s (%.0f %% of /healthz)", label, name, rate, share))
-                    BenchSummary.record("reads", "\(name), \(label)", format: "%.0f req/s, %.0f %% of /healthz", rate, share)
+                    report(name, rate)
                 }
                 if cached {
                     // The same page once three more years of monthly partitions exist, as they do
                     // for a deployment with history: a listing must not slow down as months pass.
                     let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 1), logger: server.logger)
                     try await database.whileRunning {
-                        try await database.query(
-                            "SELECT data4help_ensure_month_partitions(t, (now() - interval '38 months')::date, now()::date) FROM unnest(array['sample_blocks', 'location_fixes']::regclass[]) t"
-                        )
+                        try await PartitionMaintainer(database: database).ensureAround(Date(), monthsBack: 38, monthsAhead: 0)
                     }
-                    let name = "GET /api/users/data?limit=10, 3 more years of partitions"
-                    let rate = try Self.load(
-                        wrk: wrk, url: base + "/api/users/data?limit=10", token: token, seconds: seconds, connections: connections)
-                    let share = rate / (healthz ?? rate) * 100
-                    print(String(format: "%@, %@: %.0f req/s (%.0f %% of /healthz)", label, name, rate, share))
-                    BenchSummary.record("reads", "\(name), \(label)", format: "%.0f req/s, %.0f %% of /healthz", rate, share)
+                    report(
+                        "GET /api/users/data?limit=10, 3 more years of partitions",
+                        try Self.load(wrk: wrk, url: base + "/api/users/data?limit=10", token: token, seconds: seconds, connections: connections))
                     try await Self.revocationDelay(server)
                 }
             }
