@@ -17,9 +17,15 @@ struct RequestTimeoutMiddleware: RouterMiddleware {
         // The handler runs in a task of its own so that the sweep can cancel it (a task group with
         // a sleeping second child did the same at twice the tasks and a timer per request: 3 % of a
         // listing's CPU). This task awaits it whatever happens, so `next` never outlives this call.
+        // A read's handler runs on its connection's event loop (`EventLoopTaskExecutor`).
         return try await withoutActuallyEscaping(next) { next in
             nonisolated(unsafe) let next = next
-            let handler = Task { try await next(request, context) }
+            let handler: Task<Response, any Error>
+            if request.method == .get || request.method == .head, let loop = context.connectionClosed?.eventLoop {
+                handler = Task(executorPreference: EventLoopTaskExecutor(loop)) { try await next(request, context) }
+            } else {
+                handler = Task { try await next(request, context) }
+            }
             let registration = deadlines.register { handler.cancel() }
             let result = await withTaskCancellationHandler {
                 await handler.result

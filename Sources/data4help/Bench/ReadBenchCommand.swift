@@ -11,19 +11,21 @@ import PostgresNIO
 /// `data4help bench reads`: authenticated reads against the framework's own speed, with wrk
 /// (Debian) as the load generator in a process of its own: `GET /healthz` (no credential, no
 /// statement), `GET /api/users/me` (a login token, the person's row) and
-/// `GET /api/users/data?limit=10` (a page of samples), each for `--seconds`, with the credential
-/// cache off (every request looks its token up) and on, in the same run.
+/// `GET /api/users/data?limit=10` (a page of samples), taking turns for `--rounds` rounds of
+/// `--seconds` each (a path's figure is its median), with the credential cache off (every request
+/// looks its token up) and on, in the same run.
 struct ReadBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "reads", abstract: "Authenticated reads against GET /healthz, with wrk.")
 
-    @Option(help: "Seconds each path is loaded.") var seconds = 10
+    @Option(help: "Seconds each path is loaded in each round.") var seconds = 5
+    @Option(help: "Rounds in which the paths take turns; each path's figure is its median.") var rounds = 3
     @Option(help: "wrk connections.") var connections = 64
 
     static let wrk = ["/usr/bin/wrk", "/usr/local/bin/wrk"].first { FileManager.default.isExecutableFile(atPath: $0) }
 
     func run() async throws {
         guard let wrk = Self.wrk else { throw ValidationError("wrk is not installed (apt-get install wrk; make bench installs it)") }
-        print("data4help bench reads — wrk -t2 -c\(connections) -d\(seconds)s, server and wrk on the same machine")
+        print("data4help bench reads — wrk -t2 -c\(connections) -d\(seconds)s × \(rounds) rounds a path, server and wrk on the same machine")
         for cached in [false, true] {
             // One token's requests, far above one person's rate limit: the limit is lifted.
             try await BenchServer.run(configure: {
@@ -31,27 +33,39 @@ struct ReadBenchCommand: AsyncParsableCommand {
                 $0.rateLimitRequests = 1_000_000
             }) { server in
                 let token = try await server.individualSession(0)
+                // The last 100 minutes, a reading a minute: a person's newest page is recent.
+                let now = Date().timeIntervalSince1970.rounded(.down)
                 let items = (0..<100).map {
-                    #"{"type":"heartRate","value":\#(60 + $0 % 30),"start":"2026-11-2\#(1 + $0 / 50)T10:\#(String(format: "%02d", $0 % 50)):00Z"}"#
+                    #"{"type":"heartRate","value":\#(60 + $0 % 30),"start":"\#(WireFormat.timestamp(Date(timeIntervalSince1970: now - Double($0) * 60)))"}"#
                 }
                 let (status, body) = try await server.send(
                     .POST, "/api/users/data", token: token, json: #"{"items":[\#(items.joined(separator: ","))]}"#)
                 guard status == .ok else { throw ValidationError("upload answered \(status): \(body)") }
                 let base = server.bases[0]
                 let label = cached ? "credential cache on" : "credential cache off"
-                var healthz: Double?
-                func report(_ name: String, _ rate: Double) {
-                    let share = rate / (healthz ?? rate) * 100
-                    print(String(format: "%@, %@: %.0f req/s (%.0f %% of /healthz)", label, name, rate, share))
-                    BenchSummary.record("reads", "\(name), \(label)", format: "%.0f req/s, %.0f %% of /healthz", rate, share)
-                }
-                for (name, path, authorised) in [
+                // The paths take turns, `rounds` times: the machine's speed drifts over a run (on
+                // this one /healthz alone ranged 12–19 k req/s between runs), and a share is only
+                // meaningful against the baseline measured beside it.
+                let paths = [
                     ("GET /healthz", "/healthz", false), ("GET /api/users/me", "/api/users/me", true),
                     ("GET /api/users/data?limit=10", "/api/users/data?limit=10", true),
-                ] {
-                    let rate = try Self.load(wrk: wrk, url: base + path, token: authorised ? token : nil, seconds: seconds, connections: connections)
-                    if healthz == nil { healthz = rate }
-                    report(name, rate)
+                ]
+                var rates = Array(repeating: [Double](), count: paths.count)
+                for _ in 0..<rounds {
+                    for (index, (_, path, authorised)) in paths.enumerated() {
+                        rates[index].append(
+                            try Self.load(wrk: wrk, url: base + path, token: authorised ? token : nil, seconds: seconds, connections: connections))
+                    }
+                }
+                let healthz = percentile(rates[0].sorted(), 0.5)
+                func report(_ name: String, _ rate: Double, shares: [Double] = []) {
+                    let share = rate / healthz * 100
+                    let spread = shares.count > 1 ? String(format: "; rounds %.0f–%.0f %%", shares.min() ?? 0, shares.max() ?? 0) : ""
+                    print(String(format: "%@, %@: %.0f req/s (%.0f %% of /healthz%@)", label, name, rate, share, spread))
+                    BenchSummary.record("reads", "\(name), \(label)", format: "%.0f req/s, %.0f %% of /healthz", rate, share)
+                }
+                for (index, (name, _, _)) in paths.enumerated() {
+                    report(name, percentile(rates[index].sorted(), 0.5), shares: index == 0 ? [] : zip(rates[index], rates[0]).map { $0 / $1 * 100 })
                 }
                 if cached {
                     // The same page once three more years of monthly partitions exist, as they do
