@@ -84,23 +84,23 @@ package struct ExactGroup: Sendable {
 package struct GroupAggregateStore: Sendable {
     let database: Database
 
-    /// An individual's parts of a group added up (months and days, some subtracted).
+    /// Person groups: an individual's parts of the window added up (months and days, some
+    /// subtracted); the group comes from the person (area, age band, sex), `g` is empty.
     private static let sumParts = """
-        SELECT individual_id, g, sum(days) AS days, sum(sample_count) AS sample_count, sum(value_sum) AS value_sum
-        FROM parts GROUP BY 1, 2
+        SELECT individual_id, ''::text AS g, sum(days) AS days, sum(sample_count) AS sample_count, sum(value_sum) AS value_sum
+        FROM parts GROUP BY 1
         HAVING sum(days) > 0 AND sum(sample_count) > 0
         """
-    /// Week groups: whole weeks as they are, partial weeks added up from their days.
-    private static let weekParts = """
-        SELECT individual_id, week::text AS g, days::int8, sample_count, value_sum FROM weekly
-        WHERE days > 0 AND sample_count > 0
-        UNION ALL
-        SELECT individual_id, g, sum(days), sum(sample_count), sum(value_sum) FROM parts
-        GROUP BY 1, 2 HAVING sum(days) > 0 AND sum(sample_count) > 0
+    /// Day groups: an individual's day is one row of `daily_rollups`, nothing to add up.
+    private static let dayParts = """
+        SELECT individual_id, day AS g, 1::int8 AS days, sample_count::int8, value_sum FROM daily
         """
-    /// Day groups: an individual has exactly one row per day, nothing to add up.
-    private static let onePartPerGroup = """
-        SELECT individual_id, g, days, sample_count, value_sum FROM parts WHERE days > 0 AND sample_count > 0
+    /// Week groups: whole weeks as they are, the window's partial weeks added up from their days.
+    private static let weekParts = """
+        SELECT individual_id, week AS g, days::int8, sample_count, value_sum FROM weekly
+        UNION ALL
+        SELECT individual_id, date_trunc('week', day)::date, count(*), sum(sample_count), sum(value_sum) FROM edges
+        GROUP BY 1, 2
         """
 
     package init(database: Database) {
@@ -112,12 +112,6 @@ package struct GroupAggregateStore: Sendable {
     /// range), then counts, sums and bins of those values.
     package func exactGroups(_ query: GroupQuery) async throws -> [ExactGroup] {
         let midpoint = (query.lower + query.upper) / 2
-        let timeKey: String? =
-            switch query.key {
-            case .day: "r.day::text"
-            case .week: "date_trunc('week', r.day)::date::text"
-            default: nil
-            }
         let personKey: String =
             switch query.key {
             case .area: "p.home_area"
@@ -125,13 +119,15 @@ package struct GroupAggregateStore: Sendable {
             case .sex: "p.sex"
             default: "t.g"
             }
-        let months = timeKey == nil ? query.months : []
-        let ranges: [(String, String, Int)] =
-            switch query.key {
-            case .day: [(query.from, query.to, 1)]
-            case .week: query.weekEdges.map { ($0.from, $0.to, 1) }
-            default: query.dayRanges
-            }
+        let isTime = query.key == .day || query.key == .week
+        let months = isTime ? [] : query.months
+        let ranges = isTime ? [] : query.dayRanges
+        // Week groups: the whole weeks as one range of Mondays (none: an empty range), the partial
+        // weeks' days as at most two ranges (absent: empty).
+        let weeks = query.key == .week ? query.weeks : []
+        let (firstWeek, lastWeek) = (weeks.first ?? "infinity", weeks.last ?? "-infinity")  // in order, contiguous
+        let edges = query.key == .week ? query.weekEdges : []
+        let edge = (0..<2).map { $0 < edges.count ? edges[$0] : (from: "infinity", to: "-infinity") }
         let rows = try await database.withTransaction { connection in
             _ = try await connection.query("SET TRANSACTION READ ONLY", logger: database.logger)
             _ = try await connection.query("SET LOCAL jit = off", logger: database.logger)  // compiling costs more than it saves here
@@ -145,21 +141,31 @@ package struct GroupAggregateStore: Sendable {
                       AND (cardinality(\(query.areas)::text[]) = 0 OR i.home_area = ANY (\(query.areas)::text[]))
                       AND (\(query.sex)::text IS NULL OR i.sex = \(query.sex)::text)
                 ),
-                weekly AS (   -- index: weekly_rollups_type_week_idx
+                daily AS (   -- index only: daily_rollups_type_day_idx
+                    SELECT individual_id, day, sample_count, value_sum FROM daily_rollups
+                    WHERE sample_type = \(query.sampleType) AND day BETWEEN \(query.from)::date AND \(query.to)::date AND sample_count > 0
+                ),
+                weekly AS (   -- index only: weekly_rollups_type_week_idx
                     SELECT individual_id, week, days, sample_count, value_sum FROM weekly_rollups
-                    WHERE sample_type = \(query.sampleType) AND week = ANY (\(query.key == .week ? query.weeks : [])::date[])
+                    WHERE sample_type = \(query.sampleType) AND week BETWEEN \(firstWeek)::date AND \(lastWeek)::date
+                      AND days > 0 AND sample_count > 0
+                ),
+                edges AS (
+                    SELECT individual_id, day, sample_count, value_sum FROM daily_rollups
+                    WHERE sample_type = \(query.sampleType) AND sample_count > 0
+                      AND (day BETWEEN \(edge[0].from)::date AND \(edge[0].to)::date OR day BETWEEN \(edge[1].from)::date AND \(edge[1].to)::date)
                 ),
                 parts AS (   -- index: monthly_rollups_type_month_idx, daily_rollups_type_day_idx
-                    SELECT m.individual_id, ''::text AS g, m.days::int8 AS days, m.sample_count, m.value_sum
+                    SELECT m.individual_id, m.days::int8 AS days, m.sample_count, m.value_sum
                     FROM monthly_rollups m
                     WHERE m.sample_type = \(query.sampleType) AND m.month = ANY (\(months)::date[])
                     UNION ALL
-                    SELECT r.individual_id, \(unescaped: timeKey ?? "''::text"), w.sign, w.sign * r.sample_count, w.sign * r.value_sum
+                    SELECT r.individual_id, w.sign, w.sign * r.sample_count, w.sign * r.value_sum
                     FROM unnest(\(ranges.map(\.0))::date[], \(ranges.map(\.1))::date[], \(ranges.map { Int32($0.2) })::int4[]) AS w(first, last, sign)
                     JOIN daily_rollups r ON r.sample_type = \(query.sampleType) AND r.day BETWEEN w.first AND w.last
                 ),
                 totals AS (   -- each individual's totals per group, before meeting the people
-                    \(unescaped: query.key == .day ? Self.onePartPerGroup : query.key == .week ? Self.weekParts : Self.sumParts)
+                    \(unescaped: query.key == .day ? Self.dayParts : query.key == .week ? Self.weekParts : Self.sumParts)
                 ),
                 values AS (   -- one value per individual and group
                     SELECT \(unescaped: personKey) AS g, p.id AS person,
@@ -168,10 +174,10 @@ package struct GroupAggregateStore: Sendable {
                     FROM totals t JOIN people p ON p.id = t.individual_id
                     WHERE cardinality(\(query.ageBands)::int4[]) = 0 OR p.band = ANY (\(query.ageBands)::int4[])
                 )
-                SELECT g, least(floor((v - \(query.lower)) / \(query.binWidth))::int4, \(query.binCount) - 1) AS bin,
+                SELECT g::text, least(floor((v - \(query.lower)) / \(query.binWidth))::int4, \(query.binCount) - 1) AS bin,
                        count(*), sum(round((v - \(midpoint)) * \(query.resolution)))::int8, sum(round(v * \(query.resolution)))::int8,
                        array_agg(person)
-                FROM values GROUP BY 1, 2
+                FROM values GROUP BY g, 2
                 """, logger: database.logger
             ).collect()
         }

@@ -141,7 +141,7 @@ package struct AggregateService: Sendable {
         return current
     }
 
-    private func groupQuery(_ spec: AggregateSpec) -> GroupQuery {
+    package func groupQuery(_ spec: AggregateSpec) -> GroupQuery {
         let domain = AggregateDomain(spec.type)!
         let key: GroupQuery.Key =
             switch spec.groupBy {
