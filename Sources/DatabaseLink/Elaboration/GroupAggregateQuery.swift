@@ -22,8 +22,9 @@ package struct GroupQuery: Sendable {
     /// groups ignore both and read the window's days.
     package var months: [String]
     package var dayRanges: [(from: String, to: String, sign: Int)]
-    /// Week groups: the window's whole weeks (Mondays), read from `weekly_rollups`, and the days
-    /// of its partial weeks (at most two ranges), read from `daily_rollups`.
+    /// Week groups: the window's whole weeks (Mondays, in order and contiguous: read as one range
+    /// of `weekly_rollups`), and the days of its partial weeks (at most two ranges, one at each
+    /// end, as `AggregateSpec.wholeWeeks` makes them), read from `daily_rollups`.
     package var weeks: [String] = []
     package var weekEdges: [(from: String, to: String)] = []
     package var key: Key
