@@ -120,15 +120,11 @@ package struct GroupAggregateStore: Sendable {
             case .sex: "p.sex"
             default: "t.g"
             }
-        let isTime = query.key == .day || query.key == .week
-        let months = isTime ? [] : query.months
-        let ranges = isTime ? [] : query.dayRanges
-        // Week groups: the whole weeks as one range of Mondays (none: an empty range), the partial
-        // weeks' days as at most two ranges (absent: empty).
-        let weeks = query.key == .week ? query.weeks : []
-        let (firstWeek, lastWeek) = (weeks.first ?? "infinity", weeks.last ?? "-infinity")  // in order, contiguous
-        let edges = query.key == .week ? query.weekEdges : []
-        let edge = (0..<2).map { $0 < edges.count ? edges[$0] : (from: "infinity", to: "-infinity") }
+        // Every key's parts are bound, but only the CTEs its `totals` reads run: PostgreSQL skips
+        // a WITH query nothing references. Week groups read the whole weeks as one range of
+        // Mondays (none: an empty range) and the partial weeks' days as at most two ranges.
+        let (firstWeek, lastWeek) = (query.weeks.first ?? "infinity", query.weeks.last ?? "-infinity")  // in order, contiguous
+        let edge = (0..<2).map { $0 < query.weekEdges.count ? query.weekEdges[$0] : (from: "infinity", to: "-infinity") }
         let rows = try await database.withTransaction { connection in
             _ = try await connection.query("SET TRANSACTION READ ONLY", logger: database.logger)
             _ = try await connection.query("SET LOCAL jit = off", logger: database.logger)  // compiling costs more than it saves here
@@ -159,10 +155,10 @@ package struct GroupAggregateStore: Sendable {
                 parts AS (   -- index: monthly_rollups_type_month_idx, daily_rollups_type_day_idx
                     SELECT m.individual_id, m.days::int8 AS days, m.sample_count, m.value_sum
                     FROM monthly_rollups m
-                    WHERE m.sample_type = \(query.sampleType) AND m.month = ANY (\(months)::date[])
+                    WHERE m.sample_type = \(query.sampleType) AND m.month = ANY (\(query.months)::date[])
                     UNION ALL
                     SELECT r.individual_id, w.sign, w.sign * r.sample_count, w.sign * r.value_sum
-                    FROM unnest(\(ranges.map(\.0))::date[], \(ranges.map(\.1))::date[], \(ranges.map { Int32($0.2) })::int4[]) AS w(first, last, sign)
+                    FROM unnest(\(query.dayRanges.map(\.from))::date[], \(query.dayRanges.map(\.to))::date[], \(query.dayRanges.map { Int32($0.sign) })::int4[]) AS w(first, last, sign)
                     JOIN daily_rollups r ON r.sample_type = \(query.sampleType) AND r.day BETWEEN w.first AND w.last
                 ),
                 totals AS (   -- each individual's totals per group, before meeting the people
