@@ -46,12 +46,19 @@ def main():
         return 0
     known = reviewed()
     new = [(path, line) for path, line in found if (path, line) not in known]
+    stale = sorted(known - set(found))
+    if stale:
+        print("Reviewed conversions that are no longer in Sources/ (remove them, or re-review the changed line):")
+        for path, line in stale:
+            print(f"  {path} | {line}")
     if new:
         print("Unreviewed integer conversions (traps on nan, ±inf or out-of-range values):")
         for path, line in new:
             print(f"  {path} | {line}")
         print("Use Int(exactly:), a range check or clamping: for a client's number; if it cannot trap,")
         print("add the line to Tests/Hardening/reviewed-conversions.txt with the reason.")
+        return 1
+    if stale:
         return 1
     print(f"integer conversions: {len(found)} in Sources/, all reviewed")
     return 0
