@@ -12,7 +12,7 @@ VENV := .build/venv
 PYTHON_TOOLS := schemathesis==4.32.5 openapi-spec-validator==0.9.0
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
-.PHONY: help run test bench drills build deps device-fixtures python-tools deploy-check contract-test unit-test clean-data fuzz fuzz-build hardening-check format format-check kit kit-check
+.PHONY: help run test bench drills build deps device-fixtures python-tools deploy-check contract-test unit-test clean-data fuzz fuzz-build hardening-check format format-check kit kit-check embedded-list
 
 help:
 	@echo "make run    build and serve Data4Help on http://localhost:8080 (embedded PostgreSQL under .data/)"
@@ -53,7 +53,16 @@ device-fixtures: deps python-tools
 	gpsbabel -i gpx -f Tests/Fixtures/GPX/garmin-connect-run.gpx -o gtrnctr,course=1 -F $(DEVICE_FIXTURES)/gpsbabel-course.tcx
 	gpsbabel -i gpx -f Tests/Fixtures/GPX/garmin-connect-run.gpx -o garmin_fit -F $(DEVICE_FIXTURES)/gpsbabel-course.fit
 
-build: deps
+## SwiftPM lists the files the EmbedFiles plugin compiles in (migrations, contract, templates)
+## only when it loads the package: a file added since the last build is embedded once
+## Package.swift is newer than the build's record of that list.
+EMBEDDED_LIST = .build/embedded-files.list
+embedded-list:
+	@mkdir -p .build; ls migrations Sources/HTTPAPI/Pages/Templates > $(EMBEDDED_LIST).new
+	@cmp -s $(EMBEDDED_LIST).new $(EMBEDDED_LIST) || touch Package.swift
+	@mv $(EMBEDDED_LIST).new $(EMBEDDED_LIST)
+
+build: deps embedded-list
 	swift build --product data4help
 
 run: build
@@ -76,7 +85,7 @@ deploy-check: python-tools
 contract-test: build python-tools
 	Tests/Contract/run-schemathesis.sh .build/debug/data4help $(VENV)/bin
 
-unit-test: deps device-fixtures
+unit-test: deps device-fixtures embedded-list
 	swift build --build-tests
 	swift test --skip-build
 
@@ -129,7 +138,7 @@ test: deploy-check hardening-check format-check kit-check contract-test fuzz uni
 ## into the README's performance section.
 ## wrk (Debian) is the load generator of `bench reads`.
 BENCH_PACKAGES := wrk
-bench: deps
+bench: deps embedded-list
 	$(call install-missing,$(BENCH_PACKAGES))
 	swift build -c release --product data4help
 	.build/release/data4help bench all --readme README.md
@@ -140,7 +149,7 @@ bench: deps
 ## drills and the load run go one after the other, never side by side on the same cores.
 DRILL = DATA4HELP_DRILLS=1 DATA4HELP_EXECUTABLE=$(CURDIR)/.build/release/data4help \
 	.build/debug/data4helpPackageTests.xctest --testing-library swift-testing
-drills: deps
+drills: deps embedded-list
 	swift build --build-tests
 	swift build -c release --product data4help
 	$(DRILL) --filter FailureDrills

@@ -3,9 +3,11 @@ import PackagePlugin
 
 /// Compiles the files the server reads at start-up into the `EmbeddedFiles` module, so that the
 /// executable runs from anywhere with nothing beside it: the SQL migrations, the OpenAPI
-/// document and the page templates and scripts. The list is made again at every build, so a new
-/// migration or template is embedded without a step to remember; each file is an input, so a
-/// change rebuilds the table.
+/// document and the page templates and scripts. Each file is an input, so a change to one
+/// rebuilds the table. The list itself is made when SwiftPM loads the package, which an
+/// incremental build does not always do: seen 2026-11-27, a new migration was not embedded until
+/// `Package.swift` was touched (`make build` does that when a root holds a file newer than the
+/// last build; a clean build always lists every file).
 @main
 struct EmbedFiles: BuildToolPlugin {
     /// Directories and files of the package that are embedded, by their path in the package.

@@ -2,6 +2,26 @@ import Data4HelpCore
 import Foundation
 import PostgresNIO
 
+/// One entry of the access log, to be written with something else (a webhook attempt's outcome:
+/// `WebhookStore.finish`).
+package struct NewDisclosure: Sendable, Equatable {
+    package var individualId: Int64
+    package var thirdPartyId: Int64
+    package var requestId: Int64
+    package var channel: String
+    package var types: [String]
+    package var itemCount: Int
+
+    package init(individualId: Int64, thirdPartyId: Int64, requestId: Int64, channel: String, types: [String], itemCount: Int) {
+        self.individualId = individualId
+        self.thirdPartyId = thirdPartyId
+        self.requestId = requestId
+        self.channel = channel
+        self.types = types
+        self.itemCount = itemCount
+    }
+}
+
 /// `disclosures`: the append-only access log.
 package struct DisclosureStore: Sendable {
     let database: Database
@@ -12,10 +32,16 @@ package struct DisclosureStore: Sendable {
 
     /// Records that items of these types went to the party under the request.
     package func record(individualId: Int64, thirdPartyId: Int64, requestId: Int64, channel: String, types: [String], itemCount: Int) async throws {
+        try await record(
+            NewDisclosure(
+                individualId: individualId, thirdPartyId: thirdPartyId, requestId: requestId, channel: channel, types: types, itemCount: itemCount))
+    }
+
+    package func record(_ entry: NewDisclosure) async throws {
         try await database.query(
             """
             INSERT INTO disclosures (individual_id, third_party_id, request_id, channel, types, item_count)
-            VALUES (\(individualId), \(thirdPartyId), \(requestId), \(channel), \(types)::text[], \(itemCount))
+            VALUES (\(entry.individualId), \(entry.thirdPartyId), \(entry.requestId), \(entry.channel), \(entry.types)::text[], \(entry.itemCount))
             """)
     }
 

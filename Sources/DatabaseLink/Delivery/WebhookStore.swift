@@ -112,9 +112,13 @@ package struct WebhookStore: Sendable {
         }
     }
 
-    /// Records how the claimed attempt went. Ignored when the lease had run out and another
-    /// instance has claimed the delivery again since (its own attempt decides).
-    package func finish(_ delivery: ClaimedDelivery, attempt: DeliveryAttemptRecord?, outcome: DeliveryOutcome) async throws {
+    /// Records how the claimed attempt went, and what it disclosed, in one statement (one commit,
+    /// one round trip). Ignored when the lease had run out and another instance has claimed the
+    /// delivery again since (its own attempt decides) — except the disclosure: the body may have
+    /// reached the receiver all the same, and the individual's log says so.
+    package func finish(
+        _ delivery: ClaimedDelivery, attempt: DeliveryAttemptRecord?, outcome: DeliveryOutcome, disclosure: NewDisclosure? = nil
+    ) async throws {
         let (state, nextMs): (String, Int64?) =
             switch outcome {
             case .delivered: ("delivered", nil)
@@ -122,42 +126,59 @@ package struct WebhookStore: Sendable {
             case .failed: ("failed", nil)
             case .cancelled: ("cancelled", nil)
             }
-        try await database.withTransaction { connection in
-            let updated = try await connection.query(
-                """
+        let statement: PostgresQuery = """
+            WITH updated AS (
                 UPDATE webhook_deliveries
                 SET state = \(state),
                     next_attempt_at = COALESCE('epoch'::timestamptz + \(nextMs) * interval '1 millisecond', next_attempt_at),
                     finished_at = CASE WHEN \(state) = 'pending' THEN NULL ELSE now() END
                 WHERE id = \(delivery.id) AND attempts = \(Int32(delivery.attempt)) AND state = 'pending'
                 RETURNING id
-                """, logger: database.logger
-            ).collect()
-            guard !updated.isEmpty, let attempt else { return }
-            try await connection.query(
-                """
+            ),
+            attempted AS (
                 INSERT INTO webhook_attempts (delivery_id, attempt, at, duration_ms, status_code, error)
-                VALUES (\(delivery.id), \(Int32(attempt.attempt)), \(attempt.at), \(Int32(clamping: attempt.durationMs)),
-                        \(attempt.statusCode.map(Int32.init(clamping:))), \(attempt.error))
+                SELECT id, \(attempt.map { Int32(clamping: $0.attempt) })::int4, \(attempt?.at)::timestamptz,
+                       \(attempt.map { Int32(clamping: $0.durationMs) })::int4, \(attempt?.statusCode.map(Int32.init(clamping:)))::int4,
+                       \(attempt?.error)::text
+                FROM updated WHERE \(attempt != nil)
                 ON CONFLICT DO NOTHING
-                """, logger: database.logger)
-            if case .delivered = outcome, delivery.roundAttempt > 1 || delivery.eventType == "ping" {
-                try await Self.resumeWaiting(endpointOf: delivery.id, on: connection, logger: database.logger)
-            }
+            ),
+            disclosed AS (
+                INSERT INTO disclosures (individual_id, third_party_id, request_id, channel, types, item_count)
+                SELECT \(disclosure?.individualId)::int8, \(disclosure?.thirdPartyId)::int8, \(disclosure?.requestId)::int8,
+                       \(disclosure?.channel)::text, \(disclosure?.types)::text[], \(disclosure.map { Int32(clamping: $0.itemCount) })::int4
+                WHERE \(disclosure != nil)
+            )
+            SELECT count(*)::int8 FROM updated
+            """
+        // A delivery that went through after failures, or the owner's ping, brings the endpoint's
+        // waiting deliveries forward in the same transaction.
+        guard case .delivered = outcome, attempt != nil, delivery.roundAttempt > 1 || delivery.eventType == "ping" else {
+            try await database.query(statement)
+            return
+        }
+        try await database.withTransaction { connection in
+            let updated = try await connection.query(statement, logger: database.logger).collect().first?.decode(Int64.self) ?? 0
+            if updated > 0 { try await Self.resumeWaiting(endpointOf: delivery.id, on: connection, logger: database.logger) }
         }
     }
 
     /// The endpoint is back — a delivery that had failed went through, or the owner's test
     /// ping did: its deliveries waiting for a later retry are due now, rather than each at its
     /// own slot of the backoff (after an outage of hours, up to 3 h later). Deliveries whose
-    /// attempt is under way (claimed, not yet recorded) keep their lease.
+    /// attempt is under way (claimed, not yet recorded) keep their lease. Dispatchers on every
+    /// instance hear of it at the commit, as of a new delivery.
     private static func resumeWaiting(endpointOf deliveryId: Int64, on connection: LeasedConnection, logger: Logger) async throws {
         try await connection.query(
             """
-            UPDATE webhook_deliveries d SET next_attempt_at = now()
-            WHERE d.endpoint_id = (SELECT endpoint_id FROM webhook_deliveries WHERE id = \(deliveryId))
-              AND d.state = 'pending' AND d.next_attempt_at > now()
-              AND EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.attempt = d.attempts)
+            WITH resumed AS (
+                UPDATE webhook_deliveries d SET next_attempt_at = now()
+                WHERE d.endpoint_id = (SELECT endpoint_id FROM webhook_deliveries WHERE id = \(deliveryId))
+                  AND d.state = 'pending' AND d.next_attempt_at > now()
+                  AND EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.attempt = d.attempts)
+                RETURNING d.id
+            )
+            SELECT pg_notify(\(EventListener.channel), '') WHERE EXISTS (SELECT 1 FROM resumed)
             """, logger: logger)
     }
 

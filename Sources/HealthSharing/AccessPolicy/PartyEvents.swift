@@ -86,10 +86,16 @@ package struct PartyEvents: Sendable {
 
     /// Logs that the event's data went to its party (nothing to log for state changes).
     package func recordDisclosure(of event: PartyEvent, via channel: DisclosureChannel) async throws {
+        guard let entry = Self.disclosure(of: event, via: channel) else { return }
+        try await disclosures.record(entry)
+    }
+
+    /// The access log's entry for the event's data going to its party; nil for state changes.
+    package static func disclosure(of event: PartyEvent, via channel: DisclosureChannel) -> NewDisclosure? {
         guard let data = event.record.data, let individualId = event.record.individualId, let requestId = event.record.requestId,
             !event.items.isEmpty
-        else { return }
-        try await disclosures.record(
+        else { return nil }
+        return NewDisclosure(
             individualId: individualId, thirdPartyId: event.record.thirdPartyId, requestId: requestId,
             channel: channel.rawValue, types: data.kinds.sorted(), itemCount: event.items.count
         )

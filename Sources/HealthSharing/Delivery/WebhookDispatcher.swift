@@ -88,7 +88,7 @@ package struct WebhookDispatcher: Service {
         // Every connection to a receiver goes through the egress proxy, which connects to the
         // address it checked: no second resolution between the check and the connection.
         let proxy = try await WebhookEgressProxy.start(policy: addresses, logger: logger)
-        let client = Self.client(through: proxy, timeout: settings.timeout)
+        let client = Self.client(through: proxy, timeout: settings.timeout, connectionsPerHost: settings.workers)
         await cancelWhenGracefulShutdown {
             await schemaReady.wait()
             await withDiscardingTaskGroup { group in
@@ -103,14 +103,19 @@ package struct WebhookDispatcher: Service {
 
     /// The HTTP client of deliveries: no redirects, no decompression, connections only through
     /// `proxy` (a tunnel per connection, TLS end to end with the receiver's name).
-    /// `connect` bounds the connection to the proxy and its CONNECT answer.
-    package static func client(through proxy: WebhookEgressProxy, timeout: Duration, connect: Duration = .seconds(5)) -> HTTPClient {
+    /// `connect` bounds the connection to the proxy and its CONNECT answer. Every worker may hold a
+    /// connection to one host (several organisations' endpoints often share a host): with fewer,
+    /// attempts would queue inside the client behind each other.
+    package static func client(
+        through proxy: WebhookEgressProxy, timeout: Duration, connect: Duration = .seconds(5), connectionsPerHost: Int = 8
+    ) -> HTTPClient {
         var configuration = HTTPClient.Configuration(
             redirectConfiguration: .disallow,
             timeout: .init(connect: .init(connect), read: .init(timeout)),
             proxy: .server(host: "127.0.0.1", port: proxy.port, authorization: .basic(username: proxy.username, password: proxy.password))
         )
         configuration.decompression = .disabled
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = max(1, connectionsPerHost)
         // A receiver that refuses the connection fails this attempt now; retries are ours, with backoff.
         configuration.connectionPool.retryConnectionEstablishment = false
         configuration.tracing.tracer = nil  // it would record the receiver's URL: see TraceHeaders
@@ -174,10 +179,8 @@ package struct WebhookDispatcher: Service {
                 : delivery.roundAttempt >= settings.maxAttempts
                     ? .failed
                     : .retry(at: Date().addingTimeInterval(backoff(after: delivery.roundAttempt)))
-            if let event, result.possiblyReceived {
-                try await events.recordDisclosure(of: event, via: .webhook)
-            }
-            try await store.finish(delivery, attempt: record, outcome: outcome)
+            let disclosure = result.possiblyReceived ? event.flatMap { PartyEvents.disclosure(of: $0, via: .webhook) } : nil
+            try await store.finish(delivery, attempt: record, outcome: outcome, disclosure: disclosure)
             Counter(label: "webhook_attempts_total", dimensions: [("result", delivered ? "delivered" : "failed")]).increment()
             if delivered {
                 Timer(label: "webhook_delivery_latency_seconds").recordNanoseconds(Int64(Date().timeIntervalSince(delivery.createdAt) * 1e9))

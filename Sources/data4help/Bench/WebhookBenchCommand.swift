@@ -73,6 +73,7 @@ struct WebhookBenchCommand: AsyncParsableCommand {
                 afterAck.append((arrived - timing.acknowledged).inSeconds * 1000)
                 afterSend.append((arrived - timing.sent).inSeconds * 1000)
             }
+            let inOrder = afterAck  // upload by upload, as they were started
             afterAck.sort()
             afterSend.sort()
             func line(_ name: String, _ values: [Double]) -> String {
@@ -94,6 +95,21 @@ struct WebhookBenchCommand: AsyncParsableCommand {
             BenchSummary.record(
                 "webhooks", "upload acknowledged → webhook received, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(afterAck, 0.5),
                 percentile(afterAck, 0.99))
+            // Whether the outbox kept up: a backlog shows as deliveries arriving slower than uploads were
+            // acknowledged, and as a latency that grows from the first uploads to the last.
+            if let firstSent = subscribed.map(\.sent).min(), let lastAck = subscribed.map(\.acknowledged).max(),
+                let lastArrival = arrivals.filter({ $0.key >= uploads }).values.max()
+            {
+                let tenth = max(1, uploads / 10)
+                let early = inOrder.prefix(tenth)
+                let late = inOrder.suffix(tenth)
+                print(
+                    String(
+                        format:
+                            "uploads acknowledged %.0f/s, deliveries received %.0f/s; acknowledged → received, mean of the first tenth %.1f ms, of the last %.1f ms",
+                        Double(uploads) / (lastAck - firstSent).inSeconds, Double(uploads) / (lastArrival - firstSent).inSeconds,
+                        early.reduce(0, +) / Double(early.count), late.reduce(0, +) / Double(late.count)))
+            }
             print(
                 "deliveries received: \(receiver.count), bad signatures: \(receiver.badSignatures.withLock { $0 }), duplicates: \(receiver.duplicates.withLock { $0 })"
             )
