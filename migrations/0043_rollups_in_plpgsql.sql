@@ -8,21 +8,24 @@
 -- the net change — the new rows minus the old ones — in one pass.
 CREATE FUNCTION data4help_roll_changes(removed daily_rollups[], added daily_rollups[]) RETURNS void LANGUAGE plpgsql AS $$
 BEGIN
-    INSERT INTO monthly_rollups AS m (individual_id, sample_type, month, days, sample_count, value_sum)
-    SELECT c.individual_id, c.sample_type, date_trunc('month', c.day)::date, sum(c.sign), sum(c.sign * c.sample_count), sum(c.sign * c.value_sum)
-    FROM (SELECT r.individual_id, r.sample_type, r.day, r.sample_count, r.value_sum, -1 AS sign FROM unnest(removed) AS r
-          UNION ALL
-          SELECT a.individual_id, a.sample_type, a.day, a.sample_count, a.value_sum, 1 FROM unnest(added) AS a) AS c
-    GROUP BY 1, 2, 3
-    ON CONFLICT (individual_id, sample_type, month) DO UPDATE SET
-        days = m.days + EXCLUDED.days,
-        sample_count = m.sample_count + EXCLUDED.sample_count,
-        value_sum = m.value_sum + EXCLUDED.value_sum;
+    WITH changed AS (
+        SELECT r.individual_id, r.sample_type, r.day, r.sample_count, r.value_sum, -1 AS sign FROM unnest(removed) AS r
+        UNION ALL
+        SELECT a.individual_id, a.sample_type, a.day, a.sample_count, a.value_sum, 1 FROM unnest(added) AS a
+    ),
+    months AS (
+        INSERT INTO monthly_rollups AS m (individual_id, sample_type, month, days, sample_count, value_sum)
+        SELECT c.individual_id, c.sample_type, date_trunc('month', c.day)::date, sum(c.sign), sum(c.sign * c.sample_count), sum(c.sign * c.value_sum)
+        FROM changed AS c
+        GROUP BY 1, 2, 3
+        ON CONFLICT (individual_id, sample_type, month) DO UPDATE SET
+            days = m.days + EXCLUDED.days,
+            sample_count = m.sample_count + EXCLUDED.sample_count,
+            value_sum = m.value_sum + EXCLUDED.value_sum
+    )
     INSERT INTO weekly_rollups AS w (individual_id, sample_type, week, days, sample_count, value_sum)
     SELECT c.individual_id, c.sample_type, date_trunc('week', c.day)::date, sum(c.sign), sum(c.sign * c.sample_count), sum(c.sign * c.value_sum)
-    FROM (SELECT r.individual_id, r.sample_type, r.day, r.sample_count, r.value_sum, -1 AS sign FROM unnest(removed) AS r
-          UNION ALL
-          SELECT a.individual_id, a.sample_type, a.day, a.sample_count, a.value_sum, 1 FROM unnest(added) AS a) AS c
+    FROM changed AS c
     GROUP BY 1, 2, 3
     ON CONFLICT (individual_id, sample_type, week) DO UPDATE SET
         days = w.days + EXCLUDED.days,
