@@ -175,6 +175,20 @@ package struct HealthDataStore: Sendable {
         return try rows[0].decode((Int64, Int64).self)
     }
 
+    /// Heap, TOAST and index bytes of the daily, weekly and monthly rollups, packed: every upload
+    /// rewrites its days' rows, so a fresh table holds mostly space that a long-running one
+    /// reuses; `VACUUM FULL` (for benchmarks only: it locks the tables) leaves the live rows.
+    package func rollupFootprint() async throws -> Int64 {
+        try await database.query("VACUUM FULL daily_rollups, weekly_rollups, monthly_rollups")
+        let rows = try await database.query(
+            """
+            SELECT coalesce(sum(pg_total_relation_size(coalesce(t.relid, r.rel))), 0)::int8
+            FROM unnest(ARRAY['daily_rollups', 'weekly_rollups', 'monthly_rollups']::regclass[]) AS r(rel)
+            LEFT JOIN LATERAL pg_partition_tree(r.rel) AS t ON true   -- nothing for a table that is not partitioned
+            """)
+        return try rows[0].decode(Int64.self)
+    }
+
     /// Each sample's `source_id`: names already known to the individual keep their number, new
     /// ones get the next free numbers (safe: the caller holds the individual's ingest lock).
     private static func sourceIds(

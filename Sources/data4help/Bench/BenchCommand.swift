@@ -8,6 +8,7 @@ struct BenchCommand: AsyncParsableCommand {
         subcommands: [
             AllBenchCommand.self, IngestBenchCommand.self, WebhookBenchCommand.self, AggregateBenchCommand.self, SOSBenchCommand.self,
             LiveBenchCommand.self, ImportBenchCommand.self, RulesBenchCommand.self, InsightBenchCommand.self, ReadBenchCommand.self,
+            StorageBenchCommand.self,
         ]
     )
 }
