@@ -1,6 +1,7 @@
 import AccessManager
 import ArgumentParser
 import AsyncHTTPClient
+import Data4HelpCore
 import DatabaseLink
 import EmbeddedFiles
 import Foundation
@@ -181,6 +182,24 @@ struct BenchServer: Sendable {
     }
 
     /// Runs `count` jobs, `concurrency` at a time, each getting the next number.
+    /// `count` individuals written straight to the database (no password, no HTTP) for benchmarks
+    /// that store through the SQL alone; `name` keeps each batch's e-mail addresses and fiscal
+    /// codes apart. Their ids, in order.
+    static func insertIndividuals(_ count: Int, named name: String, database: Database) async throws -> [Int64] {
+        let store = IndividualStore(database: database)
+        var ids: [Int64] = []
+        for index in 0..<count {
+            ids.append(
+                try await store.insert(
+                    NewIndividual(
+                        email: "\(name)-\(index)@bench.example", passwordHash: "-", fiscalCode: "\(name.uppercased())\(100_000 + index)",
+                        fullName: "\(name) \(index)", birthDate: "1960-01-01", sex: "other", homeArea: "IT-MI"
+                    )
+                ).id)
+        }
+        return ids
+    }
+
     static func concurrently<T: Sendable>(_ count: Int, _ concurrency: Int, _ job: @escaping @Sendable (Int) async throws -> T) async throws -> [T] {
         let next = WorkCounter()
         return try await withThrowingTaskGroup(of: [(Int, T)].self) { group in

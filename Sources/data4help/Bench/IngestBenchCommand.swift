@@ -163,17 +163,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
         let batchStarts = (0..<batches).map(batchStart)
         let database = Database(configuration: url.clientConfiguration(maximumConnections: clients + 2), logger: logger)
         return try await database.whileRunning {
-            let store = IndividualStore(database: database)
-            var ids: [Int64] = []
-            for index in 0..<individuals {
-                ids.append(
-                    try await store.insert(
-                        NewIndividual(
-                            email: "raw\(index)@bench.example", passwordHash: "-", fiscalCode: "RAW\(100_000 + index)",
-                            fullName: "Raw \(index)", birthDate: "1950-01-01", sex: "other", homeArea: "IT-MI"
-                        )
-                    ).id)
-            }
+            let ids = try await BenchServer.insertIndividuals(individuals, named: "raw", database: database)
             let writer = HealthDataStore(database: database, partitions: PartitionMaintainer(database: database))
             let columns: [SampleColumns] = (0..<batches).map { batch in
                 var columns = SampleColumns()

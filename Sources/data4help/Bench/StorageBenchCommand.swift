@@ -87,17 +87,7 @@ struct StorageBenchCommand: AsyncParsableCommand {
 
     private func measure(_ profile: Profile, number: Int, hourBlocks: Bool, database: Database) async throws -> Measured {
         let store = HealthDataStore(database: database, partitions: PartitionMaintainer(database: database))
-        let individualsStore = IndividualStore(database: database)
-        var ids: [Int64] = []
-        for person in 0..<profile.individuals {
-            ids.append(
-                try await individualsStore.insert(
-                    NewIndividual(
-                        email: "storage\(number)-\(person)@bench.example", passwordHash: "-", fiscalCode: "STO\(number)\(100_000 + person)",
-                        fullName: "Storage \(number) \(person)", birthDate: "1970-01-01", sex: "other", homeArea: "IT-MI"
-                    )
-                ).id)
-        }
+        let ids = try await BenchServer.insertIndividuals(profile.individuals, named: "storage\(number)", database: database)
         let before = try await footprint(store)
         let firstDay = (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400 - Double(days + 1) * 86_400
         let (days, identifiers) = (self.days, ids)
