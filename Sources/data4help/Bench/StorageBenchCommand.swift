@@ -18,6 +18,11 @@ struct StorageBenchCommand: AsyncParsableCommand {
     @Option(help: "Days of readings per individual.") var days = 14
     @Option(help: "Individuals per sparse profile (the 1 Hz profile has a tenth, at least 2).") var individuals = 40
 
+    func validate() throws {
+        guard (1...3_650).contains(days) else { throw ValidationError("--days must be between 1 and 3650") }
+        guard (1...100_000).contains(individuals) else { throw ValidationError("--individuals must be between 1 and 100000") }
+    }
+
     /// How an individual's day of readings is spread.
     struct Profile: Sendable {
         let name: String
@@ -30,7 +35,7 @@ struct StorageBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let sparse = max(1, individuals)
+        let sparse = individuals
         let profiles = [
             Profile(
                 name: "Apple Watch: heart rate every 5 min, every 5 s in a 45-min workout", type: .heartRate, individuals: sparse,
