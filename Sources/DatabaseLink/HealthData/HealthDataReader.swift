@@ -220,58 +220,6 @@ struct SampleListingBounds: Sendable {
     }
 
     typealias Row = (Int16, Int64, Float, Int32?, Int64, String?)
-
-    static let ascendingSQL = sql(descending: false)
-    static let descendingSQL = sql(descending: true)
-
-    /// The statement for one order; the two differ only in these constant fragments.
-    static func sql(descending: Bool) -> String {
-        let (boundary, window, after, direction) =
-            descending
-            ? (
-                "b.block_start >= bounds.low_minute AND b.block_start < bounds.high_minute AND NOT (b.block_minutes = 60 AND b.block_start = bounds.high_hour) ORDER BY b.block_start DESC",
-                "b.block_start >= GREATEST(bounds.low_hour, COALESCE((SELECT block_start FROM boundary), '-infinity')) AND b.block_start <= bounds.high_minute",
-                "<", "DESC"
-            )
-            : (
-                "b.block_start > bounds.low_minute AND b.block_start <= bounds.high_minute ORDER BY b.block_start",
-                "b.block_start >= bounds.low_hour AND b.block_start <= LEAST(bounds.high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))",
-                ">", "ASC"
-            )
-        // The window again, on the parameters themselves: what PostgreSQL prunes partitions by when
-        // the executor starts (the conditions on `bounds` are known only once it runs).
-        let partitions =
-            "b.block_start >= 'epoch'::timestamptz + $4::int8 * interval '1 millisecond' "
-            + "AND b.block_start <= 'epoch'::timestamptz + $5::int8 * interval '1 millisecond'"
-        return """
-            WITH bounds AS (
-                SELECT 'epoch'::timestamptz + $3::int8 * interval '1 millisecond' AS low_minute,
-                       'epoch'::timestamptz + $4::int8 * interval '1 millisecond' AS low_hour,
-                       'epoch'::timestamptz + $5::int8 * interval '1 millisecond' AS high_minute,
-                       'epoch'::timestamptz + $6::int8 * interval '1 millisecond' AS high_hour
-            ),
-            boundary AS (
-                SELECT b.block_start FROM sample_blocks b, bounds
-                WHERE b.individual_id = $1::int8 AND b.sample_type = ANY ($2::int2[]) AND \(partitions)
-                  AND \(boundary) OFFSET $7::int8 LIMIT 1
-            ),
-            candidates AS (
-                SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
-                       u.val, u.duration_ms, u.key, u.source_id
-                FROM sample_blocks b CROSS JOIN bounds
-                CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids)
-                    AS u(offset_ms, val, duration_ms, key, source_id)
-                WHERE b.individual_id = $1::int8 AND b.sample_type = ANY ($2::int2[]) AND \(partitions)
-                  AND \(window)
-            )
-            SELECT c.sample_type, c.start_ms, c.val, c.duration_ms, c.key, s.name FROM candidates c
-            LEFT JOIN sample_sources s ON s.individual_id = $1::int8 AND s.source_id = c.source_id
-            WHERE c.start_ms >= $8::int8 AND c.start_ms < $9::int8
-              AND (c.start_ms, c.sample_type, c.key) \(after) ($10::int8, $11::int2, $12::int8)
-            ORDER BY c.start_ms \(direction), c.sample_type \(direction), c.key \(direction)
-            LIMIT $7::int8
-            """
-    }
 }
 
 /// The order of a listing page, as a type: each order is its own prepared statement.
@@ -282,11 +230,15 @@ protocol SampleListingOrder {
 enum OldestFirst: SampleListingOrder { static let descending = false }
 enum LatestFirst: SampleListingOrder { static let descending = true }
 
-/// A page of samples in one order. Prepared: planning the statement over every monthly partition
-/// cost more than running it for a page of ten (see README, *Performance*, authenticated reads).
+/// A page of samples in one order: a call of the order's PL/pgSQL function. Migration 0044 holds
+/// the statement and says why it is a function (its plan stays generic whatever the statistics,
+/// with the window's bounds as index conditions). Prepared, so that each connection parses the
+/// call once.
 struct SampleListingStatement<Order: SampleListingOrder>: PostgresPreparedStatement {
-    static var name: String { Order.descending ? "data4help_list_samples_desc" : "data4help_list_samples_asc" }
-    static var sql: String { Order.descending ? SampleListingBounds.descendingSQL : SampleListingBounds.ascendingSQL }
+    static var name: String { Order.descending ? "data4help_samples_newest_first" : "data4help_samples_oldest_first" }
+    static var sql: String {
+        "SELECT * FROM \(name)($1::int8, $2::int2[], $3::int8, $4::int8, $5::int8, $6::int8, $7::int8, $8::int8, $9::int8, $10::int8, $11::int2, $12::int8)"
+    }
     typealias Row = SampleListingBounds.Row
     let bounds: SampleListingBounds
     func makeBindings() throws -> PostgresBindings { bounds.bindings }

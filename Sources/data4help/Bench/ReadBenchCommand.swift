@@ -11,7 +11,8 @@ import PostgresNIO
 /// `data4help bench reads`: authenticated reads against the framework's own speed, with wrk
 /// (Debian) as the load generator in a process of its own: `GET /healthz` (no credential, no
 /// statement), `GET /api/users/me` (a login token, the person's row) and
-/// `GET /api/users/data?limit=10` (a page of samples), taking turns for `--rounds` rounds of
+/// `GET /api/users/data?limit=10` (a page of samples, for a person with 100 readings and for one
+/// with a month of a reading a minute), taking turns for `--rounds` rounds of
 /// `--seconds` each (a path's figure is its median), with the credential cache off (every request
 /// looks its token up) and on, in the same run.
 struct ReadBenchCommand: AsyncParsableCommand {
@@ -34,27 +35,26 @@ struct ReadBenchCommand: AsyncParsableCommand {
             }) { server in
                 let token = try await server.individualSession(0)
                 // The last 100 minutes, a reading a minute: a person's newest page is recent.
-                let now = Date().timeIntervalSince1970.rounded(.down)
-                let items = (0..<100).map {
-                    #"{"type":"heartRate","value":\#(60 + $0 % 30),"start":"\#(WireFormat.timestamp(Date(timeIntervalSince1970: now - Double($0) * 60)))"}"#
-                }
-                let (status, body) = try await server.send(
-                    .POST, "/api/users/data", token: token, json: #"{"items":[\#(items.joined(separator: ","))]}"#)
-                guard status == .ok else { throw ValidationError("upload answered \(status): \(body)") }
+                try await Self.upload(server, token: token, minutes: 100)
+                // A month of a reading a minute (43,200 minute blocks): what a page costs for a
+                // person with a wearable's history, not only for a newcomer.
+                let dense = try await server.individualSession(99)  // 1...20: the revocation check's
+                try await Self.upload(server, token: dense, minutes: 30 * 1440)
                 let base = server.bases[0]
                 let label = cached ? "credential cache on" : "credential cache off"
                 // The paths take turns, `rounds` times: the machine's speed drifts over a run (on
                 // this one /healthz alone ranged 12–19 k req/s between runs), and a share is only
                 // meaningful against the baseline measured beside it.
-                let paths = [
-                    ("GET /healthz", "/healthz", false), ("GET /api/users/me", "/api/users/me", true),
-                    ("GET /api/users/data?limit=10", "/api/users/data?limit=10", true),
+                let paths: [(name: String, path: String, token: String?)] = [
+                    ("GET /healthz", "/healthz", nil), ("GET /api/users/me", "/api/users/me", token),
+                    ("GET /api/users/data?limit=10", "/api/users/data?limit=10", token),
+                    ("GET /api/users/data?limit=10, a month of a reading a minute", "/api/users/data?limit=10", dense),
                 ]
                 var rates = Array(repeating: [Double](), count: paths.count)
                 for _ in 0..<rounds {
-                    for (index, (_, path, authorised)) in paths.enumerated() {
+                    for (index, path) in paths.enumerated() {
                         rates[index].append(
-                            try Self.load(wrk: wrk, url: base + path, token: authorised ? token : nil, seconds: seconds, connections: connections))
+                            try Self.load(wrk: wrk, url: base + path.path, token: path.token, seconds: seconds, connections: connections))
                     }
                 }
                 let healthz = percentile(rates[0].sorted(), 0.5)
@@ -64,7 +64,7 @@ struct ReadBenchCommand: AsyncParsableCommand {
                     print(String(format: "%@, %@: %.0f req/s (%.0f %% of /healthz%@)", label, name, rate, share, spread))
                     BenchSummary.record("reads", "\(name), \(label)", format: "%.0f req/s, %.0f %% of /healthz", rate, share)
                 }
-                for (index, (name, _, _)) in paths.enumerated() {
+                for (index, name) in paths.map(\.name).enumerated() {
                     report(name, percentile(rates[index].sorted(), 0.5), shares: index == 0 ? [] : zip(rates[index], rates[0]).map { $0 / $1 * 100 })
                 }
                 if cached {
@@ -80,6 +80,20 @@ struct ReadBenchCommand: AsyncParsableCommand {
                     try await Self.revocationDelay(server)
                 }
             }
+        }
+    }
+
+    /// Uploads a heart-rate reading a minute over the last `minutes` minutes, newest first, in
+    /// batches the upload accepts.
+    static func upload(_ server: BenchServer, token: String, minutes: Int) async throws {
+        let now = Date().timeIntervalSince1970.rounded(.down)
+        for batch in stride(from: 0, to: minutes, by: 5_000).map({ $0..<min($0 + 5_000, minutes) }) {
+            let items = batch.map {
+                #"{"type":"heartRate","value":\#(60 + $0 % 30),"start":"\#(WireFormat.timestamp(Date(timeIntervalSince1970: now - Double($0) * 60)))"}"#
+            }
+            let (status, body) = try await server.send(
+                .POST, "/api/users/data", token: token, json: #"{"items":[\#(items.joined(separator: ","))]}"#)
+            guard status == .ok else { throw ValidationError("upload answered \(status): \(body)") }
         }
     }
 
