@@ -16,6 +16,9 @@ import Synchronization
 /// `data4help bench ingest`: heart-rate uploads at 1 Hz from many individuals, over HTTP with a few
 /// concurrent clients, against the real server and a fresh embedded PostgreSQL; then the same
 /// rows written straight through the same SQL (no HTTP, no JSON) for the database's ceiling.
+/// Between them, the same uploads of the last hours three times: as they are, with everyone
+/// enrolled in AutomatedSOS (the detector reads each upload's context), and with 1,000
+/// subscribed grants (five organisations, each upload an event for each).
 struct IngestBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ingest", abstract: "Ingestion throughput and latency.")
 
@@ -31,10 +34,12 @@ struct IngestBenchCommand: AsyncParsableCommand {
             let bodies = makeBodies()
             let decoding = try decodePhase(bodies)
             let http = try await httpPhase(server.client, server.base, tokens: tokens, bodies: bodies)
+            let variants = try await variantPhases(server, tokens: tokens)
             let summaries = try await summaryPhase(server.client, server.base, token: tokens[0])
             let raw = try await rawPhase(server.databaseURL, logger: server.logger)
             let size = try await bytesPerSample(server.databaseURL, logger: server.logger)
             report(http: http, raw: raw, decoding: decoding, bytesPerSample: size)
+            reportVariants(variants, ceiling: raw)
             print(
                 String(
                     format: "a year of daily summaries (365 buckets), %d requests: p50 %.1f ms, p99 %.1f ms",
@@ -53,23 +58,25 @@ struct IngestBenchCommand: AsyncParsableCommand {
     }
 
     /// The first sample of every upload: individual i's k-th upload covers the k-th stretch of
-    /// `batchSize` seconds of a day a month ago, so uploads never overlap and all are accepted.
-    private func batchStart(_ batch: Int) -> Date {
-        let origin = (Date().timeIntervalSince1970 - 30 * 86_400).rounded(.down)
+    /// `batchSize` seconds from `secondsAgo` (default: a day a month ago), so uploads never
+    /// overlap and all are accepted.
+    private func batchStart(_ batch: Int, secondsAgo: Double = 30 * 86_400) -> Date {
+        let origin = (Date().timeIntervalSince1970 - secondsAgo).rounded(.down)
         return Date(timeIntervalSince1970: origin + Double((batch / individuals) * batchSize))
     }
 
-    /// The uploads as a phone sends them: JSON with client ids, one individual's 1 Hz stretch each.
-    private func makeBodies() -> [ByteBuffer] {
+    /// The uploads as a phone sends them: JSON with client ids (`prefix` keeps each phase's new),
+    /// one individual's 1 Hz stretch each.
+    private func makeBodies(secondsAgo: Double = 30 * 86_400, prefix: String = "b") -> [ByteBuffer] {
         let formatter = ISO8601DateFormatter()
         return (0..<batches).map { batch in
-            let start = batchStart(batch)
+            let start = batchStart(batch, secondsAgo: secondsAgo)
             var json = #"{"items":["#
             json.reserveCapacity(batchSize * 110)
             for second in 0..<batchSize {
                 if second > 0 { json += "," }
                 json +=
-                    #"{"id":"b\#(batch)-\#(second)","type":"heartRate","value":\#(55 + (batch * 7 + second) % 60),"unit":"bpm","start":"\#(formatter.string(from: start.addingTimeInterval(Double(second))))"}"#
+                    #"{"id":"\#(prefix)\#(batch)-\#(second)","type":"heartRate","value":\#(55 + (batch * 7 + second) % 60),"unit":"bpm","start":"\#(formatter.string(from: start.addingTimeInterval(Double(second))))"}"#
             }
             json += "]}"
             return ByteBuffer(string: json)
@@ -104,6 +111,54 @@ struct IngestBenchCommand: AsyncParsableCommand {
             }
         }
         return latencies.sorted()
+    }
+
+    struct Variants {
+        let recent: PhaseResult
+        let enrolled: PhaseResult
+        let subscribed: PhaseResult
+        let grants: Int
+    }
+
+    /// The uploads over the last hours (AutomatedSOS only watches fresh readings, and a grant's
+    /// events are what the parties wait for), each phase on its own stretch: as they are, with
+    /// everyone enrolled in AutomatedSOS (below 40 bpm for 3 readings: these never trigger), then
+    /// nobody enrolled and every individual granting five organisations a subscription.
+    private func variantPhases(_ server: BenchServer, tokens: [String]) async throws -> Variants {
+        let span = Double(batches / individuals + 1) * Double(batchSize)  // seconds one phase covers per individual
+        let recent = try await httpPhase(
+            server.client, server.base, tokens: tokens, bodies: makeBodies(secondsAgo: 3 * span + 600, prefix: "r"))
+
+        let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 8), logger: server.logger)
+        let enrolled = try await database.whileRunning {
+            let store = IndividualStore(database: database)
+            let ids = try await BenchServer.concurrently(individuals, 8) { index -> Int64 in
+                guard let id = try await store.credentials(email: "bench\(index)@bench.example")?.id else {
+                    throw ValidationError("no bench individual \(index)")
+                }
+                return id
+            }
+            try await SOSBenchCommand.enrol(ids, database)
+            let enrolled = try await httpPhase(
+                server.client, server.base, tokens: tokens, bodies: makeBodies(secondsAgo: 2 * span + 600, prefix: "e"))
+            try await SOSBenchCommand.enrol(ids, database, enabled: false)
+            return enrolled
+        }
+
+        let parties = 5
+        let organisations = try await BenchServer.concurrently(parties, parties) { try await server.thirdPartySession($0) }
+        _ = try await BenchServer.concurrently(individuals * parties, clients) { index in
+            let (person, party) = (index / parties, index % parties)
+            let (_, filed) = try await server.send(
+                .POST, "/api/thirdparties/requests", token: organisations[party],
+                json: #"{"fiscalCode":"\#(BenchServer.fiscalCode(person))","types":["heartRate"],"purpose":"Bench","subscribe":true}"#)
+            guard let id = filed["id"] as? String else { throw ValidationError("request for \(person) failed") }
+            let (status, _) = try await server.send(.PUT, "/api/users/requests/\(id)", token: tokens[person], json: #"{"decision":"accept"}"#)
+            guard status == .ok else { throw ValidationError("acceptance of \(id) answered \(status)") }
+        }
+        let subscribed = try await httpPhase(
+            server.client, server.base, tokens: tokens, bodies: makeBodies(secondsAgo: span + 600, prefix: "s"))
+        return Variants(recent: recent, enrolled: enrolled, subscribed: subscribed, grants: individuals * parties)
     }
 
     /// The server's decoding and validation of the same uploads alone, on one thread.
@@ -160,7 +215,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
     /// The same uploads written through `HealthDataStore` directly, for other individuals.
     private func rawPhase(_ url: DatabaseURL, logger: Logger) async throws -> PhaseResult {
         let (batches, batchSize, individuals) = (self.batches, self.batchSize, self.individuals)
-        let batchStarts = (0..<batches).map(batchStart)
+        let batchStarts = (0..<batches).map { batchStart($0) }
         let database = Database(configuration: url.clientConfiguration(maximumConnections: clients + 2), logger: logger)
         return try await database.whileRunning {
             let ids = try await BenchServer.insertIndividuals(individuals, named: "raw", database: database)
@@ -220,6 +275,26 @@ struct IngestBenchCommand: AsyncParsableCommand {
             "ingest", "upload of \(batchSize) acknowledged, p50 / p99 (ms)", format: "%.1f / %.1f", percentile(http.latencies, 0.5),
             percentile(http.latencies, 0.99))
         BenchSummary.record("ingest", "bytes per stored sample", format: "%.1f", bytesPerSample.bytes)
+    }
+}
+
+extension IngestBenchCommand {
+    fileprivate func reportVariants(_ variants: Variants, ceiling: PhaseResult) {
+        print("")
+        print("the last hours' uploads, end to end       samples/s  p50 (ms)  p99 (ms)   of the plain / of the ceiling")
+        for (name, phase) in [
+            ("plain", variants.recent), ("everyone enrolled in AutomatedSOS", variants.enrolled),
+            ("\(variants.grants) subscribed grants", variants.subscribed),
+        ] {
+            print(
+                String(
+                    format: "%@ %10.0f  %8.1f  %8.1f   %.0f %% / %.0f %%", name.padding(toLength: 40, withPad: " ", startingAt: 0), phase.throughput,
+                    percentile(phase.latencies, 0.5), percentile(phase.latencies, 0.99), 100 * phase.throughput / variants.recent.throughput,
+                    100 * phase.throughput / ceiling.throughput))
+            BenchSummary.record(
+                "ingest", "the last hours' uploads, \(name) (samples/s)", format: "%.0f (%.0f %% of the ceiling)", phase.throughput,
+                100 * phase.throughput / ceiling.throughput)
+        }
     }
 }
 

@@ -141,14 +141,15 @@ struct SOSBenchCommand: AsyncParsableCommand {
         return (ids, tokens)
     }
 
-    /// Enrols everyone: below 40 bpm for 3 readings, no cancel window.
-    static func enrol(_ ids: [Int64], _ database: Database) async throws {
+    /// Enrols everyone: below 40 bpm for 3 readings, no cancel window (or, not `enabled`, the
+    /// same settings turned off).
+    static func enrol(_ ids: [Int64], _ database: Database, enabled: Bool = true) async throws {
         let settings = SOSSettingsStore(database: database)
         _ = try await BenchServer.concurrently(ids.count, 8) { index in
             _ = try await settings.replace(
                 individualId: ids[index],
                 with: SOSSettingsRecord(
-                    enabled: true, minHeartRate: 40, maxHeartRate: nil, minOxygenSaturation: nil, consecutiveReadings: 3,
+                    enabled: enabled, minHeartRate: 40, maxHeartRate: nil, minOxygenSaturation: nil, consecutiveReadings: 3,
                     cancelWindowSeconds: 0, contacts: "[]", medicalNotes: ""
                 ), contactURLs: [:], newSecrets: [:])
         }
