@@ -230,14 +230,15 @@ protocol SampleListingOrder {
 enum OldestFirst: SampleListingOrder { static let descending = false }
 enum LatestFirst: SampleListingOrder { static let descending = true }
 
-/// A page of samples in one order: a call of the order's PL/pgSQL function. Migration 0044 holds
-/// the statement and says why it is a function (its plan stays generic whatever the statistics,
-/// with the window's bounds as index conditions). Prepared, so that each connection parses the
-/// call once.
+/// A page of samples in one order: a call of the listing's PL/pgSQL function. Migration 0044 holds
+/// the statements and says why they are in a function (their plans stay generic whatever the
+/// statistics, with the window's bounds as index conditions). Prepared, so that each connection
+/// parses the call once.
 struct SampleListingStatement<Order: SampleListingOrder>: PostgresPreparedStatement {
     static var name: String { Order.descending ? "data4help_samples_newest_first" : "data4help_samples_oldest_first" }
     static var sql: String {
-        "SELECT * FROM \(name)($1::int8, $2::int2[], $3::int8, $4::int8, $5::int8, $6::int8, $7::int8, $8::int8, $9::int8, $10::int8, $11::int2, $12::int8)"
+        "SELECT * FROM data4help_samples_page(\(Order.descending), $1::int8, $2::int2[], $3::int8, $4::int8, $5::int8, $6::int8, $7::int8, "
+            + "$8::int8, $9::int8, $10::int8, $11::int2, $12::int8)"
     }
     typealias Row = SampleListingBounds.Row
     let bounds: SampleListingBounds
