@@ -1,6 +1,7 @@
 import DatabaseLink
 import DatabaseTestSupport
 import Foundation
+import PostgresNIO
 import Testing
 
 /// A page of a listing reads the blocks that hold it, whatever the person's history: the window's
