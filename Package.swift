@@ -235,7 +235,7 @@ let package = Package(
         .testTarget(
             name: "DatabaseLinkTests",
             dependencies: [
-                "DatabaseLink", "DatabaseTestSupport",
+                "Data4HelpCore", "DatabaseLink", "DatabaseTestSupport",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             swiftSettings: swiftSettings

@@ -1,3 +1,4 @@
+import Data4HelpCore
 import DatabaseLink
 import DatabaseTestSupport
 import Foundation
