@@ -19,7 +19,7 @@ import Testing
 struct ReadReplicaTests {
     /// Marks in the replica's statement log: the group aggregate's transaction, an export's sample page.
     static let aggregateMark = "SET LOCAL jit = off"
-    static let exportMark = "FROM sample_blocks b CROSS JOIN bounds"
+    static let exportMark = "FROM data4help_samples_page("
 
     @Test func aggregatesAndExportsReadFromTheReplicaAndFallBackToThePrimary() async throws {
         let root = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("data4help-replica-\(UUID().uuidString.prefix(8))")
