@@ -64,11 +64,12 @@ package actor TestPostgres {
         let url = cluster.maintenanceURL
         let connection: PostgresConnection
         do {
-            connection = try await PostgresConnection.connect(
-                configuration: .init(
-                    host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable),
-                id: databaseCount, logger: Self.logger
-            )
+            var configuration = PostgresConnection.Configuration(
+                host: url.host, port: url.port, username: url.username, password: url.password, database: url.database, tls: .disable)
+            // postgres-nio's default of 10 s was too short once: a clean-clone `make test` with
+            // every suite starting at once saw "Connect timeout (10 s)" creating a database.
+            configuration.options.connectTimeout = .seconds(60)
+            connection = try await PostgresConnection.connect(configuration: configuration, id: databaseCount, logger: Self.logger)
         } catch {
             throw CreateDatabaseFailed(description: "connecting to create \(name): \(String(reflecting: error))")
         }
