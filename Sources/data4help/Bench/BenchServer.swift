@@ -150,11 +150,11 @@ struct BenchServer: Sendable {
         try await send(
             .POST, "/api/users/registration",
             json: """
-                {"email":"bench\(index)@bench.example","password":"\(password)","fiscalCode":"\(Self.fiscalCode(index))",
+                {"email":"\(Self.email(index))","password":"\(password)","fiscalCode":"\(Self.fiscalCode(index))",
                  "fullName":"Bench \(index)","birthDate":"1950-01-01","sex":"other","homeArea":"IT-MI"}
                 """)
-        try await confirm("/api/users/registration/confirmation", email: "bench\(index)@bench.example")
-        return try await login("/api/users/login", email: "bench\(index)@bench.example", password: password)
+        try await confirm("/api/users/registration/confirmation", email: Self.email(index))
+        return try await login("/api/users/login", email: Self.email(index), password: password)
     }
 
     /// Registers bench organisation `index` (confirming with the mailed link) and returns a login token.
@@ -174,6 +174,9 @@ struct BenchServer: Sendable {
     }
 
     static func fiscalCode(_ index: Int) -> String { "BENCH\(100_000 + index)" }
+
+    /// The email of bench individual `index` (`individualSession`).
+    static func email(_ index: Int) -> String { "bench\(index)@bench.example" }
 
     private func login(_ path: String, email: String, password: String) async throws -> String {
         let (_, body) = try await send(.POST, path, json: #"{"email":"\#(email)","password":"\#(password)"}"#)

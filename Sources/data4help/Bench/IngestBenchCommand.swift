@@ -133,7 +133,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
         let enrolled = try await database.whileRunning {
             let store = IndividualStore(database: database)
             let ids = try await BenchServer.concurrently(individuals, 8) { index -> Int64 in
-                guard let id = try await store.credentials(email: "bench\(index)@bench.example")?.id else {
+                guard let id = try await store.credentials(email: BenchServer.email(index))?.id else {
                     throw ValidationError("no bench individual \(index)")
                 }
                 return id
