@@ -7,8 +7,9 @@ import PostgresNIO
 import Testing
 
 /// Settled history in hour blocks (migration 0032): an import stores each old hour as one block,
-/// uploads into such an hour join its block (and are duplicates there), an hour that already has
-/// minute blocks keeps them, and every reader — listing pages in both orders, time windows,
+/// uploads into such an hour join its block (and are duplicates there), an upload into a settled
+/// hour with no block starts one (migration 0046: no minute block is written behind the compactor),
+/// and every reader — listing pages in both orders, time windows,
 /// summaries — sees each sample once, in order, whatever block holds it.
 @Suite("Hour blocks: imported history stored by the hour")
 struct HourBlockTests {
@@ -64,7 +65,7 @@ struct HourBlockTests {
             #expect(try await Self.blocks(database, email: email) == ["10:00 60 9", "11:00 60 9", "12:00 60 8"])
 
             // An upload into an imported hour joins its block; the same again is a duplicate; an
-            // upload into an hour with no block gets a minute block, as always.
+            // upload into a settled hour with no block starts its hour block, as an import does.
             let late: [any Sendable] = [
                 ["type": "heartRate", "value": 99, "start": "2023-05-01T10:31:30Z"] as JSONObject,
                 ["type": "heartRate", "value": 98, "start": "2023-05-01T13:02:00Z"] as JSONObject,
@@ -74,8 +75,8 @@ struct HourBlockTests {
             let again = try await api.send(.post, "/api/users/data", token: person, json: ["items": late])
             #expect(again.json["accepted"] as? Int == 0 && again.json["duplicates"] as? Int == 2)
 
-            // A second import: hour 13 has a minute block, so its records get minute blocks too;
-            // hour 14 had nothing and becomes an hour block; the first import's records are duplicates.
+            // A second import: hour 13's record joins the upload's hour block; hour 14 had nothing
+            // and becomes an hour block; the first import's records are duplicates.
             let more = [
                 (type: "HeartRate", unit: "count/min", start: "13:30:00", end: "13:30:00", value: "77"),
                 (type: "HeartRate", unit: "count/min", start: "14:10:00", end: "14:10:00", value: "78"),
@@ -85,7 +86,7 @@ struct HourBlockTests {
             #expect(ImportTests.types(try await ImportTests.finished(api, person, second))["heartRate"] == ["accepted": 3, "duplicates": 26])
             #expect(
                 try await Self.blocks(database, email: email) == [
-                    "10:00 60 10", "11:00 60 9", "12:00 60 8", "13:02 1 1", "13:30 1 1", "14:00 60 2",
+                    "10:00 60 10", "11:00 60 9", "12:00 60 8", "13:00 60 2", "14:00 60 2",
                 ])
 
             // Every sample once, in time order, in pages of every size and both orders.

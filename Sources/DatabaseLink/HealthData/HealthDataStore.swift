@@ -255,6 +255,17 @@ package struct HealthDataStore: Sendable {
     }
 }
 
+/// A block's arrays aggregated from its samples' rows (`offset_ms`, `val`, `duration_ms`, `key`,
+/// `source_id`; 0 for no source), as every writer of `sample_blocks` writes them: ordered by
+/// (offset, key); `durations_ms` and `source_ids` NULL when no sample has one.
+let blockArrays = """
+    array_agg(offset_ms ORDER BY offset_ms, key),
+    array_agg(val ORDER BY offset_ms, key),
+    CASE WHEN bool_and(duration_ms IS NULL) THEN NULL ELSE array_agg(duration_ms ORDER BY offset_ms, key) END,
+    array_agg(key ORDER BY offset_ms, key),
+    CASE WHEN bool_and(source_id = 0) THEN NULL ELSE array_agg(source_id ORDER BY offset_ms, key) END
+    """
+
 /// One ingest's samples into `sample_blocks`, `daily_rollups` and `party_events` (see
 /// `HealthDataStore.ingest`): the new samples' ordinals, then the days to count again. Prepared,
 /// as every upload runs it: planning the CTEs over the partitions cost as much as running them
@@ -325,14 +336,7 @@ struct SampleIngestStatement: PostgresPreparedStatement {
         ),
         written AS (
             INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, keys, source_ids)
-            SELECT $1, sample_type, block_start, max(block_minutes),
-                   array_agg(offset_ms ORDER BY offset_ms, key),
-                   array_agg(val ORDER BY offset_ms, key),
-                   CASE WHEN bool_and(duration_ms IS NULL) THEN NULL
-                        ELSE array_agg(duration_ms ORDER BY offset_ms, key) END,
-                   array_agg(key ORDER BY offset_ms, key),
-                   CASE WHEN bool_and(source_id = 0) THEN NULL
-                        ELSE array_agg(source_id ORDER BY offset_ms, key) END
+            SELECT $1, sample_type, block_start, max(block_minutes), \(blockArrays)
             FROM merged
             GROUP BY sample_type, block_start
             HAVING bool_or(new)

@@ -100,6 +100,9 @@ package struct AppConfiguration: Sendable {
     /// `CREDENTIAL_CACHE_SECONDS`: how long a resolved login token or API key is kept in memory
     /// (revocations are announced and forgotten at once); 0: every request looks it up.
     package var credentialCacheLifetime: Duration? = .seconds(60)
+    /// `COMPACTION_INTERVAL_SECONDS`: how often settled hours' minute blocks are merged into hour
+    /// blocks (`SampleCompactor`, one instance at a time).
+    package var compactionInterval = Duration.seconds(3_600)
     /// `INSIGHT_SWEEP_SECONDS`: how often recent nights' resting heart rate and new workouts'
     /// analyses are computed for everyone (what aggregates over them read).
     package var insightSweep = Duration.seconds(300)
@@ -265,6 +268,8 @@ package struct AppConfiguration: Sendable {
         credentialCacheLifetime = credentialSeconds == 0 ? nil : .seconds(credentialSeconds)
         insightSweep = .seconds(
             try Self.integer(reader, "insight.sweep.seconds", env: "INSIGHT_SWEEP_SECONDS", default: 300, range: 1...86_400))
+        compactionInterval = .seconds(
+            try Self.integer(reader, "compaction.interval.seconds", env: "COMPACTION_INTERVAL_SECONDS", default: 3_600, range: 1...86_400))
         privacyBudget.defaultEpsilon = min(privacyBudget.defaultEpsilon, privacyBudget.perQuery)
         if let value = reader.string(forKey: "sos.dispatch.url"), !value.isEmpty {
             guard let url = URL(string: value), ["http", "https"].contains(url.scheme ?? ""), url.host != nil else {

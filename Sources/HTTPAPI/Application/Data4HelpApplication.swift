@@ -87,6 +87,7 @@ package func buildApplication(
             schemaReady: components.schemaReady, logger: logger
         ),
         InsightSweeper(database: database, interval: configuration.insightSweep, schemaReady: components.schemaReady, logger: logger),
+        SampleCompactor(database: database, interval: configuration.compactionInterval, schemaReady: components.schemaReady, logger: logger),
     ]
     services.append(
         MailDispatcher(

@@ -41,7 +41,10 @@ package struct DataManager: Sendable {
     /// announces the newly stored ones. Invalid items are refused one by one; the rest are kept.
     package func ingest(_ items: [RawIngestItem], for individual: IndividualID, now: Date = Date()) async throws -> IngestBatchResult {
         let batch = validate(items, now: now)
-        let outcome = try await store(batch, for: individual, now: now) { readings, _, transaction in
+        // A sample of a settled hour that has no block yet starts that hour's block, as an
+        // imported one does: no minute block is ever written behind the compactor.
+        let outcome = try await store(batch, for: individual, now: now, wholeHoursBefore: now - Self.settledAfter) {
+            readings, _, transaction in
             guard !readings.isEmpty else { return }
             for check in checks { try await check.samplesStored(readings, in: transaction) }
         }
@@ -87,8 +90,9 @@ package struct DataManager: Sendable {
         return committed
     }
 
-    /// How old an hour of imported history must be to be stored in one hour block: older than
-    /// anything AutomatedSOS, the live streams and a phone's late uploads still amend.
+    /// How old an hour must be to be stored in one hour block (an import's, an upload's into an
+    /// hour with no block yet, and `SampleCompactor`'s merge): older than anything AutomatedSOS,
+    /// the live streams and a phone's late uploads still amend often.
     package static let settledAfter: TimeInterval = 49 * 3_600
 
     /// An upload's items checked by the rules: the samples and fixes to store, the rest refused.

@@ -1,0 +1,179 @@
+import Foundation
+import PostgresNIO
+
+/// The compaction of settled history (migration 0046): an individual's minute blocks of hours
+/// older than the late-data horizon merged into hour blocks, and the state of the pass doing it.
+/// HealthSharing's `SampleCompactor` drives it.
+package struct SampleCompactionStore: Sendable {
+    /// A pass this instance holds: the hours it compacts and how far through the individuals it is.
+    package struct Pass: Sendable, Equatable {
+        /// Hours from here (a day before the last pass's end, or `Date.distantPast` for the first
+        /// pass)...
+        package let from: Date
+        /// ...to here (exclusive; a UTC hour).
+        package let before: Date
+        /// The individuals with an id up to this one are done.
+        package var after: Int64
+    }
+
+    /// What merging an individual's hours did.
+    package struct Merged: Sendable, Equatable {
+        package var minuteBlocks = 0
+        package var hourBlocks = 0
+        package var samples = 0
+
+        package init() {}
+    }
+
+    let database: Database
+
+    package init(database: Database) {
+        self.database = database
+    }
+
+    /// The pass in progress, or a new one ending at `horizon` before the database's clock (cut to
+    /// the hour), if no other instance holds the lease; the lease lasts `lease`. Nil: another
+    /// instance is compacting.
+    package func claimPass(horizon: TimeInterval, lease: TimeInterval) async throws -> Pass? {
+        let rows = try await database.query(
+            """
+            UPDATE sample_compaction SET
+                pass_before = COALESCE(pass_before, date_bin('1 hour', now() - \(horizon) * interval '1 second', 'epoch')),
+                leased_until = now() + \(lease) * interval '1 second'
+            WHERE leased_until < now()
+            RETURNING CASE WHEN compacted_before > '-infinity' THEN compacted_before - interval '1 day' END, pass_before, pass_after
+            """)
+        guard let row = rows.first else { return nil }
+        let (from, before, after) = try row.decode((Date?, Date, Int64).self)
+        return Pass(from: from ?? .distantPast, before: before, after: after)
+    }
+
+    /// Records that the pass has done the individuals up to `after`, and renews the lease.
+    package func recordProgress(after: Int64, lease: TimeInterval) async throws {
+        try await database.query(
+            "UPDATE sample_compaction SET pass_after = \(after), leased_until = now() + \(lease) * interval '1 second'")
+    }
+
+    /// Ends the pass: its hours are compacted; the next pass starts from them. The lease is
+    /// released.
+    package func finish(_ pass: Pass) async throws {
+        try await database.query(
+            """
+            UPDATE sample_compaction
+            SET compacted_before = \(pass.before), pass_before = NULL, pass_after = 0, leased_until = '-infinity'
+            """)
+    }
+
+    /// Of the next `limit` individuals after `after` (by id), those with a minute block in
+    /// `[from, before)`, and the last id looked at (nil: there were no more individuals). Index:
+    /// `sample_blocks_individual_time_idx`, one range probe per individual.
+    package func individualsToCompact(after: Int64, limit: Int, from: Date, before: Date) async throws -> (ids: [Int64], last: Int64?) {
+        let rows = try await database.query(
+            """
+            SELECT i.id, EXISTS (
+                       SELECT 1 FROM sample_blocks b
+                       WHERE b.individual_id = i.id AND b.block_start >= \(from) AND b.block_start < \(before) AND b.block_minutes = 1)
+            FROM (SELECT id FROM individuals WHERE id > \(after) ORDER BY id LIMIT \(limit)) i
+            ORDER BY i.id
+            """)
+        var ids: [Int64] = [], last: Int64?
+        for row in rows {
+            let (id, due) = try row.decode((Int64, Bool).self)
+            if due { ids.append(id) }
+            last = id
+        }
+        return (ids, last)
+    }
+
+    /// Merges the individual's minute blocks of the hours in `[from, before)` into hour blocks:
+    /// a day of hours per transaction, each under the individual's ingest lock (the one
+    /// `HealthDataStore.ingest` takes), so an upload sees an hour before or after, never half-way.
+    /// `from` and `before` are UTC hours (or `from` the beginning of time).
+    package func compact(individualId: Int64, from: Date, before: Date) async throws -> Merged {
+        var total = Merged()
+        var from = from
+        while from < before {
+            let step = try await database.withTransaction { connection -> (merged: Merged, next: Date)? in
+                _ = try await connection.query(
+                    "SELECT pg_advisory_xact_lock(hashtextextended('data4help.ingest', \(individualId)))", logger: database.logger)
+                // The first hour left, and a day of hours from it.
+                let first = try await connection.query(
+                    """
+                    SELECT date_bin('1 hour', min(block_start), 'epoch') FROM sample_blocks
+                    WHERE individual_id = \(individualId) AND block_start >= \(from) AND block_start < \(before) AND block_minutes = 1
+                    """, logger: database.logger
+                ).collect().first?.decode(Date?.self)
+                guard let first = first ?? nil else { return nil }
+                let end = min(first.addingTimeInterval(86_400), before)
+                let rows = try await connection.execute(
+                    SampleCompactionStatement(individualId: individualId, from: first, before: end), logger: database.logger)
+                var merged = Merged()
+                for (minuteBlocks, samples) in rows {
+                    merged.hourBlocks += 1
+                    merged.minuteBlocks += Int(minuteBlocks)
+                    merged.samples += Int(samples)
+                }
+                return (merged: merged, next: end)
+            }
+            guard let step else { break }
+            total.minuteBlocks += step.merged.minuteBlocks
+            total.hourBlocks += step.merged.hourBlocks
+            total.samples += step.merged.samples
+            from = step.next
+        }
+        return total
+    }
+}
+
+/// One individual's minute blocks of `[$2, $3)` (whole UTC hours) deleted and written again as
+/// one block per type and hour: every sample kept (none is dropped as a duplicate: the minute
+/// blocks never had it twice), offsets from the hour, the arrays as every writer makes them
+/// (`blockArrays`). An hour with minute blocks has no hour block (migration 0032), so
+/// the insert conflicts with nothing; if it ever did, the transaction fails and nothing moves.
+/// One row per hour block: the minute blocks it replaced and its samples.
+struct SampleCompactionStatement: PostgresPreparedStatement {
+    static let name = "data4help_compact_samples"
+    static let sql = """
+        WITH gone AS (
+            DELETE FROM sample_blocks b
+            WHERE b.individual_id = $1 AND b.block_minutes = 1 AND b.block_start >= $2 AND b.block_start < $3
+            RETURNING b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids
+        ),
+        samples AS (
+            SELECT g.sample_type, date_bin('1 hour', g.block_start, 'epoch') AS hour, g.block_start,
+                   e.offset_ms + (extract(epoch FROM g.block_start - date_bin('1 hour', g.block_start, 'epoch')) * 1000)::int4 AS offset_ms,
+                   e.val, e.duration_ms, e.key, COALESCE(e.source_id, 0) AS source_id
+            FROM gone g
+            CROSS JOIN LATERAL unnest(g.offsets_ms, g.vals, g.durations_ms, g.keys, g.source_ids)
+                AS e(offset_ms, val, duration_ms, key, source_id)
+        ),
+        written AS (
+            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, keys, source_ids)
+            SELECT $1, sample_type, hour, 60, \(blockArrays)
+            FROM samples
+            GROUP BY sample_type, hour
+            RETURNING sample_type, block_start, cardinality(keys) AS samples
+        )
+        SELECT (SELECT count(*) FROM gone g WHERE g.sample_type = w.sample_type AND date_bin('1 hour', g.block_start, 'epoch') = w.block_start),
+               w.samples::int8
+        FROM written w
+        """
+
+    typealias Row = (Int64, Int64)
+
+    let individualId: Int64
+    let from: Date
+    let before: Date
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 3)
+        bindings.append(individualId)
+        bindings.append(from)
+        bindings.append(before)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        try row.decode(Row.self)
+    }
+}

@@ -1,0 +1,86 @@
+import Data4HelpCore
+import DatabaseLink
+import Foundation
+import Logging
+import ServiceLifecycle
+
+/// Compacts settled history (migration 0046): every `interval`, the minute blocks of hours older
+/// than the late-data horizon become one hour block per type and hour — a fifth of the bytes for
+/// a watch's sparse readings, two thirds at 1 Hz (`bench storage`) — and every reader answers as
+/// before (`SampleCompactionTests`).
+///
+/// One instance runs a pass at a time (a lease in the database, renewed with each batch). A pass
+/// goes through the individuals by id, a batch at a time, recording the last one done, so a pass
+/// cut short resumes there; merging is idempotent (a merged hour has no minute block left). The
+/// first pass over a database written before compaction existed compacts all its history this way,
+/// online. Uploads keep the hours behind the horizon compact (`DataManager` stores a sample of a
+/// settled hour with no block in an hour block), so later passes only meet the hours that crossed
+/// the horizon since the last one.
+package struct SampleCompactor: Service {
+    /// How old an hour must be: the late-data horizon and an hour more, so that an instance whose
+    /// clock runs behind still never writes a minute block behind a pass.
+    package static let horizon = DataManager.settledAfter + 3_600
+    /// Individuals looked at per batch; the lease is renewed after each.
+    package static let batch = 500
+    static let lease: TimeInterval = 600
+
+    let store: SampleCompactionStore
+    let interval: Duration
+    let schemaReady: StartupGate
+    let logger: Logger
+
+    package init(database: Database, interval: Duration, schemaReady: StartupGate, logger: Logger) {
+        store = SampleCompactionStore(database: database)
+        self.interval = interval
+        self.schemaReady = schemaReady
+        self.logger = logger
+    }
+
+    package func run() async throws {
+        await repeatWhenReady(every: interval, schemaReady: schemaReady, job: "sample compaction", logger: logger) { _ = try await pass() }
+    }
+
+    /// What a pass did (nil: another instance holds the pass).
+    package struct Report: Sendable, Equatable {
+        package var individuals = 0
+        package var merged = SampleCompactionStore.Merged()
+        package var finished = false
+    }
+
+    /// Runs the pass in progress, or a new one, to its end — or for `batches` batches of
+    /// `batchSize` individuals only (a pass cut short, as by a crash; the next call resumes it).
+    package func pass(batches: Int = .max, batchSize: Int = Self.batch, horizon: TimeInterval = Self.horizon) async throws -> Report? {
+        guard var pass = try await store.claimPass(horizon: horizon, lease: Self.lease) else { return nil }
+        var report = Report()
+        for _ in 0..<batches {
+            let (ids, last) = try await store.individualsToCompact(after: pass.after, limit: batchSize, from: pass.from, before: pass.before)
+            for id in ids {
+                let merged = try await store.compact(individualId: id, from: pass.from, before: pass.before)
+                // Renewed per individual: one with years of 1 Hz readings takes minutes.
+                try await store.recordProgress(after: pass.after, lease: Self.lease)
+                report.individuals += 1
+                report.merged.minuteBlocks += merged.minuteBlocks
+                report.merged.hourBlocks += merged.hourBlocks
+                report.merged.samples += merged.samples
+            }
+            guard let last else {
+                try await store.finish(pass)
+                report.finished = true
+                break
+            }
+            pass.after = last
+            try await store.recordProgress(after: last, lease: Self.lease)
+        }
+        if !report.finished { try await store.recordProgress(after: pass.after, lease: 0) }  // cut short: free for the next call
+        if report.individuals > 0 {
+            logger.info(
+                "settled hours compacted",
+                metadata: [
+                    "compaction.individuals": "\(report.individuals)", "compaction.minute_blocks": "\(report.merged.minuteBlocks)",
+                    "compaction.hour_blocks": "\(report.merged.hourBlocks)", "compaction.samples": "\(report.merged.samples)",
+                    "compaction.finished": "\(report.finished)",
+                ])
+        }
+        return report
+    }
+}

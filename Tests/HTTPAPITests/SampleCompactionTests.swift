@@ -1,0 +1,207 @@
+import Data4HelpCore
+import DatabaseLink
+import DatabaseTestSupport
+import Foundation
+import HTTPAPI
+import HTTPTypes
+import HealthSharing
+import PostgresNIO
+import Testing
+
+/// Settled history compacted (migration 0046): a database holding minute blocks only — as every
+/// database before compaction did, history older than the horizon included — is compacted online
+/// by `SampleCompactor`, a pass cut short resumes where it stopped, and every read of the data
+/// answers exactly as it did before: the owner's listing in pages of several sizes, both orders,
+/// windows starting and ending inside hours, summaries by hour and day, the glucose report, a
+/// third party's granted samples and its subscription feed. Uploads into compacted hours are
+/// de-duplicated against them as against minute blocks.
+@Suite("Compaction of settled minute blocks into hour blocks")
+struct SampleCompactionTests {
+    /// The start of the UTC day five days ago: the data's first day, well behind the horizon.
+    static let base = (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400 - 5 * 86_400
+
+    static func at(_ seconds: Double) -> Date { Date(timeIntervalSince1970: base + seconds) }
+
+    /// Three days of a watch's heart rate every 5 minutes with a 1 Hz workout, a phone's every
+    /// 10 minutes on the first day, two readings at the same instant at an hour's first
+    /// millisecond and one at its last, steps from both over 10-minute intervals, a CGM's glucose
+    /// every 5 minutes on the second day, and an hour of heart rate a minute up to an hour ago
+    /// (recent: never compacted).
+    static func samples() -> SampleColumns {
+        let heartRate = SampleType.heartRate.storageCode
+        var columns = SampleColumns()
+        for k in 0..<(3 * 288) {
+            columns.append(
+                type: heartRate, start: at(Double(k * 300)), value: Float(55 + k % 40), durationMs: nil,
+                key: DedupeKey.forClientId("w\(k)"), source: "Anna's Apple Watch")
+        }
+        for s in 1..<1_200 {  // the workout, 17:00:01–17:19:59 on the second day
+            columns.append(
+                type: heartRate, start: at(86_400 + 17 * 3_600 + Double(s)), value: Float(120 + s % 50), durationMs: nil,
+                key: DedupeKey.forClientId("r\(s)"), source: "Anna's Apple Watch")
+        }
+        for k in 0..<144 {
+            columns.append(
+                type: heartRate, start: at(Double(k * 600 + 150)), value: Float(60 + k % 20), durationMs: nil,
+                key: DedupeKey.forClientId("p\(k)"), source: "Anna's iPhone")
+        }
+        for (name, ms) in [("x0", 7_200_000), ("x1", 7_200_000), ("x2", 10_799_999)] {
+            columns.append(
+                type: heartRate, start: at(Double(ms) / 1000), value: 77, durationMs: nil, key: DedupeKey.forClientId(name),
+                source: "Anna's Apple Watch")
+        }
+        for k in 0..<48 {
+            for (source, value) in [("Anna's Apple Watch", 300), ("Anna's iPhone", 280)] {
+                columns.append(
+                    type: SampleType.stepCount.storageCode, start: at(Double(8 * 3_600 + k * 600)), value: Float(value + k), durationMs: 600_000,
+                    key: DedupeKey.forClientId("s\(source.count)-\(k)"), source: source)
+            }
+        }
+        for k in 0..<288 {
+            columns.append(
+                type: SampleType.bloodGlucose.storageCode, start: at(86_400 + Double(k * 300)), value: Float(90 + (k * 7) % 110), durationMs: nil,
+                key: DedupeKey.forClientId("g\(k)"), source: "Anna's CGM")
+        }
+        let recent = (Date().timeIntervalSince1970 / 60).rounded(.down) * 60 - 2 * 3_600
+        for m in 0..<60 {
+            columns.append(
+                type: heartRate, start: Date(timeIntervalSince1970: recent + Double(m * 60)), value: 70, durationMs: nil,
+                key: DedupeKey.forClientId("n\(m)"), source: "Anna's Apple Watch")
+        }
+        return columns
+    }
+
+    static func iso(_ seconds: Double) -> String { WireFormat.timestamp(at(seconds)) }
+
+    /// Every read of the person's data, as the API answers it (items only: cursors are opaque).
+    static func reads(_ api: APIClient, person: String, party: String, request: String) async throws -> [String: String] {
+        var answers: [String: String] = [:]
+        func canonical(_ items: [[String: Any]]) throws -> String {
+            String(decoding: try JSONSerialization.data(withJSONObject: items, options: [.sortedKeys]), as: UTF8.self)
+        }
+        let window = "from=\(iso(2 * 3_600 + 1_800))&to=\(iso(86_400 + 17 * 3_600 + 600))"
+        for query in [
+            "order=asc&limit=250", "limit=13", "type=heartRate&order=asc&limit=97", "type=heartRate&limit=1000",
+            "type=heartRate&order=asc&limit=11&\(window)", "type=heartRate&limit=7&\(window)", "type=stepCount&limit=5",
+            "type=bloodGlucose&order=asc&limit=100",
+        ] {
+            answers["data?\(query)"] = try canonical(try await OwnDataListingTests.pages(api, person, query))
+        }
+        for query in [
+            "type=heartRate&bucket=hour&from=\(iso(0))&to=\(iso(3 * 86_400))", "type=heartRate&bucket=day&from=\(iso(0))&to=\(iso(3 * 86_400))",
+            "type=stepCount&bucket=hour&from=\(iso(0))&to=\(iso(86_400))", "type=heartRate&bucket=hour&\(window)",
+        ] {
+            let reply = try await api.send(.get, "/api/users/data/summary?\(query)", token: person)
+            #expect(reply.status == .ok, "summary?\(query)")
+            answers["summary?\(query)"] = try canonical(reply.items)
+        }
+        let glucose = try await api.send(.get, "/api/users/data/glucose?from=\(iso(86_400))&to=\(iso(2 * 86_400))", token: person)
+        #expect(glucose.status == .ok)
+        answers["glucose"] = String(decoding: glucose.data, as: UTF8.self)
+        var granted: [[String: Any]] = [], cursor: String?
+        repeat {
+            let page = try await api.send(
+                .get, "/api/thirdparties/requests/\(request)/data?order=asc&limit=500" + (cursor.map { "&cursor=\($0)" } ?? ""), token: party)
+            #expect(page.status == .ok)
+            granted += page.items
+            cursor = page.json["nextCursor"] as? String
+        } while cursor != nil
+        answers["granted"] = try canonical(granted)
+        let feed = try await api.send(.get, "/api/thirdparties/data", token: party)
+        #expect(feed.status == .ok)
+        answers["feed"] = try canonical(feed.items)
+        return answers
+    }
+
+    /// The person's blocks: (type, minutes) → how many, and the samples they hold.
+    static func layout(_ database: Database, _ id: Int64) async throws -> (blocks: [String: Int], samples: Int) {
+        var blocks: [String: Int] = [:], samples = 0
+        for row in try await database.query(
+            "SELECT sample_type, block_minutes, count(*)::int8, sum(cardinality(keys))::int8 FROM sample_blocks WHERE individual_id = \(id) GROUP BY 1, 2"
+        ) {
+            let (type, minutes, count, held) = try row.decode((Int16, Int16, Int64, Int64).self)
+            blocks["\(type)/\(minutes)"] = Int(count)
+            samples += Int(held)
+        }
+        return (blocks, samples)
+    }
+
+    @Test(.timeLimit(.minutes(10))) func compactedHistoryAnswersEveryReadAsBefore() async throws {
+        let url = try await TestPostgres.shared.migratedDatabase()
+        try await TestServer.run(database: url) { api in
+            let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
+            try await database.whileRunning {
+                // Two people with the same history, in minute blocks (the layout before compaction).
+                let (person, party, request) = try await SubscriptionFeedTests.subscribe(
+                    api, types: ["heartRate", "stepCount", "bloodGlucose"])
+                let (other, _) = try await api.individualSession()
+                var ids: [Int64] = []
+                for token in [person, other] {
+                    let me = try await api.send(.get, "/api/users/me", token: token)
+                    let email = try #require(me.string("email"))
+                    ids.append(try await database.query("SELECT id FROM individuals WHERE email = \(email)")[0].decode(Int64.self))
+                }
+                let store = HealthDataStore(database: database, partitions: PartitionMaintainer(database: database))
+                let samples = Self.samples()
+                for id in ids {
+                    let outcome = try await store.ingest(individualId: id, samples: samples, locations: LocationColumns())
+                    #expect(outcome.newSamples.count == samples.count)
+                }
+                let before = try await Self.layout(database, ids[0])
+                #expect(before.samples == samples.count && before.blocks.keys.allSatisfy { $0.hasSuffix("/1") }, "\(before)")
+                let answers = try await Self.reads(api, person: person, party: party, request: request)
+                #expect(answers["granted"]!.count > 100_000 && answers["feed"]!.count > 1_000)
+
+                // A pass cut short after its first batch (one individual) as by a crash; the next
+                // resumes after that individual and finishes.
+                let compactor = SampleCompactor(
+                    database: database, interval: .seconds(3_600), schemaReady: StartupGate(), logger: TestPostgres.logger)
+                let first = try #require(try await compactor.pass(batches: 1, batchSize: 1))
+                #expect(!first.finished && first.individuals == 1)
+                let rest = try #require(try await compactor.pass(batchSize: 1))
+                #expect(rest.finished && rest.individuals == 1)
+                #expect(first.merged.samples + rest.merged.samples == 2 * (samples.count - 60))
+
+                // Hour blocks behind the horizon, the recent hour's minute blocks untouched.
+                let heartRate = SampleType.heartRate.storageCode
+                for id in ids {
+                    let after = try await Self.layout(database, id)
+                    #expect(after.samples == samples.count)
+                    #expect(after.blocks["\(heartRate)/1"] == 60, "\(after)")
+                    #expect(after.blocks["\(heartRate)/60"] == 72, "\(after)")
+                    #expect(after.blocks["\(SampleType.bloodGlucose.storageCode)/60"] == 24, "\(after)")
+                    #expect(after.blocks["\(SampleType.stepCount.storageCode)/60"] == 8, "\(after)")
+                }
+
+                // Every read as before.
+                let compacted = try await Self.reads(api, person: person, party: party, request: request)
+                #expect(compacted.keys.sorted() == answers.keys.sorted())
+                for (read, answer) in answers.sorted(by: { $0.key < $1.key }) {
+                    let now = compacted[read] ?? ""
+                    let same = now == answer
+                    let at = zip(now, answer).prefix { $0 == $1 }.count
+                    #expect(
+                        same,
+                        "\(read) differs after compaction from character \(at): \(now.dropFirst(at).prefix(160)) — was \(answer.dropFirst(at).prefix(160))"
+                    )
+                }
+
+                // The same readings uploaded again are duplicates, into hour blocks as into minute
+                // blocks; a new one joins its hour block.
+                let again: [any Sendable] = [
+                    ["id": "w3", "type": "heartRate", "value": 58, "start": Self.iso(900), "source": "Anna's Apple Watch"] as JSONObject,
+                    ["id": "x1", "type": "heartRate", "value": 77, "start": Self.iso(7_200), "source": "Anna's Apple Watch"] as JSONObject,
+                    ["id": "late", "type": "heartRate", "value": 88, "start": Self.iso(7_201), "source": "Anna's Apple Watch"] as JSONObject,
+                ]
+                let uploaded = try await api.send(.post, "/api/users/data", token: person, json: ["items": again])
+                #expect(uploaded.json["accepted"] as? Int == 1 && uploaded.json["duplicates"] as? Int == 2, "\(uploaded.json)")
+                let layout = try await Self.layout(database, ids[0])
+                #expect(layout.samples == samples.count + 1 && layout.blocks["\(heartRate)/60"] == 72, "\(layout)")
+
+                // Nothing left to merge: the next pass finds no one.
+                let idle = try #require(try await compactor.pass())
+                #expect(idle.finished && idle.individuals == 0)
+            }
+        }
+    }
+}
