@@ -164,9 +164,11 @@ package struct HealthDataStore: Sendable {
     }
 
     /// Bytes on disk of every sample_blocks partition (heap, TOAST and indexes) and the number of
-    /// samples they hold, after a VACUUM: the storage cost the benchmark reports.
-    package func storageFootprint() async throws -> (bytes: Int64, samples: Int64) {
-        try await database.query("VACUUM ANALYZE sample_blocks")
+    /// samples they hold, after a VACUUM: the storage cost the benchmark reports. `packed`: after
+    /// `VACUUM FULL` (for benchmarks only: it locks the table), the live rows alone — the space
+    /// rewritten and deleted blocks leave is reused by later writes in a running database.
+    package func storageFootprint(packed: Bool = false) async throws -> (bytes: Int64, samples: Int64) {
+        try await database.query(packed ? "VACUUM FULL ANALYZE sample_blocks" : "VACUUM ANALYZE sample_blocks")
         let rows = try await database.query(
             """
             SELECT (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::int8 FROM pg_partition_tree('sample_blocks')),

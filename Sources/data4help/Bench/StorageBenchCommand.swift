@@ -9,9 +9,11 @@ import HealthSharing
 ///
 /// Each profile's readings go in as a phone sends them (one upload per hour of readings, through
 /// `HealthDataStore.ingest`, the SQL every upload runs), for its own individuals, once in minute
-/// blocks (uploads) and once in hour blocks (the layout imports give settled history, migration
-/// 0032); the bytes each added — `sample_blocks` with indexes and TOAST, and the daily, weekly and
-/// monthly rollups — are measured, per reading and per individual-year.
+/// blocks (uploads), once in minute blocks then compacted (`SampleCompactionStore.compact`, what
+/// `SampleCompactor` does to every hour behind the horizon, migration 0046), and once in hour
+/// blocks as imports write settled history (migration 0032); the bytes each added —
+/// `sample_blocks` with indexes and TOAST, packed, and the daily, weekly and monthly rollups — are
+/// measured, per reading and per individual-year.
 struct StorageBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "storage", abstract: "Bytes per reading and per individual-year, three profiles.")
 
@@ -56,10 +58,9 @@ struct StorageBenchCommand: AsyncParsableCommand {
             let results = try await database.whileRunning {
                 var results: [(Profile, String, Measured)] = []
                 for (index, profile) in profiles.enumerated() {
-                    for hourBlocks in [false, true] {
-                        let measured = try await measure(
-                            profile, number: index * 2 + (hourBlocks ? 1 : 0), hourBlocks: hourBlocks, database: database)
-                        results.append((profile, hourBlocks ? "hour blocks" : "minute blocks", measured))
+                    for (number, layout) in Layout.allCases.enumerated() {
+                        let measured = try await measure(profile, number: index * 3 + number, layout: layout, database: database)
+                        results.append((profile, layout.rawValue, measured))
                     }
                 }
                 return results
@@ -84,13 +85,19 @@ struct StorageBenchCommand: AsyncParsableCommand {
         }
     }
 
+    enum Layout: String, CaseIterable {
+        case minuteBlocks = "minute blocks"
+        case compacted = "compacted"
+        case hourBlocks = "hour blocks"
+    }
+
     struct Measured {
         var samples: Int64
         var blockBytes: Int64
         var rollupBytes: Int64
     }
 
-    private func measure(_ profile: Profile, number: Int, hourBlocks: Bool, database: Database) async throws -> Measured {
+    private func measure(_ profile: Profile, number: Int, layout: Layout, database: Database) async throws -> Measured {
         let store = HealthDataStore(database: database, partitions: PartitionMaintainer(database: database))
         let ids = try await BenchServer.insertIndividuals(profile.individuals, named: "storage\(number)", database: database)
         let before = try await footprint(store)
@@ -116,9 +123,17 @@ struct StorageBenchCommand: AsyncParsableCommand {
                     }
                     _ = try await store.ingest(
                         individualId: identifiers[person], samples: columns, locations: LocationColumns(), announce: false,
-                        wholeHoursBefore: hourBlocks ? Date() : nil)
+                        wholeHoursBefore: layout == .hourBlocks ? Date() : nil)
                     hourStart = hourEnd
                 }
+            }
+        }
+        if layout == .compacted {
+            let now = Date().timeIntervalSince1970
+            let compaction = SampleCompactionStore(database: database)
+            for id in ids {
+                _ = try await compaction.compact(
+                    individualId: id, from: .distantPast, before: Date(timeIntervalSince1970: (now / 3_600).rounded(.down) * 3_600))
             }
         }
         let after = try await footprint(store)
@@ -128,7 +143,7 @@ struct StorageBenchCommand: AsyncParsableCommand {
     }
 
     private func footprint(_ store: HealthDataStore) async throws -> Measured {
-        let blocks = try await store.storageFootprint()
+        let blocks = try await store.storageFootprint(packed: true)
         return Measured(samples: blocks.samples, blockBytes: blocks.bytes, rollupBytes: try await store.rollupFootprint())
     }
 }
