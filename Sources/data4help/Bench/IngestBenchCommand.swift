@@ -27,11 +27,22 @@ struct IngestBenchCommand: AsyncParsableCommand {
     @Option(help: "Samples per upload.") var batchSize = 1_000
     @Option(help: "Concurrent clients.") var clients = 8
 
+    func validate() throws {
+        guard individuals > 0, batches > 0, batchSize > 0, clients > 0 else {
+            throw ValidationError("--individuals, --batches, --batch-size and --clients must be positive")
+        }
+        // The oldest upload starts 4 × span + 600 s ago (span = (uploads per individual + 1) ×
+        // batch size); it must be younger than DataManager.settledAfter (49 hours).
+        guard batchSize <= 10_000, batches / individuals + 1 <= 43_000 / batchSize else {
+            throw ValidationError("the uploads must stay within the last 49 hours: (--batches / --individuals + 1) × --batch-size at most 43000")
+        }
+    }
+
     func run() async throws {
         try await BenchServer.run { server in
             print("data4help bench ingest — \(batches) uploads × \(batchSize) heart-rate samples, \(individuals) individuals, \(clients) clients")
             let tokens = try await BenchServer.concurrently(individuals, clients) { try await server.individualSession($0) }
-            let bodies = makeBodies()
+            let bodies = makeBodies(secondsAgo: 4 * span + 600)
             let decoding = try decodePhase(bodies)
             let http = try await httpPhase(server.client, server.base, tokens: tokens, bodies: bodies)
             let variants = try await variantPhases(server, tokens: tokens)
@@ -57,17 +68,22 @@ struct IngestBenchCommand: AsyncParsableCommand {
         var throughput: Double { Double(samples) / elapsed }
     }
 
+    /// Seconds one phase's uploads cover per individual.
+    private var span: Double { Double(batches / individuals + 1) * Double(batchSize) }
+
     /// The first sample of every upload: individual i's k-th upload covers the k-th stretch of
-    /// `batchSize` seconds from `secondsAgo` (default: a day a month ago), so uploads never
-    /// overlap and all are accepted.
-    private func batchStart(_ batch: Int, secondsAgo: Double = 30 * 86_400) -> Date {
+    /// `batchSize` seconds from `secondsAgo`, so uploads never overlap and all are accepted. The
+    /// main phase and the database's ceiling upload from `4 * span + 600` seconds ago, the
+    /// variant phases after it: recent hours, stored in minute blocks as live uploads are (a
+    /// settled hour, older than `DataManager.settledAfter`, goes into an hour block).
+    private func batchStart(_ batch: Int, secondsAgo: Double) -> Date {
         let origin = (Date().timeIntervalSince1970 - secondsAgo).rounded(.down)
         return Date(timeIntervalSince1970: origin + Double((batch / individuals) * batchSize))
     }
 
     /// The uploads as a phone sends them: JSON with client ids (`prefix` keeps each phase's new),
     /// one individual's 1 Hz stretch each.
-    private func makeBodies(secondsAgo: Double = 30 * 86_400, prefix: String = "b") -> [ByteBuffer] {
+    private func makeBodies(secondsAgo: Double, prefix: String = "b") -> [ByteBuffer] {
         let formatter = ISO8601DateFormatter()
         return (0..<batches).map { batch in
             let start = batchStart(batch, secondsAgo: secondsAgo)
@@ -125,7 +141,6 @@ struct IngestBenchCommand: AsyncParsableCommand {
     /// everyone enrolled in AutomatedSOS (below 40 bpm for 3 readings: these never trigger), then
     /// nobody enrolled and every individual granting five organisations a subscription.
     private func variantPhases(_ server: BenchServer, tokens: [String]) async throws -> Variants {
-        let span = Double(batches / individuals + 1) * Double(batchSize)  // seconds one phase covers per individual
         let recent = try await httpPhase(
             server.client, server.base, tokens: tokens, bodies: makeBodies(secondsAgo: 3 * span + 600, prefix: "r"))
 
@@ -215,7 +230,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
     /// The same uploads written through `HealthDataStore` directly, for other individuals.
     private func rawPhase(_ url: DatabaseURL, logger: Logger) async throws -> PhaseResult {
         let (batches, batchSize, individuals) = (self.batches, self.batchSize, self.individuals)
-        let batchStarts = (0..<batches).map { batchStart($0) }
+        let batchStarts = (0..<batches).map { batchStart($0, secondsAgo: 4 * span + 600) }
         let database = Database(configuration: url.clientConfiguration(maximumConnections: clients + 2), logger: logger)
         return try await database.whileRunning {
             let ids = try await BenchServer.insertIndividuals(individuals, named: "raw", database: database)
