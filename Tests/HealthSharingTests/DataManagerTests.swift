@@ -89,12 +89,15 @@ struct DataManagerTests {
 
     @Test func lateAndOutOfOrderSamplesLandInOrder() async throws {
         try await withHarness { h in
-            _ = try await h.manager.ingest([Self.heartRate(80, at: "2026-11-21T08:00:40Z")], for: h.individual)
+            // Uploaded on the morning they were measured (the rule for an hour's block depends on
+            // its age when it arrives: migration 0046).
+            let now = try #require(ISO8601DateFormatter().date(from: "2026-11-21T09:00:00Z"))
+            _ = try await h.manager.ingest([Self.heartRate(80, at: "2026-11-21T08:00:40Z")], for: h.individual, now: now)
             _ = try await h.manager.ingest(
                 [
                     Self.heartRate(60, at: "2026-11-21T08:00:10Z"),
                     Self.heartRate(50, at: "2026-11-18T23:59:59.999Z"),  // three days late
-                ], for: h.individual)
+                ], for: h.individual, now: now)
             let block = try await h.database.query(
                 """
                 SELECT offsets_ms, vals FROM sample_blocks WHERE block_start = '2026-11-21T08:00:00Z'
@@ -102,8 +105,11 @@ struct DataManagerTests {
             let (offsets, values) = try block[0].decode(([Int32], [Float]).self)
             #expect(offsets == [10_000, 40_000])
             #expect(values == [60, 80])
-            let late = try await h.database.query("SELECT offsets_ms FROM sample_blocks WHERE block_start = '2026-11-18T23:59:00Z'")
-            #expect(try late[0].decode([Int32].self) == [59_999])
+            // Three days late, its hour is settled and had no block: it starts the hour's block.
+            let late = try await h.database.query(
+                "SELECT offsets_ms, block_minutes FROM sample_blocks WHERE block_start = '2026-11-18T23:00:00Z'")
+            let (lateOffsets, lateMinutes) = try #require(late.first).decode(([Int32], Int16).self)
+            #expect(lateOffsets == [3_599_999] && lateMinutes == 60)
         }
     }
 
