@@ -23,6 +23,12 @@ package struct SampleCompactionStore: Sendable {
         package var samples = 0
 
         package init() {}
+
+        package static func += (total: inout Merged, more: Merged) {
+            total.minuteBlocks += more.minuteBlocks
+            total.hourBlocks += more.hourBlocks
+            total.samples += more.samples
+        }
     }
 
     let database: Database
@@ -116,9 +122,7 @@ package struct SampleCompactionStore: Sendable {
                 return (merged: merged, next: end)
             }
             guard let step else { break }
-            total.minuteBlocks += step.merged.minuteBlocks
-            total.hourBlocks += step.merged.hourBlocks
-            total.samples += step.merged.samples
+            total += step.merged
             from = step.next
         }
         return total

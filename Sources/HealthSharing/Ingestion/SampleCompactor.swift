@@ -59,9 +59,7 @@ package struct SampleCompactor: Service {
                 // Renewed per individual: one with years of 1 Hz readings takes minutes.
                 try await store.recordProgress(after: pass.after, lease: Self.lease)
                 report.individuals += 1
-                report.merged.minuteBlocks += merged.minuteBlocks
-                report.merged.hourBlocks += merged.hourBlocks
-                report.merged.samples += merged.samples
+                report.merged += merged
             }
             guard let last else {
                 try await store.finish(pass)
