@@ -25,7 +25,7 @@ struct LeasedConnectionTests {
         try await connection.underlying.closeFuture.get()
     }
 
-    @Test(.timeLimit(.minutes(10))) func aStatementAfterTheServerClosedTheConnectionFails() async throws {
+    @Test(.timeLimit(.minutes(20))) func aStatementAfterTheServerClosedTheConnectionFails() async throws {
         try await Self.withDatabase { database in
             await #expect(throws: ConnectionLost.self) {
                 try await database.withConnection { connection in
@@ -39,7 +39,7 @@ struct LeasedConnectionTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(10))) func aTransactionWhoseConnectionClosedFailsAndCommitsNothing() async throws {
+    @Test(.timeLimit(.minutes(20))) func aTransactionWhoseConnectionClosedFailsAndCommitsNothing() async throws {
         try await Self.withDatabase { database in
             try await database.query("CREATE TABLE kept (n int)")
             await #expect(throws: ConnectionLost.self) {

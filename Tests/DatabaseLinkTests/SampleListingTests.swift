@@ -11,7 +11,7 @@ import Testing
 /// ten read every block the person had in the month).
 @Suite("Sample listings read only the blocks a page needs")
 struct SampleListingTests {
-    @Test(.timeLimit(.minutes(10))) func pagesReadADozenBlocksOutOfTwentyThousand() async throws {
+    @Test(.timeLimit(.minutes(20))) func pagesReadADozenBlocksOutOfTwentyThousand() async throws {
         let url = try await TestPostgres.shared.migratedDatabase()
         // One connection: the listing's statements and the statistics below are one backend's.
         let database = Database(configuration: url.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)

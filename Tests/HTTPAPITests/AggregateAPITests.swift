@@ -89,7 +89,7 @@ struct AggregateAPITests {
 
 @Suite("Aggregate subscriptions: recomputed each period, delivered as events, stopped by the budget")
 struct AggregateSubscriptionTests {
-    @Test(.timeLimit(.minutes(10))) func recomputedDeliveredAndStoppedWhenTheBudgetRunsOut() async throws {
+    @Test(.timeLimit(.minutes(20))) func recomputedDeliveredAndStoppedWhenTheBudgetRunsOut() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
         let receivers = [try WebhookReceiver(), try WebhookReceiver()]
         let listening = receivers.map { $0.start() }

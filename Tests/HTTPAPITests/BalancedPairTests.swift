@@ -117,7 +117,7 @@ struct BalancedPairTests {
         }
     }
 
-    @Test(.enabled(if: nginx != nil, "Debian's nginx is not installed (make test installs it)"), .timeLimit(.minutes(10)))
+    @Test(.enabled(if: nginx != nil, "Debian's nginx is not installed (make test installs it)"), .timeLimit(.minutes(20)))
     func theWholeAPIThroughTheBalancer() async throws {
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
         // Both instances start together on an empty database: the migrations run once.

@@ -33,7 +33,7 @@ struct CourseEditorTests {
           ready: !!document.querySelector('#course-map.leaflet-container') })
         """
 
-    @Test(.timeLimit(.minutes(10))) func drawDragSaveEditAndReadAFile() async throws {
+    @Test(.timeLimit(.minutes(20))) func drawDragSaveEditAndReadAFile() async throws {
         try await TestServer.run { api in
             let (organiser, account) = try await api.individualSession()
             let email = try #require(account["email"] as? String)

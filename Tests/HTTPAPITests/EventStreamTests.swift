@@ -60,7 +60,7 @@ struct EventStreamReader {
 
 @Suite("GET /api/thirdparties/stream: the party's events as server-sent events")
 struct EventStreamTests {
-    @Test(.timeLimit(.minutes(10))) func liveResumableAndStoppedByRevocation() async throws {
+    @Test(.timeLimit(.minutes(20))) func liveResumableAndStoppedByRevocation() async throws {
         try await TestServer.run { api in
             let port = try #require(api.client.port)
             let http = HTTPClient(eventLoopGroupProvider: .singleton)
@@ -108,7 +108,7 @@ struct EventStreamTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(10))) func anEndedGrantIsAnnouncedAsExpired() async throws {
+    @Test(.timeLimit(.minutes(20))) func anEndedGrantIsAnnouncedAsExpired() async throws {
         try await TestServer.run(configure: { $0.requestExpirySweep = .seconds(1) }) { api in
             let port = try #require(api.client.port)
             let http = HTTPClient(eventLoopGroupProvider: .singleton)

@@ -197,7 +197,7 @@ struct FailureDrills {
         for (name, value) in lines { print("   \(name.padding(toLength: 42, withPad: " ", startingAt: 0)) \(value)") }
     }
 
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(20)))
     func anInstanceKilledDuringIngestLosesNothingAcknowledged() async throws {
         let stack = try await Stack()
         defer { stack.terminate() }
@@ -238,7 +238,7 @@ struct FailureDrills {
         await stack.stopExpectingCleanExits()
     }
 
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(20)))
     func postgreSQLRestartedDuringIngest() async throws {
         let stack = try await Stack()
         defer { stack.terminate() }
@@ -301,7 +301,7 @@ struct FailureDrills {
     /// comes up. Runs with WEBHOOK_BACKOFF_SCALE=0.01 (the retry schedule 1 min, 5 min, 30 min,
     /// 1 h, 3 h … a hundred times faster), so two minutes down stand for 3 h 20 min with the
     /// production schedule: the outage outlasts five retries of the oldest delivery.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.timeLimit(.minutes(20)))
     func aWebhookReceiverDownForMinutesGetsEverythingAfter() async throws {
         let scale = 0.01
         let stack = try await Stack(environment: ["WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_BACKOFF_SCALE": "\(scale)"])
@@ -375,7 +375,7 @@ struct FailureDrills {
     /// heart-rate readings straight to instance 1 (cancel window 2 s), which detects the
     /// emergency, acknowledges the upload and is killed with `kill -9` before the window ends;
     /// instance 2, already running, finds the due incident and makes the one call.
-    @Test(.timeLimit(.minutes(10)))
+    @Test(.timeLimit(.minutes(20)))
     func anSOSPendingOnAKilledInstanceIsDispatchedOnceByTheOther() async throws {
         let centre = try DispatchCentre()
         let listening = centre.start()

@@ -37,7 +37,7 @@ struct HeldResourcesTests {
         return seen
     }
 
-    @Test(.timeLimit(.minutes(10))) func spectatorsAndStreamsComeAndGoRoundAfterRound() async throws {
+    @Test(.timeLimit(.minutes(20))) func spectatorsAndStreamsComeAndGoRoundAfterRound() async throws {
         try await TestServer.run { api in
             let port = try #require(api.client.port)
             let (organiser, _) = try await api.individualSession()

@@ -37,7 +37,7 @@ struct ImportCrashTests {
         return text + "</HealthData>\n"
     }
 
-    @Test(.timeLimit(.minutes(10))) func killedMidImportASecondServerContinuesWithNothingLostOrDoubled() async throws {
+    @Test(.timeLimit(.minutes(20))) func killedMidImportASecondServerContinuesWithNothingLostOrDoubled() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
         let total = 30_000
         let file = Self.export(records: total)

@@ -8,7 +8,7 @@ import Testing
 /// and heart-rate curve drawn.
 @Suite("Imports and workouts in a real browser (headless Chromium)")
 struct MeImportBrowserTests {
-    @Test(.timeLimit(.minutes(10))) func aFileChosenOnThePageIsImportedAndItsWorkoutDrawn() async throws {
+    @Test(.timeLimit(.minutes(20))) func aFileChosenOnThePageIsImportedAndItsWorkoutDrawn() async throws {
         let fit = TestPostgres.repositoryRoot.appendingPathComponent(".build/device-fixtures/fit-tool-activity.fit")
         _ = try ImportTests.deviceFixture("fit-tool-activity.fit")
         try await TestServer.run { api in

@@ -104,7 +104,7 @@ struct PortalBrowserTests {
         try await session.evaluate("document.querySelectorAll(\(js(selector))).length", as: Int.self)
     }
 
-    @Test(.timeLimit(.minutes(10))) func signUpKeyRequestAcceptDataAndAnAggregateChart() async throws {
+    @Test(.timeLimit(.minutes(20))) func signUpKeyRequestAcceptDataAndAnAggregateChart() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
         try await TestServer.run(database: database, configure: { $0.aggregateMinimumGroup = 5 }) { api in
             let seeding = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)

@@ -8,7 +8,7 @@ import Testing
 @Suite("Track4Run live view: WebSocket snapshot and updates, across instances")
 struct RunLiveTests {
     /// Version 2 (the default) and version 1 (`?v=1`, kept for one release) say the same things.
-    @Test(.timeLimit(.minutes(10)), arguments: ["", "v=1"]) func aSpectatorGetsASnapshotThenEveryRunnersUpdates(query: String) async throws {
+    @Test(.timeLimit(.minutes(20)), arguments: ["", "v=1"]) func aSpectatorGetsASnapshotThenEveryRunnersUpdates(query: String) async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (anna, _) = try await api.individualSession(), (bruno, _) = try await api.individualSession()
@@ -83,7 +83,7 @@ struct RunLiveTests {
     /// every move at once and the leaders when they change, but the other runner only at the
     /// next field period; changing whom they follow with a message answers a new snapshot;
     /// refused options name their field.
-    @Test(.timeLimit(.minutes(10))) func followedRunnersAtFullRateTheFieldLess() async throws {
+    @Test(.timeLimit(.minutes(20))) func followedRunnersAtFullRateTheFieldLess() async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (anna, _) = try await api.individualSession(), (bruno, _) = try await api.individualSession()
@@ -149,7 +149,7 @@ struct RunLiveTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(10))) func runnersPostingToOneInstanceAreSeenBySpectatorsOfAnother() async throws {
+    @Test(.timeLimit(.minutes(20))) func runnersPostingToOneInstanceAreSeenBySpectatorsOfAnother() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
         try await TestServer.run(database: database) { first in
             try await TestServer.run(database: database) { second in

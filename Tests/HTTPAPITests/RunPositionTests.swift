@@ -69,7 +69,7 @@ struct RunPositionTests {
         throw StartNotMoved()
     }
 
-    @Test(.timeLimit(.minutes(10))) func fixesAreFilteredProjectedRankedAndKeptForReplay() async throws {
+    @Test(.timeLimit(.minutes(20))) func fixesAreFilteredProjectedRankedAndKeptForReplay() async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (leader, _) = try await api.individualSession(), (chaser, _) = try await api.individualSession()

@@ -9,7 +9,7 @@ import Testing
 
 @Suite("AutomatedSOS survives a server killed between detection and dispatch")
 struct SOSCrashTests {
-    @Test(.timeLimit(.minutes(10))) func killedAfterDetectionTheIncidentIsDispatchedOnceAfterRestart() async throws {
+    @Test(.timeLimit(.minutes(20))) func killedAfterDetectionTheIncidentIsDispatchedOnceAfterRestart() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
         let centre = try DispatchCentre()
         let listening = centre.start()

@@ -216,7 +216,7 @@ struct SOSIncidentTests {
 
     // MARK: Dispatch
 
-    @Test(.timeLimit(.minutes(10))) func dispatchCentreDownThenUpIsCalledOnceAfterRetries() async throws {
+    @Test(.timeLimit(.minutes(20))) func dispatchCentreDownThenUpIsCalledOnceAfterRetries() async throws {
         let centre = try DispatchCentre()  // not listening yet: connections are refused
         try await TestServer.run(configure: centre.configure) { api in
             let (person, _) = try await api.individualSession()
@@ -235,7 +235,7 @@ struct SOSIncidentTests {
         }
     }
 
-    @Test(.timeLimit(.minutes(10))) func twoInstancesDispatchEachIncidentOnce() async throws {
+    @Test(.timeLimit(.minutes(20))) func twoInstancesDispatchEachIncidentOnce() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
         let centre = try DispatchCentre()
         let listening = centre.start()

@@ -126,7 +126,7 @@ struct SampleCompactionTests {
         return (blocks, samples)
     }
 
-    @Test(.timeLimit(.minutes(10))) func compactedHistoryAnswersEveryReadAsBefore() async throws {
+    @Test(.timeLimit(.minutes(20))) func compactedHistoryAnswersEveryReadAsBefore() async throws {
         let url = try await TestPostgres.shared.migratedDatabase()
         try await TestServer.run(database: url) { api in
             let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)

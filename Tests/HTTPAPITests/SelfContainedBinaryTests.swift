@@ -13,7 +13,7 @@ import Testing
 /// (the `EmbedFiles` build plugin), and a clean start logs no warning and no error.
 @Suite("The executable runs from anywhere, quietly")
 struct SelfContainedBinaryTests {
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(20)))
     func servesFromAnEmptyDirectoryWithNothingBesideIt() async throws {
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("data4help-alone-\(UUID().uuidString.prefix(8))")

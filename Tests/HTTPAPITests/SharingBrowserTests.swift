@@ -9,7 +9,7 @@ import Testing
 /// pages of both portals are checked at a phone's width.
 @Suite("Share links and offers in a real browser (headless Chromium)")
 struct SharingBrowserTests {
-    @Test(.timeLimit(.minutes(10))) func aDoctorOpensAShareLinkWithItsPinAndPrintsIt() async throws {
+    @Test(.timeLimit(.minutes(20))) func aDoctorOpensAShareLinkWithItsPinAndPrintsIt() async throws {
         try await TestServer.run { api in
             let (person, account) = try await api.individualSession(["fullName": "Carla Browser"])
             _ = try await api.send(.post, "/api/users/data", token: person, json: ["items": ShareLinkTests.readings])

@@ -20,7 +20,7 @@ struct SpectatorPageTests {
         ((value as? String).flatMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) } as? [String: Any]) ?? [:]
     }
 
-    @Test(.timeLimit(.minutes(10))) func theRunnersMarkerMovesAndTheLeaderboardUpdates() async throws {
+    @Test(.timeLimit(.minutes(20))) func theRunnersMarkerMovesAndTheLeaderboardUpdates() async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (runner, _) = try await api.individualSession(), (second, _) = try await api.individualSession()
@@ -133,7 +133,7 @@ struct SpectatorPageTests {
     /// and the runners with Leaflet (served by us from Debian's libjs-leaflet) over the tiles it
     /// fetched: each runner's dot is where its position falls on the tile grid (Web Mercator),
     /// within two pixels.
-    @Test(.timeLimit(.minutes(10))) func theMapPutsRunnersOnTheTiles() async throws {
+    @Test(.timeLimit(.minutes(20))) func theMapPutsRunnersOnTheTiles() async throws {
         let tiles = try TileServer()
         let tileServer = tiles.start()
         defer { tileServer.cancel() }
@@ -216,7 +216,7 @@ struct SpectatorPageTests {
     /// The page's connection drops (a proxy between browser and server cuts it): the page says so,
     /// reconnects by itself, and starts again from a fresh snapshot — with what happened while it
     /// was away.
-    @Test(.timeLimit(.minutes(10))) func aDroppedConnectionReconnectsAndResumesFromAFreshSnapshot() async throws {
+    @Test(.timeLimit(.minutes(20))) func aDroppedConnectionReconnectsAndResumesFromAFreshSnapshot() async throws {
         try await TestServer.run { api in
             let (organiser, _) = try await api.individualSession()
             let (runner, _) = try await api.individualSession()

@@ -113,7 +113,7 @@ struct TracingTests {
         return (Int(response.status.code), (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]) ?? [:])
     }
 
-    @Test(.timeLimit(.minutes(5)))
+    @Test(.timeLimit(.minutes(20)))
     func spansOfRequestsStatementsAndWebhooksReachTheCollector() async throws {
         let collector = try Collector()
         let listening = collector.start()
