@@ -9,13 +9,16 @@ import PostgresNIO
 
 /// `data4help bench aggregates`: latency of aggregate queries over a seeded population.
 ///
-/// Seeds `individuals` people with `days` days of heart rate and steps each, then, through the
-/// HTTP API as a third party, runs every statistic and the groupings over the whole window,
-/// `runs` times each with a different ε (so that none is a repeat answered from the store).
+/// Seeds people with `days` days of heart rate and steps each, then, through the HTTP API as a
+/// third party, runs every statistic and the groupings over the whole window, `runs` times each
+/// with a different ε (so that none is a repeat answered from the store). The population grows
+/// through each of `individuals` in turn (by default 10,000, then 90,000 more: 100,000), the
+/// queries asked again at each size, so the growth shows.
 struct AggregateBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "aggregates", abstract: "Aggregate query latency over a seeded population.")
 
-    @Option(help: "Individuals to seed.") var individuals = 10_000
+    @Option(parsing: .upToNextOption, help: "Population sizes measured in turn, each seeded on top of the last.")
+    var individuals = [10_000, 100_000]
     @Option(help: "Days of history each.") var days = 365
     @Option(help: "Runs of each query.") var runs = 20
 
@@ -24,71 +27,90 @@ struct AggregateBenchCommand: AsyncParsableCommand {
             configuration.privacyBudget.perDay = Epsilon(hundredths: 10_000)
             configuration.privacyBudget.per30Days = Epsilon(hundredths: 10_000)
         }) { server in
-            print("data4help bench aggregates — \(individuals) individuals × \(days) days, \(runs) runs per query")
+            let sizes = individuals.sorted()
+            guard let smallest = sizes.first, smallest > 0 else { throw ValidationError("--individuals: at least one size above 0") }
+            print(
+                "data4help bench aggregates — \(sizes.map(String.init).joined(separator: ", then ")) individuals × \(days) days, \(runs) runs per query"
+            )
             let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 2), logger: server.logger)
-            let seeding = ContinuousClock.now
-            let bar = ProgressBar(total: individuals, label: "seeding")
-            do {
-                try await database.whileRunning {
-                    try await PopulationSeeder(database: database).seed(individuals: individuals, days: days, progress: bar.update)
-                    try await database.query("ANALYZE")
+            var seeded = 0
+            for (round, size) in sizes.enumerated() where size > seeded {
+                let (seeding, before) = (ContinuousClock.now, seeded)
+                let bar = ProgressBar(total: size - seeded, label: "seeding \(seeded + 1)–\(size)")
+                do {
+                    try await database.whileRunning {
+                        try await PopulationSeeder(database: database).seed(
+                            individuals: size - before, days: days, startingAt: before, progress: bar.update)
+                        try await database.query("ANALYZE")
+                    }
+                } catch {
+                    throw ValidationError("seeding failed: \(String(reflecting: error))")
                 }
-            } catch {
-                throw ValidationError("seeding failed: \(String(reflecting: error))")
+                bar.finish()
+                let took = (ContinuousClock.now - seeding).inSeconds
+                print(String(format: "seeded %d more individuals in %.1f s (%d in all)", size - seeded, took, size))
+                BenchSummary.record("aggregates", "seeding \(size - seeded) individuals × \(days) days (s)", format: "%.1f", took)
+                seeded = size
+                try await measure(server, population: size, round: round)
             }
-            bar.finish()
-            print(String(format: "seeded in %.1f s", (ContinuousClock.now - seeding).inSeconds))
-            let to = CalendarDay(containing: Date())
-            let from = CalendarDay(ordinal: to.ordinal - days + 1)
-            let last50 = CalendarDay(ordinal: to.ordinal - 49)
-            let week = CalendarDay(ordinal: AggregateSpec.weekStart(CalendarDay(ordinal: to.ordinal - 48 * 7)).ordinal)
-            let queries: [(String, String)] = [
-                ("count, heart rate", #""type":"heartRate","statistic":"count","from":"\#(from.text)","to":"\#(to.text)""#),
-                ("mean, heart rate", #""type":"heartRate","statistic":"mean","from":"\#(from.text)","to":"\#(to.text)""#),
-                ("sum, steps", #""type":"stepCount","statistic":"sum","from":"\#(from.text)","to":"\#(to.text)""#),
-                ("histogram, heart rate", #""type":"heartRate","statistic":"histogram","from":"\#(from.text)","to":"\#(to.text)""#),
-                ("quantiles, steps", #""type":"stepCount","statistic":"quantiles","from":"\#(from.text)","to":"\#(to.text)""#),
-                (
-                    "mean by age band, heart rate",
-                    #""type":"heartRate","statistic":"mean","groupBy":"ageBand","from":"\#(from.text)","to":"\#(to.text)""#
-                ),
-                (
-                    "mean by area, heart rate",
-                    #""type":"heartRate","statistic":"mean","groupBy":"area","areas":\#(PopulationSeeder.areas),"from":"\#(from.text)","to":"\#(to.text)""#
-                ),
-                ("mean by sex, steps", #""type":"stepCount","statistic":"mean","groupBy":"sex","from":"\#(from.text)","to":"\#(to.text)""#),
-                (
-                    "mean by week (49 weeks), heart rate",
-                    #""type":"heartRate","statistic":"mean","groupBy":"week","from":"\#(week.text)","to":"\#(to.text)""#
-                ),
-                (
-                    "mean by day (50 days), heart rate",
-                    #""type":"heartRate","statistic":"mean","groupBy":"day","from":"\#(last50.text)","to":"\#(to.text)""#
-                ),
-            ]
-            print("")
-            print("query (whole window unless said)              p50 (ms)   p95 (ms)   groups released")
-            for (index, (name, body)) in queries.enumerated() {
-                let token = try await server.thirdPartySession(index)  // a budget of its own
-                var latencies: [Double] = []
-                var released = 0
-                for run in 0..<runs {
-                    let epsilon = String(format: "%.2f", 1.0 - Double(run) * 0.01)
-                    let started = ContinuousClock.now
-                    let (status, answer) = try await server.send(
-                        .POST, "/api/thirdparties/aggregates", token: token, json: "{\(body),\"epsilon\":\(epsilon)}")
-                    latencies.append((ContinuousClock.now - started).inSeconds * 1000)
-                    guard status == .created else { throw ValidationError("\(name) answered \(status): \(answer)") }
-                    released = (answer["groups"] as? [Any])?.count ?? 0
-                }
-                latencies.sort()
-                print(
-                    String(
-                        format: "%@ %8.1f   %8.1f   %d", name.padding(toLength: 46, withPad: " ", startingAt: 0),
-                        percentile(latencies, 0.5), percentile(latencies, 0.95), released))
-                BenchSummary.record(
-                    "aggregates", "\(name), p50 / p95 (ms)", format: "%.1f / %.1f", percentile(latencies, 0.5), percentile(latencies, 0.95))
+        }
+    }
+
+    /// Every query `runs` times over the population seeded so far.
+    private func measure(_ server: BenchServer, population: Int, round: Int) async throws {
+        let to = CalendarDay(containing: Date())
+        let from = CalendarDay(ordinal: to.ordinal - days + 1)
+        let last50 = CalendarDay(ordinal: to.ordinal - 49)
+        let week = CalendarDay(ordinal: AggregateSpec.weekStart(CalendarDay(ordinal: to.ordinal - 48 * 7)).ordinal)
+        let queries: [(String, String)] = [
+            ("count, heart rate", #""type":"heartRate","statistic":"count","from":"\#(from.text)","to":"\#(to.text)""#),
+            ("mean, heart rate", #""type":"heartRate","statistic":"mean","from":"\#(from.text)","to":"\#(to.text)""#),
+            ("sum, steps", #""type":"stepCount","statistic":"sum","from":"\#(from.text)","to":"\#(to.text)""#),
+            ("histogram, heart rate", #""type":"heartRate","statistic":"histogram","from":"\#(from.text)","to":"\#(to.text)""#),
+            ("quantiles, steps", #""type":"stepCount","statistic":"quantiles","from":"\#(from.text)","to":"\#(to.text)""#),
+            (
+                "mean by age band, heart rate",
+                #""type":"heartRate","statistic":"mean","groupBy":"ageBand","from":"\#(from.text)","to":"\#(to.text)""#
+            ),
+            (
+                "mean by area, heart rate",
+                #""type":"heartRate","statistic":"mean","groupBy":"area","areas":\#(PopulationSeeder.areas),"from":"\#(from.text)","to":"\#(to.text)""#
+            ),
+            ("mean by sex, steps", #""type":"stepCount","statistic":"mean","groupBy":"sex","from":"\#(from.text)","to":"\#(to.text)""#),
+            (
+                "mean by week (49 weeks), heart rate",
+                #""type":"heartRate","statistic":"mean","groupBy":"week","from":"\#(week.text)","to":"\#(to.text)""#
+            ),
+            (
+                "mean by day (50 days), heart rate",
+                #""type":"heartRate","statistic":"mean","groupBy":"day","from":"\#(last50.text)","to":"\#(to.text)""#
+            ),
+        ]
+        print("")
+        print(
+            "query over \(population) (whole window unless said)".padding(toLength: 46, withPad: " ", startingAt: 0)
+                + " p50 (ms)   p95 (ms)   groups released")
+        for (index, (name, body)) in queries.enumerated() {
+            let token = try await server.thirdPartySession(round * queries.count + index)  // a budget of its own
+            var latencies: [Double] = []
+            var released = 0
+            for run in 0..<runs {
+                let epsilon = String(format: "%.2f", 1.0 - Double(run) * 0.01)
+                let started = ContinuousClock.now
+                let (status, answer) = try await server.send(
+                    .POST, "/api/thirdparties/aggregates", token: token, json: "{\(body),\"epsilon\":\(epsilon)}")
+                latencies.append((ContinuousClock.now - started).inSeconds * 1000)
+                guard status == .created else { throw ValidationError("\(name) answered \(status): \(answer)") }
+                released = (answer["groups"] as? [Any])?.count ?? 0
             }
+            latencies.sort()
+            print(
+                String(
+                    format: "%@ %8.1f   %8.1f   %d", name.padding(toLength: 46, withPad: " ", startingAt: 0),
+                    percentile(latencies, 0.5), percentile(latencies, 0.95), released))
+            BenchSummary.record(
+                "aggregates", "\(name), \(population) people, p50 / p95 (ms)", format: "%.1f / %.1f", percentile(latencies, 0.5),
+                percentile(latencies, 0.95))
         }
     }
 }
