@@ -126,15 +126,22 @@ struct WebhookTests {
             let (party, _) = try await api.thirdPartySession()
             _ = try await Self.register(api, party, receiver.url)
             for _ in 0..<2 { _ = try await SubscriptionFeedTests.subscribe(api, party: party, types: ["heartRate"]) }
-            // Both grants' first attempt fails; each waits about half an hour for its next.
+            // Both grants' first attempt fails; each waits about half an hour for its next. Until an
+            // attempt is recorded, a delivery is pending with its first attempt due now, so wait for
+            // both attempts (on a loaded machine the dispatcher can take its time over them: a
+            // 10-second wait once ran out and the test then read "due now" as the retry).
             var log = try await api.send(.get, "/api/thirdparties/webhook/deliveries", token: party)
-            for _ in 0..<200 where log.items.count < 2 || !log.items.allSatisfy({ !(($0["attempts"] as? [Any]) ?? []).isEmpty }) {
-                try await Task.sleep(for: .milliseconds(50))
+            let attempted = ContinuousClock.now + .seconds(180)
+            while log.items.count < 2 || !log.items.allSatisfy({ !(($0["attempts"] as? [Any]) ?? []).isEmpty }), ContinuousClock.now < attempted {
+                try await Task.sleep(for: .milliseconds(100))
                 log = try await api.send(.get, "/api/thirdparties/webhook/deliveries", token: party)
             }
-            #expect(log.items.count == 2 && log.items.allSatisfy { $0["status"] as? String == "pending" && $0["nextAttemptAt"] is String })
+            try #require(log.items.count == 2 && log.items.allSatisfy { !(($0["attempts"] as? [Any]) ?? []).isEmpty }, "\(log.items)")
+            #expect(log.items.allSatisfy { $0["status"] as? String == "pending" && $0["nextAttemptAt"] is String })
             let scheduled = try #require(
                 log.items.compactMap { ($0["nextAttemptAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) } }.min())
+            // The retry is the backoff's: 60 s × 30, less its 20 % jitter, after the failed attempt.
+            #expect(scheduled > Date().addingTimeInterval(600), "the retry is due at \(scheduled)")
 
             let server = receiver.start()
             defer { server.cancel() }
