@@ -23,6 +23,7 @@ struct AggregateBenchCommand: AsyncParsableCommand {
     @Option(help: "Runs of each query.") var runs = 20
 
     func run() async throws {
+        lineBufferStandardOutput()  // each line as it comes, also into a file or a pipe
         try await BenchServer.run(configure: { configuration in
             configuration.privacyBudget.perDay = Epsilon(hundredths: 10_000)
             configuration.privacyBudget.per30Days = Epsilon(hundredths: 10_000)
@@ -32,10 +33,11 @@ struct AggregateBenchCommand: AsyncParsableCommand {
             print(
                 "data4help bench aggregates — \(sizes.map(String.init).joined(separator: ", then ")) individuals × \(days) days, \(runs) runs per query"
             )
-            let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 2), logger: server.logger)
             var seeded = 0
             for (round, size) in sizes.enumerated() where size > seeded {
                 let (seeding, before) = (ContinuousClock.now, seeded)
+                // A client of its own for each step: a client runs once.
+                let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 2), logger: server.logger)
                 let bar = ProgressBar(total: size - seeded, label: "seeding \(seeded + 1)–\(size)")
                 do {
                     try await database.whileRunning {
