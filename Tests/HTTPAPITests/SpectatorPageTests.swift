@@ -237,10 +237,18 @@ struct SpectatorPageTests {
                 _ = try await session.wait(for: Self.probe) { value in
                     Self.parse(value)["status"] as? String == "Live" && (Self.parse(value)["rows"] as? [[String]])?.first?[2] == "0.02"
                 }
-                // Cut, and mark the page so that a reload (which would also show the new state) is told apart.
-                _ = try await session.evaluate("window.sameDocument = true")
+                // Cut, and mark the page so that a reload (which would also show the new state) is told
+                // apart. The page says "Reconnecting…" for half a second before it reconnects: the
+                // page records every status it shows, since a poll on a loaded machine can miss it.
+                _ = try await session.evaluate(
+                    """
+                    window.sameDocument = true; window.statuses = [];
+                    const status = document.getElementById('status');
+                    new MutationObserver(() => window.statuses.push(status.textContent))
+                      .observe(status, { childList: true, characterData: true, subtree: true });
+                    """)
                 proxy.dropAll()
-                _ = try await session.wait(for: "document.getElementById('status').textContent") { $0 as? String == "Reconnecting…" }
+                _ = try await session.wait(for: "window.statuses.includes('Reconnecting…')") { $0 as? Bool == true }
                 // She moves on while the page is away; the page's next snapshot has it.
                 _ = try await api.send(
                     .post, "/api/users/runs/\(id)/positions", token: runner,
