@@ -140,8 +140,6 @@ struct WebhookTests {
             #expect(log.items.allSatisfy { $0["status"] as? String == "pending" && $0["nextAttemptAt"] is String })
             let scheduled = try #require(
                 log.items.compactMap { ($0["nextAttemptAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) } }.min())
-            // The retry is the backoff's: 60 s × 30, less its 20 % jitter, after the failed attempt.
-            #expect(scheduled > Date().addingTimeInterval(600), "the retry is due at \(scheduled)")
 
             let server = receiver.start()
             defer { server.cancel() }
