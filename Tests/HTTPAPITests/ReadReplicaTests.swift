@@ -18,7 +18,7 @@ import Testing
 @Suite("Read replica: aggregates and exports read from a streaming standby, the primary when it cannot")
 struct ReadReplicaTests {
     /// Marks in the replica's statement log: the group aggregate's transaction, an export's sample page.
-    static let aggregateMark = "SET LOCAL jit = off"
+    static let aggregateMark = "set_config('jit', 'off', true)"
     static let exportMark = "FROM data4help_samples_page("
 
     @Test func aggregatesAndExportsReadFromTheReplicaAndFallBackToThePrimary() async throws {

@@ -127,11 +127,13 @@ package struct GroupAggregateStore: Sendable {
         let edge = (0..<2).map { $0 < query.weekEdges.count ? query.weekEdges[$0] : (from: "infinity", to: "-infinity") }
         let rows = try await database.withTransaction { connection in
             _ = try await connection.query("SET TRANSACTION READ ONLY", logger: database.logger)
-            _ = try await connection.query("SET LOCAL jit = off", logger: database.logger)  // compiling costs more than it saves here
-            // The planner sizes each group's member list (`data4help_collect_ids`) generously and
-            // would sort rather than hash at the default 4 MB; the real lists are what the
-            // groups hold (a few MB for a time grouping of 10,000 people).
-            _ = try await connection.query("SET LOCAL work_mem = '64MB'", logger: database.logger)
+            // One round trip for both settings, local to the transaction: no JIT (compiling costs more
+            // than it saves here), and 64 MB of work_mem, since the planner sizes each group's member
+            // list (`data4help_collect_ids`) generously and would sort rather than hash at the
+            // default 4 MB (the real lists are a few MB for a time grouping of 10,000 people).
+            _ = try await connection.query(
+                "SELECT set_config('jit', 'off', true), set_config('work_mem', '64MB', true)", logger: database.logger
+            ).collect()
             return try await connection.query(
                 """
                 WITH people AS (

@@ -38,7 +38,7 @@ struct AggregateBenchCommand: AsyncParsableCommand {
                 let (seeding, before) = (ContinuousClock.now, seeded)
                 // A client of its own for each step: a client runs once.
                 let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 2), logger: server.logger)
-                let bar = ProgressBar(total: size - seeded, label: "seeding \(seeded + 1)–\(size)")
+                let bar = ProgressBar(total: size - before, label: "seeding \(before + 1)–\(size)")
                 do {
                     try await database.whileRunning {
                         try await PopulationSeeder(database: database).seed(
@@ -50,8 +50,8 @@ struct AggregateBenchCommand: AsyncParsableCommand {
                 }
                 bar.finish()
                 let took = (ContinuousClock.now - seeding).inSeconds
-                print(String(format: "seeded %d more individuals in %.1f s (%d in all)", size - seeded, took, size))
-                BenchSummary.record("aggregates", "seeding \(size - seeded) individuals × \(days) days (s)", format: "%.1f", took)
+                print(String(format: "seeded %d more individuals in %.1f s (%d in all)", size - before, took, size))
+                BenchSummary.record("aggregates", "seeding \(size - before) individuals × \(days) days (s)", format: "%.1f", took)
                 seeded = size
                 try await measure(server, population: size, round: round)
             }
