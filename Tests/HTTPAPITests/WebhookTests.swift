@@ -140,6 +140,9 @@ struct WebhookTests {
             #expect(log.items.allSatisfy { $0["status"] as? String == "pending" && $0["nextAttemptAt"] is String })
             let scheduled = try #require(
                 log.items.compactMap { ($0["nextAttemptAt"] as? String).flatMap { try? Date($0, strategy: .iso8601) } }.min())
+            // The listing reads a delivery and its attempts in one snapshot, so a recorded attempt
+            // comes with its retry (backoff 30 × 1 min ± 20 %), never with the lease of the claim.
+            #expect(scheduled > Date().addingTimeInterval(600), "retry due \(scheduled)")
 
             let server = receiver.start()
             defer { server.cancel() }

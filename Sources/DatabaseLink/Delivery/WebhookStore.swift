@@ -184,39 +184,41 @@ package struct WebhookStore: Sendable {
 
     // MARK: The log
 
-    /// The owner's deliveries, newest first, each with its attempts.
+    /// The owner's deliveries, newest first, each with its attempts — read by one statement, so
+    /// in one snapshot: a delivery is never listed with an attempt recorded after its state was read
+    /// (two reads once showed an attempt next to the lease of the claim that made it).
     package func deliveries(owner: AccountReference, beforeId: Int64?, limit: Int) async throws -> [DeliveryRecord] {
         let rows = try await database.query(
             """
-            SELECT d.id, d.public_id, d.event_type, r.public_id, d.state, d.created_at,
-                   CASE WHEN d.state = 'pending' THEN d.next_attempt_at END, d.finished_at
-            FROM webhook_deliveries d
-            JOIN webhook_endpoints w ON w.id = d.endpoint_id
-            LEFT JOIN access_requests r ON r.id = d.request_id
-            WHERE w.\(unescaped: owner.ownerColumn) = \(owner.accountId) AND d.id < \(beforeId ?? Int64.max)
-            ORDER BY d.id DESC LIMIT \(limit)
-            """)
-        var records = try rows.map { row in
-            let r = try row.decode((Int64, UUID, String, UUID?, String, Date, Date?, Date?).self)
-            return DeliveryRecord(
-                id: r.0, publicId: r.1, eventType: r.2, requestPublicId: r.3, state: r.4, createdAt: r.5,
-                nextAttemptAt: r.6, finishedAt: r.7, attempts: []
+            WITH page AS (
+                SELECT d.id, d.public_id, d.event_type, r.public_id AS request_public_id, d.state, d.created_at,
+                       CASE WHEN d.state = 'pending' THEN d.next_attempt_at END AS next_attempt_at, d.finished_at
+                FROM webhook_deliveries d
+                JOIN webhook_endpoints w ON w.id = d.endpoint_id
+                LEFT JOIN access_requests r ON r.id = d.request_id
+                WHERE w.\(unescaped: owner.ownerColumn) = \(owner.accountId) AND d.id < \(beforeId ?? Int64.max)
+                ORDER BY d.id DESC LIMIT \(limit)
             )
-        }
-        guard !records.isEmpty else { return [] }
-        let attempts = try await database.query(
-            """
-            SELECT delivery_id, attempt, at, duration_ms, status_code, error FROM webhook_attempts
-            WHERE delivery_id = ANY (\(records.map(\.id))::int8[]) ORDER BY delivery_id, attempt
+            SELECT p.id, p.public_id, p.event_type, p.request_public_id, p.state, p.created_at, p.next_attempt_at, p.finished_at,
+                   a.attempt, a.at, a.duration_ms, a.status_code, a.error
+            FROM page p LEFT JOIN webhook_attempts a ON a.delivery_id = p.id
+            ORDER BY p.id DESC, a.attempt
             """)
-        var byDelivery: [Int64: [DeliveryAttemptRecord]] = [:]
-        for row in attempts {
-            let r = try row.decode((Int64, Int32, Date, Int32, Int32?, String?).self)
-            byDelivery[r.0, default: []].append(
-                DeliveryAttemptRecord(attempt: Int(r.1), at: r.2, durationMs: Int(r.3), statusCode: r.4.map(Int.init), error: r.5)
-            )
+        var records: [DeliveryRecord] = []
+        for row in rows {
+            let r = try row.decode((Int64, UUID, String, UUID?, String, Date, Date?, Date?, Int32?, Date?, Int32?, Int32?, String?).self)
+            if records.last?.id != r.0 {
+                records.append(
+                    DeliveryRecord(
+                        id: r.0, publicId: r.1, eventType: r.2, requestPublicId: r.3, state: r.4, createdAt: r.5,
+                        nextAttemptAt: r.6, finishedAt: r.7, attempts: []
+                    ))
+            }
+            if let attempt = r.8, let at = r.9, let duration = r.10 {
+                records[records.count - 1].attempts.append(
+                    DeliveryAttemptRecord(attempt: Int(attempt), at: at, durationMs: Int(duration), statusCode: r.11.map(Int.init), error: r.12))
+            }
         }
-        for index in records.indices { records[index].attempts = byDelivery[records[index].id] ?? [] }
         return records
     }
 
