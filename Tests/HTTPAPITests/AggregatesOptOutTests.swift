@@ -16,7 +16,8 @@ struct AggregatesOptOutTests {
         let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
         let query = GroupQuery(
             sampleType: SampleType.stepCount.storageCode, dailyTotal: true, areas: [], ageBands: [], sex: nil, from: "2026-11-20",
-            to: "2026-11-20", months: [], days: [], key: .day, lower: 0, upper: 50_000, binWidth: 1_000, binCount: 50, resolution: 1)
+            to: "2026-11-20", months: [], addedDays: [], subtractedDays: [], key: .day, lower: 0, upper: 50_000, binWidth: 1_000, binCount: 50,
+            resolution: 1)
         return try await direct.whileRunning {
             try await GroupAggregateStore(database: direct).exactGroups(query).map(\.individuals).reduce(0, +)
         }

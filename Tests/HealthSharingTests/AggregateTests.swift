@@ -269,7 +269,8 @@ struct AggregateTests {
             for month in plan.months {
                 for day in month.ordinal..<month.firstOfNextMonth.ordinal { covered[day, default: 0] += 1 }
             }
-            for range in plan.days { for day in range.from.ordinal...range.to.ordinal { covered[day, default: 0] += range.sign } }
+            for day in plan.added { covered[day.ordinal, default: 0] += 1 }
+            for day in plan.subtracted { covered[day.ordinal, default: 0] -= 1 }
             let (weeks, edges) = spec.wholeWeeks()
             var weekDays = Set<Int>()
             for week in weeks { for day in week.ordinal..<(week.ordinal + 7) { #expect(weekDays.insert(day).inserted) } }

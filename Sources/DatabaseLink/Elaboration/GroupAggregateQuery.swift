@@ -18,10 +18,11 @@ package struct GroupQuery: Sendable {
     package var from: String
     package var to: String
     /// Months (first days) whose totals are read from `monthly_rollups`, and days read from
-    /// `daily_rollups` and added (sign 1) or subtracted (sign -1): together, the window. Time
-    /// groups ignore both and read the window's days.
+    /// `daily_rollups` and added to them or subtracted: together, the window. Time groups ignore
+    /// these and read the window's days.
     package var months: [String]
-    package var days: [(day: String, sign: Int)]
+    package var addedDays: [String]
+    package var subtractedDays: [String]
     /// Week groups: the window's whole weeks (Mondays, in order and contiguous: read as one range
     /// of `weekly_rollups`), and the days of its partial weeks (at most two ranges, one at each
     /// end, as `AggregateSpec.wholeWeeks` makes them), read from `daily_rollups`.
@@ -36,7 +37,7 @@ package struct GroupQuery: Sendable {
 
     package init(
         sampleType: Int16, dailyTotal: Bool, areas: [String], ageBands: [Int32], sex: String?, from: String, to: String,
-        months: [String], days: [(day: String, sign: Int)], key: Key, lower: Double, upper: Double, binWidth: Double,
+        months: [String], addedDays: [String], subtractedDays: [String], key: Key, lower: Double, upper: Double, binWidth: Double,
         binCount: Int32, resolution: Double
     ) {
         self.sampleType = sampleType
@@ -47,7 +48,8 @@ package struct GroupQuery: Sendable {
         self.from = from
         self.to = to
         self.months = months
-        self.days = days
+        self.addedDays = addedDays
+        self.subtractedDays = subtractedDays
         self.key = key
         self.lower = lower
         self.upper = upper
@@ -161,16 +163,20 @@ package struct GroupAggregateStore: Sendable {
                       AND (day BETWEEN \(edge[0].from)::date AND \(edge[0].to)::date OR day BETWEEN \(edge[1].from)::date AND \(edge[1].to)::date)
                 ),
                 parts AS (   -- index: monthly_rollups_type_month_idx, daily_rollups_type_day_idx
-                    -- Both scans by index conditions alone (no join to a list of ranges), so that
-                    -- two workers can share them and add up each individual's parts.
+                    -- Every scan by index conditions alone (no join to a list of ranges: with the
+                    -- list a parameter, the planner once read all daily rows), so that two
+                    -- workers can share them and add up each individual's parts.
                     SELECT m.individual_id, m.days::float8 AS days, m.sample_count::float8 AS sample_count, m.value_sum
                     FROM monthly_rollups m
                     WHERE m.sample_type = \(query.sampleType) AND m.month = ANY (\(query.months)::date[])
                     UNION ALL
-                    SELECT r.individual_id, s.sign, s.sign * r.sample_count, s.sign * r.value_sum
-                    FROM daily_rollups r,
-                         LATERAL (SELECT CASE WHEN r.day = ANY (\(query.days.filter { $0.sign < 0 }.map(\.day))::date[]) THEN -1::float8 ELSE 1::float8 END AS sign) s
-                    WHERE r.sample_type = \(query.sampleType) AND r.day = ANY (\(query.days.map(\.day))::date[])
+                    SELECT r.individual_id, 1, r.sample_count, r.value_sum
+                    FROM daily_rollups r
+                    WHERE r.sample_type = \(query.sampleType) AND r.day = ANY (\(query.addedDays)::date[])
+                    UNION ALL
+                    SELECT r.individual_id, -1, -r.sample_count, -r.value_sum
+                    FROM daily_rollups r
+                    WHERE r.sample_type = \(query.sampleType) AND r.day = ANY (\(query.subtractedDays)::date[])
                 ),
                 totals AS (   -- each individual's totals per group, before meeting the people
                     \(unescaped: query.key == .day ? Self.dayParts : query.key == .week ? Self.weekParts : Self.sumParts)

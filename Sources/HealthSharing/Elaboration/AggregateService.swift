@@ -152,14 +152,11 @@ package struct AggregateService: Sendable {
             case .day?: .day
             case .week?: .week
             }
-        let (months, days) = spec.readPlan()
+        let (months, added, subtracted) = spec.readPlan()
         var query = GroupQuery(
             sampleType: spec.type.storageCode, dailyTotal: domain.daily == .total, areas: spec.areas,
             ageBands: spec.ageBands.map { Int32($0.lower) }, sex: spec.sex?.rawValue, from: spec.from.text, to: spec.to.text,
-            months: months.map(\.text),
-            days: days.flatMap { range in
-                stride(from: range.from.ordinal, through: range.to.ordinal, by: 1).map { (CalendarDay(ordinal: $0).text, range.sign) }
-            },
+            months: months.map(\.text), addedDays: added.map(\.text), subtractedDays: subtracted.map(\.text),
             key: key, lower: domain.lower,
             upper: domain.upper, binWidth: domain.binWidth, binCount: Int32(domain.binCount),
             resolution: domain.resolution

@@ -182,28 +182,24 @@ package struct AggregateSpec: Sendable, Hashable {
     /// rollups, and for a month the window covers only in part, either its days in the window
     /// (added) or the month's total less its days outside the window (subtracted), whichever is
     /// fewer. A window ending today thus costs no daily rows at its end.
-    package func readPlan() -> (months: [CalendarDay], days: [(from: CalendarDay, to: CalendarDay, sign: Int)]) {
+    package func readPlan() -> (months: [CalendarDay], added: [CalendarDay], subtracted: [CalendarDay]) {
         var months: [CalendarDay] = []
-        var days: [(from: CalendarDay, to: CalendarDay, sign: Int)] = []
+        var added: [CalendarDay] = []
+        var subtracted: [CalendarDay] = []
         var month = from.firstOfMonth
         while month <= to {
             let next = month.firstOfNextMonth
-            let monthEnd = CalendarDay(ordinal: next.ordinal - 1)
-            let inside = (max(month, from), min(monthEnd, to))
-            let insideDays = inside.1.ordinal - inside.0.ordinal + 1
-            var outside: [(CalendarDay, CalendarDay)] = []
-            if month < inside.0 { outside.append((month, CalendarDay(ordinal: inside.0.ordinal - 1))) }
-            if inside.1 < monthEnd { outside.append((CalendarDay(ordinal: inside.1.ordinal + 1), monthEnd)) }
-            let outsideDays = outside.map { $0.1.ordinal - $0.0.ordinal + 1 }.reduce(0, +)
-            if outside.isEmpty || outsideDays < insideDays {
+            let inside = max(month, from).ordinal...min(CalendarDay(ordinal: next.ordinal - 1), to).ordinal
+            let outside = (month.ordinal..<next.ordinal).filter { !inside.contains($0) }
+            if outside.count < inside.count {
                 months.append(month)
-                days += outside.map { ($0.0, $0.1, -1) }
+                subtracted += outside.map(CalendarDay.init(ordinal:))
             } else {
-                days.append((inside.0, inside.1, 1))
+                added += inside.map(CalendarDay.init(ordinal:))
             }
             month = next
         }
-        return (months, days)
+        return (months, added, subtracted)
     }
 
     /// The window's whole weeks (their Mondays) and the days of its partial weeks.
