@@ -53,8 +53,22 @@ struct SOSIncidentTests {
         while true {
             let items = try await Self.incidents(api, token)
             if condition(items) { return items }
-            guard ContinuousClock.now < deadline else { throw WebhookReceiver.TimedOut() }
+            guard ContinuousClock.now < deadline else { throw IncidentsTimedOut(lastSeen: items) }
             try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    /// A wait that ran out, with what the listing last showed: which side of the dispatch the
+    /// incidents were stuck on.
+    struct IncidentsTimedOut: Error, CustomStringConvertible {
+        let description: String
+
+        init(lastSeen: [[String: Any]]) {
+            let incidents = lastSeen.map { incident in
+                ["status", "dispatchAttempts", "detectedAt", "dispatchedAt", "cancelledAt"]
+                    .map { "\($0)=\(incident[$0].map { "\($0)" } ?? "-")" }.joined(separator: " ")
+            }
+            description = "no incident listing met the condition in time; the last one: [\(incidents.joined(separator: "; "))]"
         }
     }
 
@@ -228,8 +242,8 @@ struct SOSIncidentTests {
             defer { listening.cancel() }
             let done = try await Self.waitForIncidents(api, person) { $0.first?["status"] as? String == "dispatched" }
             // One dispatch: the centre keys calls by the incident (Idempotency-Key). Usually one
-            // call too; on a loaded machine an answer slower than the 1 s timeout is retried,
-            // and the centre still dispatches once.
+            // call too; on a loaded machine an answer slower than the dispatch timeout is
+            // retried, and the centre still dispatches once.
             #expect(centre.dispatches.count == 1 && centre.dispatches[0].calls >= 1)
             #expect(centre.dispatches[0].incidentId == done.first?["id"] as? String)
         }
