@@ -3,6 +3,7 @@ import DatabaseTestSupport
 import Foundation
 import HTTPAPI
 import HTTPTypes
+import HealthSharing
 import HummingbirdTesting
 import NIOCore
 import PostgresNIO
@@ -306,6 +307,133 @@ struct ImportTests {
                 headers: [.contentType: "application/partial-upload", .uploadOffset: String(bytes.count)]
             )
             #expect(late.status == .conflict)
+        }
+    }
+
+    /// An export of `records` heart-rate readings a minute apart (the fixture's prologue, with
+    /// its internal DTD), ending `tail` (its closing tag unless said otherwise).
+    static func heartRateExport(records: Int, tail: String = "</HealthData>\n") -> [UInt8] {
+        let prologue = Self.export.components(separatedBy: " <Record ").first ?? ""
+        var text = prologue
+        let start = Date(timeIntervalSince1970: 1_763_000_000)  // November 2025: settled history
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "Europe/Rome")
+        formatter.dateFormat = "yyyy-MM-dd HH:mm:ss Z"
+        for index in 0..<records {
+            let time = formatter.string(from: start.addingTimeInterval(Double(index) * 60))
+            text +=
+                #" <Record type="HKQuantityTypeIdentifierHeartRate" sourceName="Anna’s Apple Watch" unit="count/min" "#
+                + #"startDate="\#(time)" endDate="\#(time)" value="\#(60 + index % 50)"/>"# + "\n"
+        }
+        return Array((text + tail).utf8)
+    }
+
+    static func part(
+        _ api: APIClient, _ token: String, _ id: String, _ bytes: ArraySlice<UInt8>, at offset: Int, complete: Bool
+    ) async throws -> APIClient.Reply {
+        try await api.send(
+            .patch, "/api/users/imports/\(id)", token: token, raw: String(decoding: bytes, as: UTF8.self),
+            headers: [.contentType: "application/partial-upload", .uploadOffset: String(offset), .uploadComplete: complete ? "?1" : "?0"]
+        )
+    }
+
+    /// Polls the import until `condition` holds.
+    static func waitFor(
+        _ api: APIClient, _ token: String, _ id: String, timeout: Duration = .seconds(90), until condition: ([String: Any]) -> Bool
+    ) async throws -> [String: Any] {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let job = try await api.send(.get, "/api/users/imports/\(id)", token: token).json
+            if condition(job) { return job }
+            guard ContinuousClock.now < deadline else { throw WaitRanOut(lastSeen: "\(job)") }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+    }
+
+    struct WaitRanOut: Error, CustomStringConvertible {
+        let lastSeen: String
+        var description: String { "the import never got there; last seen: \(lastSeen)" }
+    }
+
+    /// An `export.xml` is read while it arrives: a worker follows the upload's parts, gives the
+    /// claim back when the upload pauses, takes it up again when more arrives, and the result is
+    /// what reading the whole file gives. A part that cannot be read fails the import while it
+    /// is still uploading (the next part is refused), and a cancelled one frees the worker.
+    @Test func anExportIsReadWhileItArrives() async throws {
+        let database = try await TestPostgres.shared.migratedDatabase()
+        let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+        try await direct.whileRunning {
+            let configure: (inout AppConfiguration) -> Void = {
+                $0.importSettings.followAhead = 16 * 1024
+                $0.importSettings.followIdle = .milliseconds(300)
+            }
+            try await TestServer.run(database: database, configure: configure) { api in
+                let (person, _) = try await api.individualSession()
+                let file = Self.heartRateExport(records: 3_000)
+                let (first, second) = (file.count * 2 / 5, file.count * 7 / 10)
+                let posted = try await Self.post(
+                    api, person, String(decoding: file[..<first], as: UTF8.self), headers: [.uploadComplete: "?0"])
+                #expect(posted.status == .created && posted.string("state") == "uploading")
+                let id = try #require(posted.string("id"))
+
+                // Read before the rest has arrived, and given back when nothing more comes.
+                let reading = try await Self.waitFor(api, person, id) { ($0["records"] as? Int ?? 0) > 0 }
+                #expect(reading["state"] as? String == "uploading" && reading["startedAt"] is String, "\(reading)")
+                #expect((reading["records"] as? Int ?? 0) < 3_000)
+                try await Self.waitForRelease(direct, releases: 1)
+
+                // More arrives (a worker takes it up again), then the last part.
+                #expect(try await Self.part(api, person, id, file[first..<second], at: first, complete: false).status == .ok)
+                try await Self.waitForRelease(direct, releases: 2)
+                let last = try await Self.part(api, person, id, file[second...], at: second, complete: true)
+                #expect(last.status == .ok && ["queued", "running", "done"].contains(last.string("state") ?? ""), "\(last.json)")
+                let job = try await Self.finished(api, person, id)
+                #expect(job["state"] as? String == "done" && Self.countsAddUp(job), "\(job)")
+                #expect(job["records"] as? Int == 3_000 && job["bytesProcessed"] as? Int == file.count)
+                #expect(Self.types(job)["heartRate"] == ["accepted": 3_000, "duplicates": 0])
+                let publicId = try #require(UUID(uuidString: id))
+                let stored = try await direct.query(
+                    """
+                    SELECT sum(cardinality(offsets_ms))::int8 FROM sample_blocks
+                    WHERE individual_id = (SELECT individual_id FROM imports WHERE public_id = \(publicId))
+                    """)
+                #expect(try stored.first?.decode(Int64.self) == 3_000)
+
+                // A part that cannot be read fails the import while it uploads.
+                let broken = Self.heartRateExport(records: 400, tail: " <Record type=\"a\" value=oops/>\n")
+                let failing = try await Self.post(api, person, String(decoding: broken, as: UTF8.self), headers: [.uploadComplete: "?0"])
+                let failingId = try #require(failing.string("id"))
+                let failed = try await Self.waitFor(api, person, failingId) { $0["state"] as? String != "uploading" }
+                #expect(failed["state"] as? String == "failed" && Self.countsAddUp(failed), "\(failed)")
+                let brokenLine = String(decoding: broken, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).count - 1
+                #expect((failed["failure"] as? String)?.hasPrefix("export.xml cannot be read at line \(brokenLine):") == true, "\(failed)")
+                let refused = try await Self.part(api, person, failingId, [UInt8]("</HealthData>".utf8)[...], at: broken.count, complete: true)
+                #expect(refused.status == .conflict)
+
+                // A followed upload cancelled: the worker is free for the next import.
+                let cancelling = try await Self.post(
+                    api, person, String(decoding: Self.heartRateExport(records: 1_000).dropLast(20), as: UTF8.self),
+                    headers: [.uploadComplete: "?0"])
+                let cancellingId = try #require(cancelling.string("id"))
+                _ = try await Self.waitFor(api, person, cancellingId) { ($0["records"] as? Int ?? 0) > 0 }
+                let cancelled = try await api.send(.delete, "/api/users/imports/\(cancellingId)", token: person)
+                #expect(cancelled.status == .ok && cancelled.string("state") == "cancelled")
+                let next = try #require(try await Self.post(api, person, Self.export).string("id"))
+                #expect(try await Self.finished(api, person, next)["state"] as? String == "done")
+            }
+        }
+    }
+
+    /// Waits until workers have given back claims of followed uploads `releases` times in all.
+    static func waitForRelease(_ direct: Database, releases: Int32) async throws {
+        let deadline = ContinuousClock.now + .seconds(90)
+        while true {
+            let rows = try await direct.query("SELECT coalesce(sum(released), 0)::int4 FROM imports WHERE lease_until IS NULL")
+            let released = try rows.first?.decode(Int32.self) ?? 0
+            if released >= releases { return }
+            guard ContinuousClock.now < deadline else { throw WaitRanOut(lastSeen: "\(released) claims given back") }
+            try await Task.sleep(for: .milliseconds(50))
         }
     }
 

@@ -2970,7 +2970,9 @@ public enum Operations {
     ///
     /// A big file over a bad network can be sent in parts (the IETF draft "Resumable Uploads for
     /// HTTP"): `Upload-Complete: ?0` says more is to come (201, state `uploading`); `HEAD` on the
-    /// import tells `Upload-Offset`, and `PATCH` with `Upload-Offset` appends from there.
+    /// import tells `Upload-Offset`, and `PATCH` with `Upload-Offset` appends from there. An
+    /// `export.xml` may be read while it arrives: its `records` and `result` can grow while it is
+    /// still `uploading`, and a part that cannot be read fails it (the next part is answered 409).
     ///
     ///
     /// - Remark: HTTP `POST /api/users/imports`.

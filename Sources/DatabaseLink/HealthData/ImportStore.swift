@@ -11,6 +11,11 @@ package struct ClaimedImport: Sendable, Equatable {
     package let format: ImportFormat
     /// Which claim this is: a commit of an older claim (a worker that lost its lease) is refused.
     package let attempt: Int32
+    /// The claims so far that ended without a word (a worker that died or lost its lease), this
+    /// one included: claims given back after following an upload are not counted.
+    package let tries: Int32
+    /// The file was still arriving when claimed: the worker follows the upload.
+    package let uploading: Bool
     /// Where the last commit left the reading (JSON), nil at the start.
     package let checkpoint: String?
     package let figures: String
@@ -80,20 +85,23 @@ package struct ImportStore: Sendable {
     }
 
     /// Adds `bytes` at `offset` of the file, which must be where the bytes received end, and
-    /// commits them: answers the new end.
+    /// commits them: answers the new end. When an import that a worker may follow
+    /// (`followAhead`, `claim`) gets that far ahead of its reading, the workers are woken.
     package func append(
-        _ publicId: UUID, individualId: Int64, at offset: Int64, bytes: [UInt8], limit: Int64
+        _ publicId: UUID, individualId: Int64, at offset: Int64, bytes: [UInt8], limit: Int64, followAhead: Int64
     ) async throws -> Int64 {
         try await database.withTransaction { connection in
             let rows = try await connection.query(
                 """
                 SELECT id, state, bytes_received,
                        -- the next chunk's number: one probe of the primary key's end, not a count of every chunk
-                       coalesce((SELECT max(c.seq) + 1 FROM import_chunks c WHERE c.import_id = i.id), 0)::int4
+                       coalesce((SELECT max(c.seq) + 1 FROM import_chunks c WHERE c.import_id = i.id), 0)::int4,
+                       -- where a worker following it would start, if none is
+                       CASE WHEN format = 'apple-health-xml' AND (lease_until IS NULL OR lease_until < now()) THEN bytes_processed END
                 FROM imports i WHERE public_id = \(publicId) AND individual_id = \(individualId) FOR UPDATE
                 """, logger: database.logger)
             guard let row = try await rows.collect().first else { throw ImportUploadRefusal.notFound }
-            let (id, state, received, chunks) = try row.decode((Int64, ImportState, Int64, Int32).self)
+            let (id, state, received, chunks, unfollowed) = try row.decode((Int64, ImportState, Int64, Int32, Int64?).self)
             guard state == .uploading else { throw ImportUploadRefusal.notUploading(state) }
             guard offset == received else { throw ImportUploadRefusal.offsetMismatch(expected: received) }
             let (end, overflow) = received.addingReportingOverflow(Int64(bytes.count))
@@ -104,16 +112,22 @@ package struct ImportStore: Sendable {
                 INSERT INTO import_chunks (import_id, seq, position, bytes) VALUES (\(id), \(chunks), \(received), \(ByteBuffer(bytes: bytes)));
                 """, logger: database.logger)
             _ = try await connection.query("UPDATE imports SET bytes_received = \(end) WHERE id = \(id)", logger: database.logger)
+            if let unfollowed, case let threshold = unfollowed.addingReportingOverflow(followAhead), !threshold.overflow,
+                received < threshold.partialValue, end >= threshold.partialValue
+            {
+                _ = try await connection.query("SELECT pg_notify(\(Self.channel), \(String(id)))", logger: database.logger)
+            }
             return end
         }
     }
 
-    /// The file is whole: queue the import for a worker. Nil if there is no such import; an
-    /// import no longer uploading is answered as it is.
+    /// The file is whole: queue the import for a worker, or — if a worker is following the upload
+    /// — it is running. Nil if there is no such import; an import no longer uploading is
+    /// answered as it is.
     package func complete(_ publicId: UUID, individualId: Int64) async throws -> ImportRecord? {
         let rows = try await database.query(
             """
-            UPDATE imports SET state = 'queued', uploaded_at = now()
+            UPDATE imports SET state = CASE WHEN lease_until > now() THEN 'running' ELSE 'queued' END, uploaded_at = now()
             WHERE public_id = \(publicId) AND individual_id = \(individualId) AND state = 'uploading'
             RETURNING \(unescaped: Self.columns)
             """)
@@ -172,28 +186,62 @@ package struct ImportStore: Sendable {
 
     // MARK: - Workers
 
-    /// Claims the oldest queued import, or a running one whose worker's lease ran out (it died),
-    /// for `leaseFor`; the worker renews the lease with every commit.
-    package func claim(leaseFor: Duration) async throws -> ClaimedImport? {
+    /// Claims the oldest queued import, a running one whose worker's lease ran out (it died), or
+    /// an `export.xml` still uploading that has `followAhead` bytes or more beyond where its
+    /// reading stands and nobody following it (it stays `uploading`), for `leaseFor`; the
+    /// worker renews the lease with every commit (and, following, with every look for more).
+    package func claim(leaseFor: Duration, followAhead: Int64) async throws -> ClaimedImport? {
         let seconds = Double(leaseFor.components.seconds)
         let rows = try await database.query(
             """
-            UPDATE imports SET state = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now()),
-                               lease_until = now() + make_interval(secs => \(seconds))
+            UPDATE imports SET state = CASE WHEN state = 'uploading' THEN 'uploading' ELSE 'running' END, attempts = attempts + 1,
+                               started_at = coalesce(started_at, now()), lease_until = now() + make_interval(secs => \(seconds))
             WHERE id = (
                 SELECT id FROM imports
                 WHERE state = 'queued' OR (state = 'running' AND lease_until < now())
+                   OR (state = 'uploading' AND format = 'apple-health-xml' AND (lease_until IS NULL OR lease_until < now())
+                       AND bytes_received - bytes_processed >= \(followAhead))
                 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
-            RETURNING id, public_id, individual_id, format, attempts, checkpoint::text, figures::text, bytes_processed, records, bytes_received
+            RETURNING id, public_id, individual_id, format, attempts, attempts - released, state = 'uploading',
+                      checkpoint::text, figures::text, bytes_processed, records, bytes_received
             """)  // index: imports_queue_idx
         guard let row = rows.first else { return nil }
-        let (id, publicId, individualId, format, attempt, checkpoint, figures, processed, records, received) = try row.decode(
-            (Int64, UUID, Int64, ImportFormat, Int32, String?, String, Int64, Int64, Int64).self
+        let (id, publicId, individualId, format, attempt, tries, uploading, checkpoint, figures, processed, records, received) = try row.decode(
+            (Int64, UUID, Int64, ImportFormat, Int32, Int32, Bool, String?, String, Int64, Int64, Int64).self
         )
         return ClaimedImport(
-            id: id, publicId: publicId, individualId: individualId, format: format, attempt: attempt, checkpoint: checkpoint, figures: figures,
-            bytesProcessed: processed, records: records, bytesReceived: received
+            id: id, publicId: publicId, individualId: individualId, format: format, attempt: attempt, tries: tries, uploading: uploading,
+            checkpoint: checkpoint, figures: figures, bytesProcessed: processed, records: records, bytesReceived: received
         )
+    }
+
+    /// For a worker following an upload: renews its lease and answers where the bytes received
+    /// end and whether more are to come. Throws `ImportClaimLost` if the claim is no longer
+    /// current (the import was cancelled or refused, or another worker took it over).
+    package func follow(_ claim: ClaimedImport, leaseFor: Duration) async throws -> (bytesReceived: Int64, uploading: Bool) {
+        let seconds = Double(leaseFor.components.seconds)
+        let rows = try await database.query(
+            """
+            UPDATE imports SET lease_until = now() + make_interval(secs => \(seconds)),
+                               state = CASE WHEN state = 'queued' THEN 'running' ELSE state END
+            WHERE id = \(claim.id) AND attempts = \(claim.attempt) AND state IN ('uploading', 'queued', 'running')
+            RETURNING bytes_received, state = 'uploading'
+            """)
+        guard let row = rows.first else { throw ImportClaimLost() }
+        return try row.decode((Int64, Bool).self)
+    }
+
+    /// Gives back the claim of an import whose upload has paused (its reading caught up and
+    /// committed): another claim takes it up once more has arrived. False if the upload has
+    /// ended meanwhile (the claim stays: read on) or the claim is lost.
+    package func release(_ claim: ClaimedImport) async throws -> Bool {
+        let rows = try await database.query(
+            """
+            UPDATE imports SET lease_until = NULL, released = released + 1
+            WHERE id = \(claim.id) AND attempts = \(claim.attempt) AND state = 'uploading'
+            RETURNING 1
+            """)
+        return rows.first != nil
     }
 
     /// The chunk of the file that holds byte `offset`: its first byte's offset and its bytes.
@@ -221,7 +269,7 @@ package struct ImportStore: Sendable {
             UPDATE imports SET checkpoint = \(progress.checkpoint)::jsonb, figures = \(progress.figures)::jsonb,
                                bytes_processed = \(progress.bytesProcessed), records = \(progress.records),
                                lease_until = now() + make_interval(secs => \(seconds))
-            WHERE id = \(claim.id) AND state = 'running' AND attempts = \(claim.attempt)
+            WHERE id = \(claim.id) AND state IN ('uploading', 'running') AND attempts = \(claim.attempt)
             RETURNING 1
             """, logger: transaction.logger)
         guard try await rows.collect().count == 1 else { throw ImportClaimLost() }
@@ -247,7 +295,7 @@ package struct ImportStore: Sendable {
                                    figures = coalesce(\(progress?.figures)::jsonb, figures),
                                    bytes_processed = coalesce(\(progress?.bytesProcessed), bytes_processed),
                                    records = coalesce(\(progress?.records), records), checkpoint = NULL
-                WHERE id = \(claim.id) AND state = 'running' AND attempts = \(claim.attempt)
+                WHERE id = \(claim.id) AND state IN ('uploading', 'running') AND attempts = \(claim.attempt)
                 RETURNING figures::text
                 """, logger: database.logger)
             guard let figures = try await rows.collect().first?.decode(String.self) else { throw ImportClaimLost() }

@@ -10,16 +10,20 @@ extension ImportRecord {
 }
 
 /// The Data Manager's imports, as their owner drives them: a file arrives (whole, or in pieces
-/// that resume an interrupted upload), is queued for `ImportWorker`, and can be followed and
-/// cancelled. Every operation takes the owner's id: another individual's import is not found.
+/// that resume an interrupted upload), is queued for `ImportWorker` (which may already be
+/// reading an `export.xml` as it arrives), and can be followed and cancelled. Every operation takes the owner's id: another individual's import is not found.
 package struct ImportService: Sendable {
     let store: ImportStore
     /// The largest file accepted (`IMPORT_MAX_BYTES`).
     package let maximumBytes: Int64
+    /// How far an upload that a worker may follow gets ahead of its reading before the workers
+    /// are woken for it (`ImportSettings.followAhead`).
+    let followAhead: Int64
 
-    package init(database: Database, maximumBytes: Int64) {
+    package init(database: Database, maximumBytes: Int64, followAhead: Int64 = ImportSettings().followAhead) {
         self.store = ImportStore(database: database)
         self.maximumBytes = maximumBytes
+        self.followAhead = followAhead
     }
 
     package func create(for individual: IndividualID, format: ImportFormat) async throws -> ImportRecord {
@@ -28,7 +32,7 @@ package struct ImportService: Sendable {
 
     /// Adds a piece of the file at `offset`; answers the new end.
     package func append(_ id: UUID, for individual: IndividualID, at offset: Int64, bytes: [UInt8]) async throws -> Int64 {
-        try await store.append(id, individualId: individual.rowId, at: offset, bytes: bytes, limit: maximumBytes)
+        try await store.append(id, individualId: individual.rowId, at: offset, bytes: bytes, limit: maximumBytes, followAhead: followAhead)
     }
 
     /// The file is whole: queue it. An empty file fails at once (there is nothing to read).

@@ -13,6 +13,12 @@ import UntrustedXML
 /// batches. Each batch commits with the import's checkpoint and figures, so a worker that dies
 /// leaves a position another one continues from once the lease has run out — nothing lost,
 /// nothing stored or counted twice (records' ids come from their identity besides).
+///
+/// An `export.xml` is read as it arrives: once `followAhead` bytes of it are in beyond where its
+/// reading stands, a worker claims it while it is still uploading and follows the upload's
+/// committed chunks, so that the reading ends soon after the upload does instead of starting
+/// then. A worker that catches up with an upload that has paused commits and gives the claim
+/// back (`followIdle`): it never waits on one phone's network while other imports queue.
 package struct ImportWorker: Service {
     let store: ImportStore
     let workouts: WorkoutStore
@@ -47,7 +53,7 @@ package struct ImportWorker: Service {
     package func runOne() async -> Bool {
         let claim: ClaimedImport
         do {
-            guard let claimed = try await store.claim(leaseFor: settings.lease) else { return false }
+            guard let claimed = try await store.claim(leaseFor: settings.lease, followAhead: settings.followAhead) else { return false }
             claim = claimed
         } catch {
             logger.warning("cannot claim an import; will retry", metadata: ["error.type": "\(type(of: error))"])
@@ -55,7 +61,7 @@ package struct ImportWorker: Service {
         }
         do {
             // A file that ends the process that reads it (a bug) must not end every instance in turn.
-            guard claim.attempt <= settings.maximumAttempts else {
+            guard claim.tries <= settings.maximumAttempts else {
                 throw ImportFailure("the file could not be read: the import was started \(settings.maximumAttempts) times and stopped each time")
             }
             // Reading runs on a thread of lower priority than the requests of everyone else.
@@ -86,9 +92,10 @@ package struct ImportWorker: Service {
         switch claim.format {
         case .appleHealthXML:
             var batch = ImportBatch(claim: claim)
-            let processed = try await readExport(
-                &batch, name: "export.xml", from: checkpoint?.position, pieces: StoredChunks(store: store, claim: claim, offset: offset)
-            )
+            let chunks = StoredChunks(store: store, claim: claim, offset: offset, settings: settings)
+            guard let processed = try await readExport(&batch, name: "export.xml", from: checkpoint?.position, pieces: chunks) else {
+                return  // caught up with an upload that paused: given back until more of it arrives
+            }
             try await store.finish(claim, progress: batch.progress(processed: processed), announcing: ImportAnnouncer.events)
         case .appleHealthZIP:
             // A ZIP is read from its end (the directory): spooled to a temporary file first.
@@ -100,7 +107,9 @@ package struct ImportWorker: Service {
                 var processed = offset
                 if checkpoint?.routesRead == nil {
                     let pieces = SkippedPieces(pieces: export.pieces(pieceBytes: settings.pieceBytes), skip: offset)
-                    processed = try await readExport(&batch, name: export.name, from: checkpoint?.position, pieces: pieces, routesFollow: true)
+                    // A ZIP is only claimed once it has arrived whole: its reading never pauses.
+                    processed =
+                        try await readExport(&batch, name: export.name, from: checkpoint?.position, pieces: pieces, routesFollow: true) ?? offset
                 }
                 try await readRoutes(&batch, of: export, from: checkpoint?.routesRead ?? 0, processed: processed)
                 try await store.finish(claim, progress: batch.progress(processed: processed), announcing: ImportAnnouncer.events)
@@ -150,7 +159,7 @@ package struct ImportWorker: Service {
                     "the \(format.rawValue) file is larger than the \(ActivityImport.maximumBytes >> 20) MiB an activity import may be")
             }
             var bytes: [UInt8] = []
-            for try await piece in StoredChunks(store: store, claim: claim, offset: 0) { bytes += piece }
+            for try await piece in StoredChunks(store: store, claim: claim, offset: 0, settings: settings) { bytes += piece }
             let document: ActivityDocument
             do {
                 document = try format.read(bytes)
@@ -174,21 +183,36 @@ package struct ImportWorker: Service {
         FileManager.default.createFile(atPath: url.path, contents: nil, attributes: [.posixPermissions: 0o600])
         let handle = try FileHandle(forWritingTo: url)
         defer { try? handle.close() }
-        for try await piece in StoredChunks(store: store, claim: claim, offset: 0) { try handle.write(contentsOf: piece) }
+        for try await piece in StoredChunks(store: store, claim: claim, offset: 0, settings: settings) { try handle.write(contentsOf: piece) }
         return url
     }
 
     /// Reads an Apple Health export from `checkpoint` (or its start) to its end, committing as
-    /// it goes: `pieces` are its bytes from there on. Answers the bytes of it read. With
-    /// `routesFollow`, the last commit says the ZIP's workout routes are next.
+    /// it goes: `pieces` are its bytes from there on. Answers the bytes of it read, or nil if
+    /// the reading caught up with an upload that paused and the claim was given back (what was
+    /// read is committed). With `routesFollow`, the last commit says the ZIP's workout routes
+    /// are next.
     private func readExport(
         _ batch: inout ImportBatch, name: String, from checkpoint: XMLReader.Position?, pieces: some AsyncSequence<[UInt8], any Error>,
         routesFollow: Bool = false
-    ) async throws -> Int64 {
+    ) async throws -> Int64? {
         var reader = try checkpoint.map { try AppleHealthExportReader(resumingAt: $0) } ?? AppleHealthExportReader()
         var offset = checkpoint?.offset ?? 0
+        var iterator = pieces.makeAsyncIterator()
         do {
-            for try await piece in pieces {
+            while true {
+                let piece: [UInt8]
+                do {
+                    guard let next = try await iterator.next() else { break }
+                    piece = next
+                } catch is UploadPaused {
+                    // Everything that arrived is read: commit up to the last whole record, and give
+                    // the claim back unless the upload ended meanwhile (then read on).
+                    let position = reader.checkpoint
+                    try await commit(&batch, checkpoint: position.map(ImportCheckpoint.init), processed: position?.offset ?? 0)
+                    if try await store.release(batch.claim) { return nil }
+                    continue
+                }
                 var start = piece.startIndex
                 while start < piece.endIndex {
                     let end = min(piece.endIndex, start + settings.feedBytes)
@@ -259,19 +283,36 @@ package struct ImportWorker: Service {
     }
 }
 
-/// The import's file as stored, from `offset` on, a chunk at a time.
+/// The import's file as stored, from `offset` on, a chunk at a time. For a claim of an upload
+/// still arriving, it follows the upload: at the end of what has arrived it looks for more
+/// (renewing the claim's lease) every `followPoll`, ends when the upload has, and throws
+/// `UploadPaused` after `followIdle` without a new byte (it may be asked for more afterwards).
 struct StoredChunks: AsyncSequence {
     let store: ImportStore
     let claim: ClaimedImport
     let offset: Int64
+    let settings: ImportSettings
 
     struct AsyncIterator: AsyncIteratorProtocol {
         let store: ImportStore
         let claim: ClaimedImport
+        let settings: ImportSettings
         var offset: Int64
+        var received: Int64
+        var uploading: Bool
 
         mutating func next() async throws -> [UInt8]? {
-            guard offset < claim.bytesReceived else { return nil }
+            var waitingSince: ContinuousClock.Instant?
+            while offset >= received {
+                guard uploading else { return nil }
+                if let since = waitingSince {
+                    guard ContinuousClock.now - since < settings.followIdle else { throw UploadPaused() }
+                    try await Task.sleep(for: settings.followPoll)
+                } else {
+                    waitingSince = .now
+                }
+                (received, uploading) = try await store.follow(claim, leaseFor: settings.lease)
+            }
             guard let chunk = try await store.chunk(of: claim.id, holding: offset) else {
                 throw ImportFailure("the uploaded file is missing its bytes from \(offset)")
             }
@@ -281,8 +322,13 @@ struct StoredChunks: AsyncSequence {
         }
     }
 
-    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(store: store, claim: claim, offset: offset) }
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(store: store, claim: claim, settings: settings, offset: offset, received: claim.bytesReceived, uploading: claim.uploading)
+    }
 }
+
+/// The reading of an upload caught up with it, and nothing more arrived for `followIdle`.
+struct UploadPaused: Error {}
 
 /// Inflated pieces of a ZIP entry, without its first `skip` bytes (read before a checkpoint).
 struct SkippedPieces<Pieces: AsyncSequence<Data, any Error>>: AsyncSequence {
@@ -324,6 +370,13 @@ package struct ImportSettings: Sendable {
     package var batchRecords = 5_000
     /// Claims of one import before it fails (each after a worker died or lost its lease).
     package var maximumAttempts = 5
+    /// An `export.xml` still uploading is claimed and read as it arrives once this much of it
+    /// is in beyond where its reading stands (8 MiB: about 30,000 records, a few batches).
+    package var followAhead: Int64 = 8 << 20
+    /// A worker following an upload looks for more this often when it has read everything…
+    package var followPoll: Duration = .milliseconds(50)
+    /// …and gives the claim back when nothing more arrived for this long.
+    package var followIdle: Duration = .seconds(2)
 
     package init() {}
 }

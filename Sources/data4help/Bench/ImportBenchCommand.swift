@@ -22,6 +22,23 @@ struct ImportBenchCommand: AsyncParsableCommand {
     @Option(help: "Workouts in the export (each with statistics and a route).") var workouts = 150
     @Option(help: "Other individuals uploading meanwhile, each with one upload of 100 samples at a time.") var uploaders = 4
     @Option(help: "Seconds of the other individuals' uploads without the import (the baseline).") var baselineSeconds = 15
+    @Option(
+        help: """
+            Uploads a second each other individual starts on a fixed schedule, each timed from when it was due (an open \
+            loop: a stall shows in the latency instead of slowing the load); 0: each uploads again as soon as it is \
+            answered (a closed loop that takes whatever the machine has left).
+            """)
+    var othersRate = 0.0
+    @Flag(
+        inversion: .prefixedNo,
+        help: "Whether the worker reads the export while it arrives (--no-follow: only once it has arrived, the baseline).")
+    var follow = true
+
+    func validate() throws {
+        guard othersRate == 0 || (0.1...1_000).contains(othersRate) else {
+            throw ValidationError("--others-rate is 0 (a closed loop) or 0.1 to 1000 uploads a second")
+        }
+    }
 
     func run() async throws {
         let file = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("data4help-bench-export-\(getpid()).xml")
@@ -32,8 +49,9 @@ struct ImportBenchCommand: AsyncParsableCommand {
         print(
             "data4help bench import — \(written.records) records (\(written.stored) of stored types), \(workouts) workouts, "
                 + String(
-                    format: "%.0f MB, written in %.0f s; %d individuals uploading meanwhile", Double(size) / 1e6,
-                    (ContinuousClock.now - generated).inSeconds, uploaders))
+                    format: "%.0f MB, written in %.0f s; %d individuals uploading meanwhile, ", Double(size) / 1e6,
+                    (ContinuousClock.now - generated).inSeconds, uploaders)
+                + (othersRate > 0 ? String(format: "each %g uploads of 100 a second on a schedule", othersRate) : "each as soon as answered"))
 
         let parsing = try readAlone(file)
         print(
@@ -42,12 +60,15 @@ struct ImportBenchCommand: AsyncParsableCommand {
             ))
         BenchSummary.record("import", "reading and checking alone, one thread (records/s)", format: "%.0f", parsing)
 
-        // The others upload as fast as they are answered: the per-credential rate limit (1,200 a
-        // minute) would answer them 429 long before the machine is busy — this measures the machine.
-        try await BenchServer.run(configure: { $0.rateLimitRequests = 1_000_000 }) { server in
+        // In a closed loop the others upload as fast as they are answered: the per-credential rate
+        // limit (1,200 a minute) would answer them 429 long before the machine is busy.
+        try await BenchServer.run(configure: {
+            $0.rateLimitRequests = 1_000_000
+            if !follow { $0.importSettings.followAhead = .max }
+        }) { server in
             let person = try await server.individualSession(0)
             let others = try await BenchServer.concurrently(uploaders, uploaders) { try await server.individualSession(1 + $0) }
-            let baseline = try await Uploaders(server: server, tokens: others).run(for: .seconds(baselineSeconds))
+            let baseline = try await Uploaders(server: server, tokens: others, rate: othersRate).run(for: .seconds(baselineSeconds))
             let idle = HeldResourceGauges.residentBytes()
 
             let peak = Mutex(idle)
@@ -58,11 +79,13 @@ struct ImportBenchCommand: AsyncParsableCommand {
                     try? await Task.sleep(for: .milliseconds(200))
                 }
             }
-            let uploading = Uploaders(server: server, tokens: others)
+            let uploading = Uploaders(server: server, tokens: others, rate: othersRate)
             let during = Task { try await uploading.run(until: { sampling.isCancelled }) }
             let started = ContinuousClock.now
             let id = try await upload(file, size: size, server: server, token: person)
             let uploaded = ContinuousClock.now
+            // Records read while the upload arrived (following it), so not left for after.
+            let recordsAtUpload = (try await server.send(.GET, "/api/users/imports/\(id)", token: person).body["records"] as? Int) ?? 0
             let job = try await waitForDone(id, server: server, token: person)
             let finished = ContinuousClock.now
             sampling.cancel()
@@ -74,9 +97,12 @@ struct ImportBenchCommand: AsyncParsableCommand {
             let above = Double(peak.withLock { $0 } - idle) / 1_048_576
             print(
                 String(
-                    format: "upload: %.1f s (%.0f MB/s); reading: %.1f s", (uploaded - started).inSeconds,
+                    format: "upload: %.1f s (%.0f MB/s); then until done: %.1f s", (uploaded - started).inSeconds,
                     Double(size) / 1e6 / (uploaded - started).inSeconds, reading))
-            print(String(format: "records/s end to end (upload + reading): %.0f; reading alone: %.0f", Double(read) / total, Double(read) / reading))
+            print(
+                String(
+                    format: "records/s end to end (upload + reading): %.0f; read during the upload: %d records, after it: %d",
+                    Double(read) / total, recordsAtUpload, read - recordsAtUpload))
             print(String(format: "server resident memory: idle %.0f MiB, peak during the import %.0f MiB above it", Double(idle) / 1_048_576, above))
             print(String(format: "storage: %.1f bytes per stored sample, indexes and TOAST included (%d samples)", storage.bytes, storage.samples))
             print(
@@ -158,10 +184,14 @@ struct ImportBenchCommand: AsyncParsableCommand {
     }
 }
 
-/// Individuals uploading 100 heart-rate samples at a time, one upload each in flight, timing each.
+/// Individuals uploading 100 heart-rate samples at a time, timing each. With a `rate`, each
+/// starts its uploads on a fixed schedule (an upload that is due while the previous one is still
+/// out starts when it is answered, and is timed from when it was due); without, one upload each
+/// in flight, the next as soon as it is answered.
 private struct Uploaders: Sendable {
     let server: BenchServer
     let tokens: [String]
+    let rate: Double
 
     func run(for duration: Duration) async throws -> [Double] {
         let end = ContinuousClock.now + duration
@@ -175,16 +205,21 @@ private struct Uploaders: Sendable {
                     var latencies: [Double] = [], batch = 0
                     let formatter = ISO8601DateFormatter()
                     let origin = Date().addingTimeInterval(-20 * 86_400 + Double(index) * 3_600)
+                    let period: Duration? = rate > 0 ? .nanoseconds(Int64((1e9 / rate).rounded())) : nil
+                    // Spread over the period, so that the individuals do not upload in step.
+                    var due = ContinuousClock.now + (period ?? .zero) * index / max(1, tokens.count)
                     while !done() {
+                        if period != nil { try await Task.sleep(until: due) }
                         let items = (0..<100).map { second in
                             let time = formatter.string(from: origin.addingTimeInterval(Double(batch * 100 + second)))
                             return #"{"type":"heartRate","value":\#(60 + second % 40),"start":"\#(time)"}"#
                         }
-                        let sent = ContinuousClock.now
+                        let sent = period == nil ? ContinuousClock.now : due
                         let (status, _) = try await server.send(
                             .POST, "/api/users/data", token: token, json: #"{"items":["# + items.joined(separator: ",") + "]}")
                         guard status == .ok else { throw ValidationError("an upload answered \(status)") }
                         latencies.append((ContinuousClock.now - sent).inSeconds * 1000)
+                        if let period { due += period }
                         batch += 1
                     }
                     return latencies
