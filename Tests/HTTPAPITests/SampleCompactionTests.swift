@@ -17,8 +17,10 @@ import Testing
 /// de-duplicated against them as against minute blocks.
 @Suite("Compaction of settled minute blocks into hour blocks")
 struct SampleCompactionTests {
-    /// The start of the UTC day five days ago: the data's first day, well behind the horizon.
-    static let base = (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400 - 5 * 86_400
+    /// The start of the UTC day six days ago: the data's first day. Its three days end three days
+    /// ago at midnight, behind the 50-hour horizon whatever the time of day (from five days ago,
+    /// a run between midnight and 02:00 UTC found the last two hours still inside it).
+    static let base = (Date().timeIntervalSince1970 / 86_400).rounded(.down) * 86_400 - 6 * 86_400
 
     static func at(_ seconds: Double) -> Date { Date(timeIntervalSince1970: base + seconds) }
 
