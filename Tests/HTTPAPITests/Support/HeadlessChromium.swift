@@ -165,7 +165,9 @@ final class DevToolsSession: @unchecked Sendable {
         guard let absolute = URL(string: target, relativeTo: URL(string: url))?.absoluteString else {
             throw HeadlessChromium.BrowserError("not a URL: \(target)")
         }
-        let result = try await call("Page.navigate", ["url": absolute])
+        // Chromium answers `Page.navigate` once the response has begun: as long as the server
+        // takes (a clean-clone `make test` timed out the 30 s default on `/me/workouts`).
+        let result = try await call("Page.navigate", ["url": absolute], timeout: timeout)
         if let error = result["errorText"] as? String { throw HeadlessChromium.BrowserError("navigating to \(absolute): \(error)") }
         guard let loader = result["loaderId"] as? String else { return }  // same-document navigation: nothing to load
         try await waitForEvents(timeout: timeout, "the document of \(absolute) to load") { $0.loaderId == loader && $0.isLoaded }
