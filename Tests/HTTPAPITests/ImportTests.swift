@@ -38,14 +38,7 @@ struct ImportTests {
 
     /// Polls the import until it is over (done, failed or cancelled).
     static func finished(_ api: APIClient, _ token: String, _ id: String, timeout: Duration = .seconds(90)) async throws -> [String: Any] {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            let reply = try await api.send(.get, "/api/users/imports/\(id)", token: token)
-            let state = reply.string("state") ?? ""
-            if ["done", "failed", "cancelled"].contains(state) { return reply.json }
-            guard ContinuousClock.now < deadline else { throw WebhookReceiver.TimedOut() }
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        try await waitFor(api, token, id, timeout: timeout) { ["done", "failed", "cancelled"].contains($0["state"] as? String ?? "") }
     }
 
     static func types(_ job: [String: Any]) -> [String: [String: Int]] {

@@ -59,6 +59,10 @@ package struct ImportStore: Sendable {
         self.database = database
     }
 
+    /// An upload a worker may follow: an `export.xml` (a ZIP is read from its end) that no
+    /// worker holds. Written once for `append`'s wake-up and `claim`.
+    private static let followable = "format = 'apple-health-xml' AND (lease_until IS NULL OR lease_until < now())"
+
     private static let columns = """
         id, public_id, format, state, created_at, uploaded_at, started_at, finished_at,
         bytes_received, bytes_processed, records, figures::text, failure
@@ -97,7 +101,7 @@ package struct ImportStore: Sendable {
                        -- the next chunk's number: one probe of the primary key's end, not a count of every chunk
                        coalesce((SELECT max(c.seq) + 1 FROM import_chunks c WHERE c.import_id = i.id), 0)::int4,
                        -- where a worker following it would start, if none is
-                       CASE WHEN format = 'apple-health-xml' AND (lease_until IS NULL OR lease_until < now()) THEN bytes_processed END
+                       CASE WHEN \(unescaped: Self.followable) THEN bytes_processed END
                 FROM imports i WHERE public_id = \(publicId) AND individual_id = \(individualId) FOR UPDATE
                 """, logger: database.logger)
             guard let row = try await rows.collect().first else { throw ImportUploadRefusal.notFound }
@@ -112,9 +116,9 @@ package struct ImportStore: Sendable {
                 INSERT INTO import_chunks (import_id, seq, position, bytes) VALUES (\(id), \(chunks), \(received), \(ByteBuffer(bytes: bytes)));
                 """, logger: database.logger)
             _ = try await connection.query("UPDATE imports SET bytes_received = \(end) WHERE id = \(id)", logger: database.logger)
-            if let unfollowed, case let threshold = unfollowed.addingReportingOverflow(followAhead), !threshold.overflow,
-                received < threshold.partialValue, end >= threshold.partialValue
-            {
+            // Woken once, when the bytes ahead of its reading reach `followAhead`.
+            let threshold = unfollowed.map { $0.addingReportingOverflow(followAhead) }
+            if let threshold, !threshold.overflow, received < threshold.partialValue, end >= threshold.partialValue {
                 _ = try await connection.query("SELECT pg_notify(\(Self.channel), \(String(id)))", logger: database.logger)
             }
             return end
@@ -199,8 +203,7 @@ package struct ImportStore: Sendable {
             WHERE id = (
                 SELECT id FROM imports
                 WHERE state = 'queued' OR (state = 'running' AND lease_until < now())
-                   OR (state = 'uploading' AND format = 'apple-health-xml' AND (lease_until IS NULL OR lease_until < now())
-                       AND bytes_received - bytes_processed >= \(followAhead))
+                   OR (state = 'uploading' AND \(unescaped: Self.followable) AND bytes_received - bytes_processed >= \(followAhead))
                 ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
             RETURNING id, public_id, individual_id, format, attempts, attempts - released, state = 'uploading',
                       checkpoint::text, figures::text, bytes_processed, records, bytes_received
