@@ -191,4 +191,124 @@ struct DataManagerTests {
             #expect(try left[0].decode(Int.self) == 0)
         }
     }
+
+    /// Imported history reaches PostgreSQL as ready hour blocks (`HistoryHourBlocks`) where its
+    /// hours hold nothing yet, and through the ingest statement where they do. Whatever way, it
+    /// must store what an upload of the same items stores: the same blocks, byte for byte, the
+    /// same daily rollups, the same counts. One individual imports, another uploads; the batches
+    /// mix settled and recent hours, an hour with minute blocks already, instants and intervals,
+    /// two sources (days counted again), a category, duplicates within a batch, a time zone
+    /// whose days start at half past an hour (Kolkata, +05:30), and a second batch that
+    /// overlaps the first.
+    @Test func importedHourBlocksStoreWhatAnUploadStores() async throws {
+        try await withHarness(timeZone: "Asia/Kolkata") { h in
+            let store = IndividualStore(database: h.database)
+            let other = try await store.insert(
+                NewIndividual(
+                    email: "q@example.org", passwordHash: "x", fiscalCode: "X7654321", fullName: "Q",
+                    birthDate: "1950-01-01", sex: "male", homeArea: "IT-MI"
+                ))
+            var zone = IndividualChanges()
+            zone.timeZone = "Asia/Kolkata"
+            _ = try await store.update(id: other.id, zone)
+            let uploader = IndividualID(rowId: other.id)
+
+            let formatter = ISO8601DateFormatter()
+            formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+            let origin = Date(timeIntervalSince1970: 1_741_600_800)  // 2025-03-10T10:00:00Z
+            func at(_ seconds: Double) -> String { formatter.string(from: origin.addingTimeInterval(seconds)) }
+            func item(
+                _ type: String, _ value: RawSampleValue, unit: String?, at start: Double, lasting: Double? = nil, source: String?, id: String? = nil
+            )
+                -> RawIngestItem
+            {
+                var item = RawIngestItem()
+                item.id = id
+                item.type = type
+                item.value = value
+                item.unit = unit
+                item.start = at(start)
+                item.end = lasting.map { at(start + $0) }
+                item.source = source
+                return item
+            }
+
+            // An hour with minute blocks already: uploaded while it was recent (10:00–10:30).
+            let early = (0..<20).map { k in item("heartRate", .number(Double(70 + k % 9)), unit: "bpm", at: 90.0 * Double(k), source: "Watch") }
+            _ = try await h.manager.ingest(early, for: h.individual, now: origin.addingTimeInterval(3_600))
+            _ = try await h.manager.ingest(early, for: uploader, now: origin.addingTimeInterval(3_600))
+
+            // 30 hours from 20 hours before: heart rate every 97 s (some at the same time from the
+            // phone, a second source), steps every 10 minutes from both, sleep at night, a
+            // repeated id, and the last hours still recent for a `now` just after them.
+            var batch: [RawIngestItem] = []
+            for k in 0..<1_113 {
+                let start = -72_000 + 97.0 * Double(k) + Double(k % 7) * 0.125
+                batch.append(item("heartRate", .number(Double(55 + (k * 37) % 60)), unit: "bpm", at: start, source: "Watch"))
+                if k % 11 == 0 { batch.append(item("heartRate", .number(Double(61 + k % 5)), unit: "bpm", at: start, source: "iPhone")) }
+            }
+            for k in 0..<180 {
+                let start = -72_000 + 600.0 * Double(k)
+                // Some without an end: blocks with durations and without.
+                batch.append(
+                    item("stepCount", .number(Double(k % 13 * 10)), unit: "count", at: start, lasting: k % 5 == 0 ? nil : 300, source: "iPhone"))
+                if k % 3 == 0 {
+                    batch.append(item("stepCount", .number(Double(k % 7 * 11)), unit: "count", at: start + 60, lasting: 240, source: "Watch"))
+                }
+            }
+            for k in 0..<12 {
+                batch.append(
+                    item("sleep", .word(k % 2 == 0 ? "deep" : "rem"), unit: nil, at: -60_000 + 1_800.0 * Double(k), lasting: 1_200, source: "Watch"))
+            }
+            batch.append(item("heartRate", .number(80), unit: "bpm", at: -50_000, source: "Watch", id: "twice"))
+            batch.append(item("heartRate", .number(81), unit: "bpm", at: -50_000, source: "Watch", id: "twice"))
+            batch.append(item("heartRate", .number(90), unit: "bpm", at: 30_000, source: nil))
+            let now = origin.addingTimeInterval(36_000 + 49 * 3_600)  // the last ~2 hours are not settled
+            // The second batch: every third item again, and new ones inside hours the first wrote.
+            var second = stride(from: 0, to: batch.count, by: 3).map { batch[$0] }
+            for k in 0..<200 {
+                second.append(item("heartRate", .number(Double(100 + k % 20)), unit: "bpm", at: -36_000 + 171.0 * Double(k) + 1, source: "Watch"))
+            }
+
+            var imported: [(stored: [SampleType: Int], duplicates: [SampleType: Int])] = []
+            var uploaded: [IngestBatchResult] = []
+            for items in [batch, second] {
+                imported.append(
+                    try await h.manager.ingestHistory(items, for: h.individual, now: now) { stored, _ in (stored.stored, stored.duplicates) })
+                uploaded.append(try await h.manager.ingest(items, for: uploader, now: now))
+            }
+            for (history, upload) in zip(imported, uploaded) {
+                #expect(history.stored.values.reduce(0, +) == upload.accepted)
+                #expect(history.duplicates.values.reduce(0, +) == upload.duplicates)
+                #expect(upload.rejected.isEmpty)
+            }
+            // Duplicates in the first batch: the repeated id, and twice the phone's reading at the
+            // time and with the value of the watch's (no id: the same sample, whatever its source).
+            #expect(imported[0].duplicates[.heartRate] == 3 && imported[1].stored[.heartRate] == 200, "\(imported)")
+
+            func stored(_ individual: Int64) async throws -> (blocks: [String], rollups: [String]) {
+                let blocks = try await h.database.query(
+                    """
+                    SELECT concat_ws(' ', sample_type, block_start AT TIME ZONE 'UTC', block_minutes, offsets_ms, vals, durations_ms, keys, source_ids)
+                    FROM sample_blocks WHERE individual_id = \(individual) ORDER BY sample_type, block_start
+                    """
+                ).map { try $0.decode(String.self) }
+                let rollups = try await h.database.query(
+                    """
+                    SELECT concat_ws(' ', sample_type, day, sample_count, round(value_sum::numeric, 2), value_min, value_max, source_ids)
+                    FROM daily_rollups WHERE individual_id = \(individual) ORDER BY sample_type, day
+                    """
+                ).map { try $0.decode(String.self) }
+                return (blocks, rollups)
+            }
+            let history = try await stored(h.individualId), upload = try await stored(other.id)
+            #expect(history.blocks.count > 60 && history.rollups.count >= 6)
+            #expect(history.blocks == upload.blocks)
+            #expect(history.rollups == upload.rollups)
+            #expect(history.blocks.contains { $0.contains(",NULL,") })  // a block with an instant among intervals
+            // Both kinds of block were written: hours whole, and the minute blocks of the early
+            // hour and of the recent end.
+            #expect(history.blocks.contains { $0.contains(" 60 ") } && history.blocks.contains { $0.contains(" 1 {") })
+        }
+    }
 }

@@ -24,6 +24,21 @@ package struct SampleColumns: Sendable {
 
     package var count: Int { types.count }
 
+    /// The samples at `positions`, in that order (the batch's sources kept).
+    func selecting(_ positions: [Int]) -> SampleColumns {
+        var part = SampleColumns()
+        part.sourceNames = sourceNames
+        part.sourcePositions = sourcePositions
+        part.types = positions.map { types[$0] }
+        part.blockStarts = positions.map { blockStarts[$0] }
+        part.offsets = positions.map { offsets[$0] }
+        part.values = positions.map { values[$0] }
+        part.durations = positions.map { durations[$0] }
+        part.keys = positions.map { keys[$0] }
+        part.sourceIndexes = positions.map { sourceIndexes[$0] }
+        return part
+    }
+
     package mutating func append(type: Int16, start: Date, value: Float, durationMs: Int32?, key: Int64, source: String? = nil) {
         if let source {
             if let position = sourcePositions[source] {
@@ -120,17 +135,41 @@ package struct HealthDataStore: Sendable {
             var newSamples: [Int] = []
             if samples.count > 0 {
                 let sourceIds = try await Self.sourceIds(for: samples, individualId: individualId, on: connection, logger: database.logger)
-                let rows = try await connection.execute(
-                    SampleIngestStatement(
-                        individualId: individualId, samples: samples, sourceIds: sourceIds, announce: announce, wholeHoursBefore: wholeHoursBefore),
-                    logger: database.logger
-                )
                 var recount: (types: [Int16], days: [String]) = ([], [])
-                for (ordinal, type, day) in rows {
-                    if let ordinal { newSamples.append(Int(ordinal)) }
-                    if let type, let day {
-                        recount.types.append(type)
-                        recount.days.append(day)
+                func note(_ type: Int16?, _ day: String?) {
+                    guard let type, let day else { return }
+                    recount.types.append(type)
+                    recount.days.append(day)
+                }
+                // Positions of the samples for the ingest statement: all, unless hour blocks of
+                // imported history were stored whole first (see `HistoryHourBlocks`).
+                var rest = Array(0..<samples.count)
+                if !announce, let wholeHoursBefore {
+                    let blocks = HistoryHourBlocks(samples, sourceIds: sourceIds, settledBefore: wholeHoursBefore)
+                    if !blocks.isEmpty {
+                        var occupied = Array(blocks.members.indices)
+                        for (block, type, day) in try await connection.execute(
+                            HourBlockInsertStatement(individualId: individualId, blocks: blocks), logger: database.logger)
+                        {
+                            note(type, day)
+                            guard let block, let index = Int(exactly: block), blocks.members.indices.contains(index) else { continue }
+                            newSamples.append(contentsOf: blocks.stored(index))
+                            occupied[index] = -1
+                        }
+                        rest = (blocks.unsettled + occupied.filter { $0 >= 0 }.flatMap { blocks.members[$0] }).sorted()
+                    }
+                }
+                if !rest.isEmpty {
+                    let part = rest.count == samples.count ? samples : samples.selecting(rest)
+                    let rows = try await connection.execute(
+                        SampleIngestStatement(
+                            individualId: individualId, samples: part, sourceIds: rest.map { sourceIds[$0] }, announce: announce,
+                            wholeHoursBefore: wholeHoursBefore),
+                        logger: database.logger
+                    )
+                    for (ordinal, type, day) in rows {
+                        if let ordinal, let index = Int(exactly: ordinal), rest.indices.contains(index) { newSamples.append(rest[index]) }
+                        note(type, day)
                     }
                 }
                 if !recount.types.isEmpty {
@@ -268,6 +307,18 @@ let blockArrays = """
     CASE WHEN bool_and(source_id = 0) THEN NULL ELSE array_agg(source_id ORDER BY offset_ms, key) END
     """
 
+/// How a day's rollup takes in the new samples of the day (the `EXCLUDED` row): counts and sums
+/// added, extremes kept, sources united.
+let dailyRollupMerge = """
+    ON CONFLICT (individual_id, sample_type, day) DO UPDATE SET
+        sample_count = daily_rollups.sample_count + EXCLUDED.sample_count,
+        value_sum    = daily_rollups.value_sum + EXCLUDED.value_sum,
+        value_min    = LEAST(daily_rollups.value_min, EXCLUDED.value_min),
+        value_max    = GREATEST(daily_rollups.value_max, EXCLUDED.value_max),
+        source_ids   = CASE WHEN daily_rollups.source_ids <@ EXCLUDED.source_ids THEN EXCLUDED.source_ids
+                            ELSE ARRAY(SELECT DISTINCT u FROM unnest(daily_rollups.source_ids || EXCLUDED.source_ids) AS u ORDER BY u) END
+    """
+
 /// One ingest's samples into `sample_blocks`, `daily_rollups` and `party_events` (see
 /// `HealthDataStore.ingest`): the new samples' ordinals, then the days to count again. Prepared,
 /// as every upload runs it: planning the CTEs over the partitions cost as much as running them
@@ -355,13 +406,7 @@ struct SampleIngestStatement: PostgresPreparedStatement {
             FROM fresh f
             WHERE f.sample_type = ANY (ARRAY(SELECT code FROM sample_types WHERE rolled_up))
             GROUP BY 1, 2, 3
-            ON CONFLICT (individual_id, sample_type, day) DO UPDATE SET
-                sample_count = daily_rollups.sample_count + EXCLUDED.sample_count,
-                value_sum    = daily_rollups.value_sum + EXCLUDED.value_sum,
-                value_min    = LEAST(daily_rollups.value_min, EXCLUDED.value_min),
-                value_max    = GREATEST(daily_rollups.value_max, EXCLUDED.value_max),
-                source_ids   = CASE WHEN daily_rollups.source_ids <@ EXCLUDED.source_ids THEN EXCLUDED.source_ids
-                                    ELSE ARRAY(SELECT DISTINCT u FROM unnest(daily_rollups.source_ids || EXCLUDED.source_ids) AS u ORDER BY u) END
+            \(dailyRollupMerge)
             RETURNING sample_type, day, source_ids
         ),
         subscriptions AS (   -- index: access_requests_subscriptions_idx

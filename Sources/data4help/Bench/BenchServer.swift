@@ -49,7 +49,10 @@ struct BenchServer: Sendable {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let cluster = try await EmbeddedPostgres.start(.init(directory: directory.appendingPathComponent("pg")), logger: logger)
+        var options = EmbeddedPostgres.Options(directory: directory.appendingPathComponent("pg"))
+        options.settings = postgresSettings
+        let cluster = try await EmbeddedPostgres.start(options, logger: logger)
+        defer { keepPostgresLog(cluster.logFile) }
         do {
             let url = try await cluster.database(named: "bench", logger: logger)
             let mailbox = PickupMailbox(directory: directory.appendingPathComponent("mail"))
@@ -62,6 +65,25 @@ struct BenchServer: Sendable {
             try? await cluster.stop()
             throw error
         }
+    }
+
+    /// `BENCH_POSTGRES_SETTINGS`: extra `name=value` settings, separated by spaces, for the
+    /// bench's PostgreSQL — for profiling, e.g. `shared_preload_libraries=auto_explain
+    /// auto_explain.log_min_duration=20ms auto_explain.log_analyze=on`. The figures printed are
+    /// only comparable with runs that had none.
+    private static var postgresSettings: [String: String] {
+        let words = ProcessInfo.processInfo.environment["BENCH_POSTGRES_SETTINGS"]?.split(separator: " ") ?? []
+        return Dictionary(
+            words.compactMap { word in word.firstIndex(of: "=").map { (String(word[..<$0]), String(word[word.index(after: $0)...])) } },
+            uniquingKeysWith: { $1 })
+    }
+
+    /// `BENCH_POSTGRES_LOG`: a path to copy the bench's PostgreSQL log to before its cluster is
+    /// removed (with `BENCH_POSTGRES_SETTINGS`, the plans `auto_explain` wrote).
+    private static func keepPostgresLog(_ log: URL) {
+        guard let path = ProcessInfo.processInfo.environment["BENCH_POSTGRES_LOG"] else { return }
+        try? FileManager.default.removeItem(atPath: path)
+        try? FileManager.default.copyItem(at: log, to: URL(fileURLWithPath: path))
     }
 
     private static func serve(
