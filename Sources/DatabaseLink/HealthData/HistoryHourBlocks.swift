@@ -26,6 +26,15 @@ struct HistoryHourBlocks {
     private(set) var sourced: [Bool] = []
     /// Per block, every position of the batch it was made from, duplicates included.
     private(set) var members: [[Int]] = []
+    /// What the block adds to its day's rollup (used whole when its hour lies in one day of the
+    /// individual's zone): the sum, least and greatest value of its samples, and 1-based bounds
+    /// of its distinct sources (ascending) in `blockSources`.
+    private(set) var totals: [Double] = []
+    private(set) var lows: [Float] = []
+    private(set) var highs: [Float] = []
+    private(set) var sourceFirsts: [Int32] = []
+    private(set) var sourceLasts: [Int32] = []
+    private(set) var blockSources: [Int16] = []
 
     // Per sample stored, block after block.
     private(set) var offsets: [Int32] = []
@@ -84,7 +93,14 @@ struct HistoryHourBlocks {
             lasts.append(Int32(truncatingIfNeeded: offsets.count + kept.count))
             members.append(batchPositions)
             var anyDuration = false, anySource = false
+            var total = 0.0, low = Float.infinity, high = -Float.infinity
+            var distinct = Set<Int16>()
             for sample in kept {
+                let value = samples.values[sample.position]
+                total += Double(value)
+                low = min(low, value)
+                high = max(high, value)
+                distinct.insert(sourceIds[sample.position])
                 offsets.append(sample.offset)
                 values.append(samples.values[sample.position])
                 durations.append(samples.durations[sample.position])
@@ -96,6 +112,13 @@ struct HistoryHourBlocks {
             }
             timed.append(anyDuration)
             sourced.append(anySource)
+            totals.append(total)
+            lows.append(low)
+            highs.append(high)
+            // At most one per sample: the bounds fit as the samples' do.
+            sourceFirsts.append(Int32(truncatingIfNeeded: blockSources.count + 1))
+            blockSources.append(contentsOf: distinct.sorted())
+            sourceLasts.append(Int32(truncatingIfNeeded: blockSources.count))
         }
     }
 
@@ -121,8 +144,9 @@ struct HourBlockInsertStatement: PostgresPreparedStatement {
             -- every block of the individual and compared each with each hour (3.5 million
             -- comparisons for 763 blocks: 370 ms).
             SELECT b.*
-            FROM unnest($2::int2[], $3::timestamptz[], $4::int4[], $5::int4[], $6::bool[], $7::bool[])
-                WITH ORDINALITY AS b(sample_type, block_start, first, last, timed, sourced, ordinal)
+            FROM unnest($2::int2[], $3::timestamptz[], $4::int4[], $5::int4[], $6::bool[], $7::bool[],
+                        $13::float8[], $14::float4[], $15::float4[], $16::int4[], $17::int4[])
+                WITH ORDINALITY AS b(sample_type, block_start, first, last, timed, sourced, total, low, high, source_first, source_last, ordinal)
             LEFT JOIN LATERAL (
                 SELECT true AS taken FROM sample_blocks s
                 WHERE s.individual_id = $1 AND s.sample_type = b.sample_type
@@ -138,14 +162,31 @@ struct HourBlockInsertStatement: PostgresPreparedStatement {
                    $11[f.first:f.last], CASE WHEN f.sourced THEN $12[f.first:f.last] END
             FROM free f
         ),
-        rolled AS (   -- as the ingest statement's: each day of a rolled-up type added to, with its sources
-            INSERT INTO daily_rollups (individual_id, sample_type, day, sample_count, value_sum, value_min, value_max, source_ids)
-            SELECT $1, f.sample_type,
-                   ((f.block_start + s.offset_ms * interval '1 millisecond') AT TIME ZONE (SELECT time_zone FROM individuals WHERE id = $1))::date,
-                   count(*), sum(s.val), min(s.val), max(s.val), array_agg(DISTINCT s.source_id ORDER BY s.source_id)
-            FROM free f
-            CROSS JOIN LATERAL unnest($8[f.first:f.last], $9[f.first:f.last], $12[f.first:f.last]) AS s(offset_ms, val, source_id)
+        zone AS (SELECT time_zone AS name FROM individuals WHERE id = $1),
+        days AS (   -- the blocks of rolled-up types, each with its day and whether its hour lies in that day
+            SELECT f.*, (f.block_start AT TIME ZONE z.name)::date AS day,
+                   (f.block_start AT TIME ZONE z.name)::date
+                       = ((f.block_start + interval '1 hour' - interval '1 microsecond') AT TIME ZONE z.name)::date AS one_day
+            FROM free f, zone z
             WHERE f.sample_type = ANY (ARRAY(SELECT code FROM sample_types WHERE rolled_up))
+        ),
+        added AS (   -- what each block adds to a day, with its sources
+            -- A block whose hour lies in one day adds the figures the caller summed; one whose
+            -- hour a midnight cuts (zones such as +05:30) adds its samples one by one.
+            SELECT sample_type, day, last - first + 1 AS n, total, low, high, $18[source_first:source_last] AS sources
+            FROM days WHERE one_day
+            UNION ALL
+            SELECT d.sample_type, ((d.block_start + s.offset_ms * interval '1 millisecond') AT TIME ZONE z.name)::date,
+                   1, s.val, s.val, s.val, ARRAY[s.source_id]
+            FROM days d, zone z
+            CROSS JOIN LATERAL unnest($8[d.first:d.last], $9[d.first:d.last], $12[d.first:d.last]) AS s(offset_ms, val, source_id)
+            WHERE NOT d.one_day
+        ),
+        rolled AS (   -- as the ingest statement's: each day of a rolled-up type added to, with every source it now has
+            INSERT INTO daily_rollups (individual_id, sample_type, day, sample_count, value_sum, value_min, value_max, source_ids)
+            SELECT $1, a.sample_type, a.day, sum(a.n), sum(a.total), min(a.low), max(a.high),
+                   ARRAY(SELECT DISTINCT u FROM unnest(data4help_array_cat_agg(a.sources)) AS u ORDER BY u)
+            FROM added a
             GROUP BY 1, 2, 3
             \(dailyRollupMerge)
             RETURNING sample_type, day, source_ids
@@ -161,7 +202,7 @@ struct HourBlockInsertStatement: PostgresPreparedStatement {
     let blocks: HistoryHourBlocks
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 12)
+        var bindings = PostgresBindings(capacity: 18)
         bindings.append(individualId)
         bindings.append(blocks.types)
         bindings.append(blocks.starts)
@@ -174,6 +215,12 @@ struct HourBlockInsertStatement: PostgresPreparedStatement {
         bindings.append(blocks.durations)
         bindings.append(blocks.keys)
         bindings.append(blocks.sources)
+        bindings.append(blocks.totals)
+        bindings.append(blocks.lows)
+        bindings.append(blocks.highs)
+        bindings.append(blocks.sourceFirsts)
+        bindings.append(blocks.sourceLasts)
+        bindings.append(blocks.blockSources)
         return bindings
     }
 

@@ -213,25 +213,29 @@ enum AppleHealthType {
     /// start, end and value as the export wrote it. Importing the same export twice, or two
     /// exports that overlap, stores each record once.
     static func identity(of item: RawIngestItem, value: String) -> String {
-        let parts = [item.type ?? "", item.source ?? "", item.start ?? "", item.end ?? "", value]
-        return "ah:" + ImportIdentity.digest(parts)
+        ImportIdentity.digest([item.type ?? "", item.source ?? "", item.start ?? "", item.end ?? "", value], prefix: "ah:")
     }
 }
 
 /// Apple Health's dates: `2023-05-01 08:30:00 +0200`.
 enum AppleHealthDate {
-    /// The date as RFC 3339 (`2023-05-01T08:30:00+02:00`), or nil if it has another shape.
+    /// The date as RFC 3339 (`2023-05-01T08:30:00+02:00`), or nil if it has another shape. The
+    /// string is written in place: an import converts two or three per record.
     static func rfc3339(_ text: String) -> String? {
-        let bytes = Array(text.utf8)
-        guard bytes.count == 25, bytes[10] == 0x20, bytes[19] == 0x20, bytes[20] == UInt8(ascii: "+") || bytes[20] == UInt8(ascii: "-"),
-            bytes[21...24].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
-        else { return nil }
-        var out = bytes[0..<10]
-        out.append(UInt8(ascii: "T"))
-        out.append(contentsOf: bytes[11..<19])
-        out.append(contentsOf: bytes[20...22])
-        out.append(UInt8(ascii: ":"))
-        out.append(contentsOf: bytes[23...24])
-        return String(decoding: out, as: UTF8.self)
+        var text = text
+        return text.withUTF8 { bytes -> String? in
+            guard bytes.count == 25, bytes[10] == 0x20, bytes[19] == 0x20, bytes[20] == UInt8(ascii: "+") || bytes[20] == UInt8(ascii: "-"),
+                bytes[21...24].allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+            else { return nil }
+            return String(unsafeUninitializedCapacity: 25) { out in
+                for position in 0..<19 { out[position] = bytes[position] }  // `2023-05-01 08:30:00`
+                out[10] = UInt8(ascii: "T")
+                for position in 19..<22 { out[position] = bytes[position + 1] }  // `+02`
+                out[22] = UInt8(ascii: ":")
+                out[23] = bytes[23]
+                out[24] = bytes[24]
+                return 25
+            }
+        }
     }
 }

@@ -118,21 +118,32 @@ package struct ImportedWorkout: Sendable, Equatable {
 
 /// Ids for imported records, derived from what makes a record the same one.
 enum ImportIdentity {
-    /// 128 bits of SHA-256 over `parts` (separated so that no two lists give the same text), hex.
-    static func digest(_ parts: [String]) -> String {
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(parts.reduce(parts.count) { $0 + $1.utf8.count })
-        for part in parts {
-            bytes.append(contentsOf: part.utf8)
-            bytes.append(0x1F)
+    /// 128 bits of SHA-256 over `parts` (separated so that no two lists give the same text), hex,
+    /// after `prefix`. One hash context fed part by part and one string written in place: an
+    /// import computes one per record.
+    static func digest(_ parts: [String], prefix: StaticString = "") -> String {
+        var hash = SHA256()
+        for var part in parts {
+            part.withUTF8 { hash.update(bufferPointer: UnsafeRawBufferPointer($0)) }
+            withUnsafeBytes(of: separator) { hash.update(bufferPointer: $0) }
         }
-        let hex = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(32)
-        for byte in SHA256.hash(data: bytes).prefix(16) {
-            text.append(hex[Int(byte >> 4)])
-            text.append(hex[Int(byte & 0x0F)])
+        let digest = hash.finalize()
+        let hex: StaticString = "0123456789abcdef"
+        return String(unsafeUninitializedCapacity: prefix.utf8CodeUnitCount + 32) { text in
+            var count = 0
+            prefix.withUTF8Buffer { for byte in $0 { text[count] = byte; count += 1 } }
+            hex.withUTF8Buffer { digits in
+                digest.withUnsafeBytes { bytes in
+                    for byte in bytes.prefix(16) {
+                        text[count] = digits[Int(byte >> 4)]
+                        text[count + 1] = digits[Int(byte & 0x0F)]
+                        count += 2
+                    }
+                }
+            }
+            return count
         }
-        return String(decoding: text, as: UTF8.self)
     }
+
+    private static let separator: UInt8 = 0x1F
 }

@@ -6,29 +6,44 @@
 /// individual's minute of one type, where 64 bits make them negligible.
 package enum DedupeKey {
     package static func forClientId(_ id: String) -> Int64 {
-        hash("id:", Array(id.utf8))
+        var hash = FNV1a(domain: "id:")
+        for byte in id.utf8 { hash.add(byte) }
+        return hash.value
     }
 
     package static func forSample(startMilliseconds: Int64, value: Float) -> Int64 {
-        hash("sv:", bytes(of: startMilliseconds) + bytes(of: Int64(value.bitPattern)))
+        var hash = FNV1a(domain: "sv:")
+        hash.add(startMilliseconds)
+        hash.add(Int64(value.bitPattern))
+        return hash.value
     }
 
     package static func forFix(timeMilliseconds: Int64, latitude: Double, longitude: Double) -> Int64 {
-        hash(
-            "ll:",
-            bytes(of: timeMilliseconds) + bytes(of: Int64(bitPattern: latitude.bitPattern)) + bytes(of: Int64(bitPattern: longitude.bitPattern)))
+        var hash = FNV1a(domain: "ll:")
+        hash.add(timeMilliseconds)
+        hash.add(Int64(bitPattern: latitude.bitPattern))
+        hash.add(Int64(bitPattern: longitude.bitPattern))
+        return hash.value
     }
 
-    private static func bytes(of value: Int64) -> [UInt8] {
-        (0..<8).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
-    }
+    /// FNV-1a over the domain's bytes, then the bytes added (integers little-endian), without
+    /// building an array of them: an import computes one key per record.
+    private struct FNV1a {
+        private var state: UInt64 = 0xcbf2_9ce4_8422_2325
 
-    private static func hash(_ domain: String, _ bytes: [UInt8]) -> Int64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in Array(domain.utf8) + bytes {
-            hash ^= UInt64(byte)
-            hash &*= 0x0000_0100_0000_01b3
+        init(domain: StaticString) {
+            domain.withUTF8Buffer { for byte in $0 { add(byte) } }
         }
-        return Int64(bitPattern: hash)
+
+        mutating func add(_ byte: UInt8) {
+            state ^= UInt64(byte)
+            state &*= 0x0000_0100_0000_01b3
+        }
+
+        mutating func add(_ value: Int64) {
+            for shift in stride(from: 0, to: 64, by: 8) { add(UInt8(truncatingIfNeeded: value >> shift)) }
+        }
+
+        var value: Int64 { Int64(bitPattern: state) }
     }
 }
