@@ -25,7 +25,7 @@ package struct XMLReader {
 
     /// What the reader meets, in document order.
     package enum Event {
-        case start(name: String, attributes: [String: String])
+        case start(name: String, attributes: XMLAttributes)
         case end(name: String)
         case text(String)
     }
@@ -284,21 +284,31 @@ package struct XMLReader {
             closed()
         } else {
             guard !(sawRoot && stack.isEmpty) else { throw malformed("a second root element") }
+            let tagStart = index
             index += 1
             let name = try self.name()
-            var attributes = [String: String](minimumCapacity: 8)  // an Apple Health record has 6 to 9
+            // Each attribute checked here, its value decoded only when read (XMLAttributes).
+            var bounds: [Int] = []
+            bounds.reserveCapacity(36)  // an Apple Health record has 6 to 9
             while true {
                 let spaced = skipSpace()
                 guard index < end else { throw malformed("the document ends inside <\(name)>") }
                 if buffer[index] == UInt8(ascii: ">") || starts(with: "/>") { break }
                 guard spaced else { throw malformed("attributes of <\(name)> need a space between them") }
-                let attribute = try self.name()
+                let nameStart = index
+                try skipName()
+                let nameEnd = index
                 skipSpace()
                 try expect("=")
                 skipSpace()
                 let value = try quoted()
-                guard attributes.updateValue(value, forKey: attribute) == nil else { throw malformed("attribute \(attribute) given twice") }
+                for other in stride(from: 0, to: bounds.count, by: 4)
+                where buffer[bounds[other]..<bounds[other + 1]].elementsEqual(buffer[nameStart..<nameEnd]) {
+                    throw malformed("attribute \(String(decoding: buffer[nameStart..<nameEnd], as: UTF8.self)) given twice")
+                }
+                bounds.append(contentsOf: [nameStart, nameEnd, value.lowerBound, value.upperBound])
             }
+            let attributes = XMLAttributes(bytes: buffer[tagStart..<index], bounds: bounds)
             sawRoot = true
             let empty = starts(with: "/>")
             index += empty ? 2 : 1
@@ -341,13 +351,24 @@ package struct XMLReader {
 
     private mutating func name() throws -> String {
         let start = index
-        while index < buffer.count, Self.isNameByte(buffer[index]) { index += 1 }
+        try skipName()
+        return String(decoding: buffer[start..<index], as: UTF8.self)  // checked by skipName
+    }
+
+    /// Moves past a name, checked: name bytes, not starting with a digit, '-' or '.', UTF-8.
+    private mutating func skipName() throws {
+        let start = index
+        var ascii = true
+        while index < buffer.count, Self.isNameByte(buffer[index]) {
+            ascii = ascii && buffer[index] < 0x80
+            index += 1
+        }
         guard index > start else { throw malformed("a name is expected") }
         let first = buffer[start]
         guard !(first >= 0x30 && first <= 0x39), first != UInt8(ascii: "-"), first != UInt8(ascii: ".") else {
             throw malformed("a name cannot start with a digit, '-' or '.'")
         }
-        return try Self.utf8(buffer[start..<index])
+        if !ascii { _ = try Self.utf8(buffer[start..<index]) }
     }
 
     /// `bytes` as a string, refusing bytes that are not UTF-8. ASCII — nearly every name and
@@ -388,7 +409,9 @@ package struct XMLReader {
         index += text.utf8CodeUnitCount
     }
 
-    private mutating func quoted() throws -> String {
+    /// Moves past a quoted attribute value, checked (UTF-8, references); returns where its
+    /// text lies in the buffer.
+    private mutating func quoted() throws -> Range<Int> {
         guard index < buffer.count, buffer[index] == UInt8(ascii: "\"") || buffer[index] == UInt8(ascii: "'") else {
             throw malformed("an attribute value must be quoted")
         }
@@ -402,7 +425,24 @@ package struct XMLReader {
         guard index < buffer.count else { throw malformed("an attribute value is not closed") }
         let raw = buffer[start..<index]
         index += 1
-        return try decode(raw)
+        if raw.contains(where: { $0 >= 0x80 }) { _ = try Self.utf8(raw) }
+        var position = raw.startIndex
+        while let reference = raw[position...].firstIndex(of: UInt8(ascii: "&")) {
+            position = try referenceEnd(raw, at: reference)
+        }
+        return start..<(index - 1)
+    }
+
+    /// The index after the reference at `position` (an '&'), or the error that it is not one
+    /// we read.
+    private func referenceEnd(_ raw: ArraySlice<UInt8>, at position: Int) throws -> Int {
+        if let (_, next) = XMLReference.read(raw, at: position) { return next }
+        guard let semicolon = raw[position...].prefix(12).firstIndex(of: UInt8(ascii: ";")) else {
+            throw malformed("'&' must start a reference such as &amp;")
+        }
+        let reference = String(decoding: raw[(position + 1)..<semicolon], as: UTF8.self)
+        if reference.hasPrefix("#") { throw malformed("&\(reference); is not a character") }
+        throw malformed("the entity &\(reference); is not read (only &lt; &gt; &amp; &quot; &apos; and character references)")
     }
 
     /// Text with its character references and predefined entities replaced.
@@ -412,36 +452,14 @@ package struct XMLReader {
         output.reserveCapacity(raw.count)
         var position = raw.startIndex
         while position < raw.endIndex {
-            let byte = raw[position]
-            guard byte == UInt8(ascii: "&") else {
-                output.append(byte)
+            guard raw[position] == UInt8(ascii: "&") else {
+                output.append(raw[position])
                 position += 1
                 continue
             }
-            guard let semicolon = raw[position...].prefix(12).firstIndex(of: UInt8(ascii: ";")) else {
-                throw malformed("'&' must start a reference such as &amp;")
-            }
-            let reference = String(decoding: raw[(position + 1)..<semicolon], as: UTF8.self)
-            let scalar: Unicode.Scalar?
-            switch reference {
-            case "lt": scalar = "<"
-            case "gt": scalar = ">"
-            case "amp": scalar = "&"
-            case "quot": scalar = "\""
-            case "apos": scalar = "'"
-            default:
-                // &#N; or &#xN; — at most 8 digits (the slice above), so the value fits a UInt32.
-                if reference.hasPrefix("#x"), let value = UInt32(reference.dropFirst(2), radix: 16) {
-                    scalar = Unicode.Scalar(value)
-                } else if reference.hasPrefix("#"), !reference.hasPrefix("#x"), let value = UInt32(reference.dropFirst(), radix: 10) {
-                    scalar = Unicode.Scalar(value)
-                } else {
-                    throw malformed("the entity &\(reference); is not read (only &lt; &gt; &amp; &quot; &apos; and character references)")
-                }
-            }
-            guard let scalar, scalar.value != 0 else { throw malformed("&\(reference); is not a character") }
-            output.append(contentsOf: Array(String(scalar).utf8))
-            position = semicolon + 1
+            let next = try referenceEnd(raw, at: position)
+            if let (scalar, _) = XMLReference.read(raw, at: position) { output.append(contentsOf: String(scalar).utf8) }
+            position = next
         }
         return try Self.utf8(output[...])
     }

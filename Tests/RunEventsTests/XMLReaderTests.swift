@@ -30,6 +30,8 @@ struct XMLReaderTests {
         "<a>&#x110000;</a>", "<a>& b</a>", "<1a/>", "<a b='<'/>", "<a/>trailing", "",
         String(repeating: "<a>", count: 300) + String(repeating: "</a>", count: 300),
         #"<?xml version="1.0" encoding="ISO-8859-1"?><a/>"#, "<!DOCTYPE a [<!ENTITY e 'x'>]><a>&e;</a>",
+        // In attributes, which are decoded only when read: refused all the same, read or not.
+        "<a b='&unknown;'/>", "<a b='&#0;'/>", "<a b='&#+65;'/>", "<a b='x & y'/>", "<a b='1' c='&lt' d='2'/>",
     ])
     func refusesWhatIsNotWellFormedOrNotOurs(_ text: String) {
         #expect(throws: (any Error).self) { try Self.events(text) }

@@ -125,7 +125,7 @@ package struct HealthDataStore: Sendable {
         wholeHoursBefore: Date? = nil,
         afterStoring: (_ readings: [StoredReading], _ transaction: IngestTransaction) async throws -> Void = { _, _ in }
     ) async throws -> IngestOutcome {
-        try await partitions.ensure(.sampleBlocks, covering: Set(samples.blockStarts))
+        try await partitions.ensure(.sampleBlocks, covering: samples.blockStarts)
         try await partitions.ensure(.locationFixes, covering: locations.timesMs.map { Date(timeIntervalSince1970: Double($0) / 1000) })
         return try await database.withTransaction { connection in
             _ = try await connection.query(

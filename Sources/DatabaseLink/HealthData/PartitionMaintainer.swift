@@ -25,9 +25,13 @@ package final class PartitionMaintainer: Sendable {
     package func ensure(_ table: Table, covering instants: some Sequence<Date>) async throws {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
+        // The UTC days first: a batch of thousands of samples spans a few days, and the calendar
+        // (a month per instant) was 7 % of an import's CPU (perf).
+        var days = Set<Date>()
+        for instant in instants { days.insert(Date(timeIntervalSince1970: (instant.timeIntervalSince1970 / 86_400).rounded(.down) * 86_400)) }
         var missing = Set<Date>()
-        for instant in instants {
-            let month = calendar.date(from: calendar.dateComponents([.year, .month], from: instant))!
+        for day in days {
+            let month = calendar.date(from: calendar.dateComponents([.year, .month], from: day))!
             if !ensured.withLock({ $0.contains(Self.key(table, month)) }) { missing.insert(month) }
         }
         for month in missing.sorted() {

@@ -103,7 +103,7 @@ package struct AppleHealthExportReader {
     // MARK: - Records
 
     /// A `Record`'s attributes as an item.
-    static func item(_ attributes: [String: String]) -> Item {
+    static func item(_ attributes: XMLAttributes) -> Item {
         let type = attributes["type"] ?? ""
         guard let mapping = AppleHealthType.mapping[type] else { return .skipped(type: type) }
         guard let start = attributes["startDate"].flatMap(AppleHealthDate.rfc3339) else {

@@ -1,6 +1,7 @@
 import Crypto
 import DatabaseLink
 import Foundation
+import UntrustedXML
 
 /// What one record of an imported file is to us.
 package enum ImportedItem: Sendable, Equatable {
@@ -36,7 +37,7 @@ package struct ImportedWorkout: Sendable, Equatable {
 
     /// From a `Workout` element's attributes; exports before iOS 16 carry the totals as
     /// attributes, later ones as `WorkoutStatistics` children (read by `add(statistics:)`).
-    init(_ attributes: [String: String]) {
+    init(_ attributes: XMLAttributes) {
         let type = attributes["workoutActivityType"] ?? ""
         let name = type.hasPrefix("HKWorkoutActivityType") ? String(type.dropFirst("HKWorkoutActivityType".count)) : type
         activity = name.prefix(1).lowercased() + name.dropFirst()
@@ -64,7 +65,7 @@ package struct ImportedWorkout: Sendable, Equatable {
     }
 
     /// A `WorkoutStatistics` child: distance and energy sums, heart rate average and maximum.
-    mutating func add(statistics attributes: [String: String]) {
+    mutating func add(statistics attributes: XMLAttributes) {
         let unit = attributes["unit"] ?? ""
         switch attributes["type"] {
         case "HKQuantityTypeIdentifierDistanceWalkingRunning", "HKQuantityTypeIdentifierDistanceCycling", "HKQuantityTypeIdentifierDistanceSwimming":
