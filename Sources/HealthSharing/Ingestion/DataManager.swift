@@ -2,6 +2,7 @@ import AccessManager
 import Data4HelpCore
 import DatabaseLink
 import Foundation
+import Synchronization
 
 /// What one upload did: how many items were stored, how many were already there, and which
 /// were refused and why (by their index in the upload).
@@ -25,6 +26,9 @@ package struct DataManager: Sendable {
     let events: StoredDataEvents
     let rules: IngestRules
     let checks: [any IngestTransactionCheck]
+    /// Live uploads being stored by this instance: imported history waits for a moment without
+    /// any before each batch (see `ingestHistory`).
+    let live = LiveIngests()
 
     /// `checks` run inside every ingest transaction on the newly stored samples (AutomatedSOS).
     package init(
@@ -40,6 +44,8 @@ package struct DataManager: Sendable {
     /// Stores the valid items of an individual's upload — committed before this returns — and
     /// announces the newly stored ones. Invalid items are refused one by one; the rest are kept.
     package func ingest(_ items: [RawIngestItem], for individual: IndividualID, now: Date = Date()) async throws -> IngestBatchResult {
+        live.enter()
+        defer { live.leave() }
         let batch = validate(items, now: now)
         // A sample of a settled hour that has no block yet starts that hour's block, as an
         // imported one does: no minute block is ever written behind the compactor.
@@ -66,6 +72,9 @@ package struct DataManager: Sendable {
         _ items: [RawIngestItem], for individual: IndividualID, now: Date = Date(),
         commit: (HistoryBatch, IngestTransaction) async throws -> Committed
     ) async throws -> Committed {
+        // Live uploads first: a batch of history starts when none is being stored here, or
+        // after `historyYield` at most (so an import still moves under a steady stream).
+        await live.quiet(atMost: Self.historyYield)
         let batch = validate(items, now: now)
         var committed: Committed?
         _ = try await store(batch, for: individual, now: now, announce: false, wholeHoursBefore: now - Self.settledAfter) {
@@ -89,6 +98,9 @@ package struct DataManager: Sendable {
         guard let committed else { preconditionFailure("HealthDataStore.ingest runs afterStoring in every transaction it commits") }
         return committed
     }
+
+    /// The longest a batch of imported history waits for live uploads to finish.
+    package static let historyYield: Duration = .milliseconds(250)
 
     /// How old an hour must be to be stored in one hour block (an import's, an upload's into an
     /// hour with no block yet, and `SampleCompactor`'s merge): older than anything AutomatedSOS,
@@ -166,5 +178,23 @@ extension SampleType {
     package var hasDailyRollup: Bool {
         if case .quantity = definition { return true }
         return false
+    }
+}
+
+/// How many live uploads this instance is storing, for imported history to give way to them.
+final class LiveIngests: Sendable {
+    private let count = Atomic<Int>(0)
+
+    func enter() { count.add(1, ordering: .relaxed) }
+    func leave() { count.subtract(1, ordering: .relaxed) }
+
+    var inFlight: Int { count.load(ordering: .relaxed) }
+
+    /// Returns once no live upload is in flight, or after `limit`.
+    func quiet(atMost limit: Duration) async {
+        let deadline = ContinuousClock.now + limit
+        while inFlight > 0, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(2))
+        }
     }
 }
