@@ -30,15 +30,7 @@ struct DataManagerTests {
         let url = try await TestPostgres.shared.migratedDatabase()
         let database = Database(configuration: url.clientConfiguration(maximumConnections: 6), logger: TestPostgres.logger)
         try await database.whileRunning {
-            let store = IndividualStore(database: database)
-            let record = try await store.insert(
-                NewIndividual(
-                    email: "p@example.org", passwordHash: "x", fiscalCode: "X1234567", fullName: "P",
-                    birthDate: "1950-01-01", sex: "female", homeArea: "IT-MI"
-                ))
-            var change = IndividualChanges()
-            change.timeZone = timeZone
-            _ = try await store.update(id: record.id, change)
+            let record = try await Self.individual(in: database, email: "p@example.org", fiscalCode: "X1234567", timeZone: timeZone)
             let events = StoredDataEvents()
             let observer = RecordingObserver()
             events.register(observer)
@@ -49,6 +41,20 @@ struct DataManagerTests {
                     individual: IndividualID(rowId: record.id), individualId: record.id
                 ))
         }
+    }
+
+    /// A new individual living in `timeZone`.
+    static func individual(in database: Database, email: String, fiscalCode: String, timeZone: String) async throws -> IndividualRecord {
+        let store = IndividualStore(database: database)
+        let record = try await store.insert(
+            NewIndividual(
+                email: email, passwordHash: "x", fiscalCode: fiscalCode, fullName: "P",
+                birthDate: "1950-01-01", sex: "female", homeArea: "IT-MI"
+            ))
+        var change = IndividualChanges()
+        change.timeZone = timeZone
+        _ = try await store.update(id: record.id, change)
+        return record
     }
 
     static func heartRate(_ value: Double, at time: String, id: String? = nil) -> RawIngestItem {
@@ -204,15 +210,7 @@ struct DataManagerTests {
     @Test(arguments: ["Asia/Kolkata", "Europe/Rome"])
     func importedHourBlocksStoreWhatAnUploadStores(zone timeZone: String) async throws {
         try await withHarness(timeZone: timeZone) { h in
-            let store = IndividualStore(database: h.database)
-            let other = try await store.insert(
-                NewIndividual(
-                    email: "q@example.org", passwordHash: "x", fiscalCode: "X7654321", fullName: "Q",
-                    birthDate: "1950-01-01", sex: "male", homeArea: "IT-MI"
-                ))
-            var zone = IndividualChanges()
-            zone.timeZone = timeZone
-            _ = try await store.update(id: other.id, zone)
+            let other = try await Self.individual(in: h.database, email: "q@example.org", fiscalCode: "X7654321", timeZone: timeZone)
             let uploader = IndividualID(rowId: other.id)
 
             let formatter = ISO8601DateFormatter()
