@@ -147,16 +147,18 @@ package struct HealthDataStore: Sendable {
                 if !announce, let wholeHoursBefore {
                     let blocks = HistoryHourBlocks(samples, sourceIds: sourceIds, settledBefore: wholeHoursBefore)
                     if !blocks.isEmpty {
-                        var occupied = Array(blocks.members.indices)
+                        var written = Array(repeating: false, count: blocks.members.count)
                         for (block, type, day) in try await connection.execute(
                             HourBlockInsertStatement(individualId: individualId, blocks: blocks), logger: database.logger)
                         {
                             note(type, day)
-                            guard let block, let index = Int(exactly: block), blocks.members.indices.contains(index) else { continue }
+                            guard let block, let index = Int(exactly: block), written.indices.contains(index) else { continue }
                             newSamples.append(contentsOf: blocks.stored(index))
-                            occupied[index] = -1
+                            written[index] = true
                         }
-                        rest = (blocks.unsettled + occupied.filter { $0 >= 0 }.flatMap { blocks.members[$0] }).sorted()
+                        // The samples of hours that held blocks already, and of unsettled hours.
+                        let merged = written.indices.filter { !written[$0] }.flatMap { blocks.members[$0] }
+                        rest = (blocks.unsettled + merged).sorted()
                     }
                 }
                 if !rest.isEmpty {
