@@ -42,12 +42,20 @@ package struct XMLAttributes: Sequence {
 
     /// A value the reader checked: UTF-8, references well formed.
     private static func value(_ raw: ArraySlice<UInt8>) -> String {
-        guard raw.contains(UInt8(ascii: "&")) else { return String(decoding: raw, as: UTF8.self) }
+        raw.contains(UInt8(ascii: "&")) ? XMLReference.decoded(raw) : String(decoding: raw, as: UTF8.self)
+    }
+}
+
+/// `&…;` references: the five predefined entities and character references (`&#N;`, `&#xN;`).
+/// No other entity is ever looked up.
+enum XMLReference {
+    /// `raw`, already checked (UTF-8, every reference one we read), with its references replaced.
+    static func decoded(_ raw: ArraySlice<UInt8>) -> String {
         var output: [UInt8] = []
         output.reserveCapacity(raw.count)
         var position = raw.startIndex
         while position < raw.endIndex {
-            guard raw[position] == UInt8(ascii: "&"), let (scalar, next) = XMLReference.read(raw, at: position) else {
+            guard raw[position] == UInt8(ascii: "&"), let (scalar, next) = read(raw, at: position) else {
                 output.append(raw[position])
                 position += 1
                 continue
@@ -57,11 +65,7 @@ package struct XMLAttributes: Sequence {
         }
         return String(decoding: output, as: UTF8.self)
     }
-}
 
-/// `&…;` references: the five predefined entities and character references (`&#N;`, `&#xN;`).
-/// No other entity is ever looked up.
-enum XMLReference {
     /// The character of the reference starting at `position` (an '&') and the index after its
     /// ';', or nil if it is not one we read.
     static func read(_ raw: ArraySlice<UInt8>, at position: Int) -> (Unicode.Scalar, Int)? {

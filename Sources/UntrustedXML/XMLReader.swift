@@ -306,7 +306,10 @@ package struct XMLReader {
                 where buffer[bounds[other]..<bounds[other + 1]].elementsEqual(buffer[nameStart..<nameEnd]) {
                     throw malformed("attribute \(String(decoding: buffer[nameStart..<nameEnd], as: UTF8.self)) given twice")
                 }
-                bounds.append(contentsOf: [nameStart, nameEnd, value.lowerBound, value.upperBound])
+                bounds.append(nameStart)
+                bounds.append(nameEnd)
+                bounds.append(value.lowerBound)
+                bounds.append(value.upperBound)
             }
             let attributes = XMLAttributes(bytes: buffer[tagStart..<index], bounds: bounds)
             sawRoot = true
@@ -425,12 +428,17 @@ package struct XMLReader {
         guard index < buffer.count else { throw malformed("an attribute value is not closed") }
         let raw = buffer[start..<index]
         index += 1
+        try check(raw)
+        return start..<(index - 1)
+    }
+
+    /// Refuses `raw` unless it is UTF-8 and each '&' starts a reference we read.
+    private func check(_ raw: ArraySlice<UInt8>) throws {
         if raw.contains(where: { $0 >= 0x80 }) { _ = try Self.utf8(raw) }
         var position = raw.startIndex
         while let reference = raw[position...].firstIndex(of: UInt8(ascii: "&")) {
             position = try referenceEnd(raw, at: reference)
         }
-        return start..<(index - 1)
     }
 
     /// The index after the reference at `position` (an '&'), or the error that it is not one
@@ -448,20 +456,8 @@ package struct XMLReader {
     /// Text with its character references and predefined entities replaced.
     private func decode(_ raw: ArraySlice<UInt8>) throws -> String {
         guard raw.contains(UInt8(ascii: "&")) else { return try Self.utf8(raw) }
-        var output: [UInt8] = []
-        output.reserveCapacity(raw.count)
-        var position = raw.startIndex
-        while position < raw.endIndex {
-            guard raw[position] == UInt8(ascii: "&") else {
-                output.append(raw[position])
-                position += 1
-                continue
-            }
-            let next = try referenceEnd(raw, at: position)
-            if let (scalar, _) = XMLReference.read(raw, at: position) { output.append(contentsOf: String(scalar).utf8) }
-            position = next
-        }
-        return try Self.utf8(output[...])
+        try check(raw)
+        return XMLReference.decoded(raw)
     }
 }
 
