@@ -14,14 +14,18 @@ import Synchronization
 /// statistics and routes), written to disk and uploaded as a stream, then read by the server's
 /// import worker while other individuals keep uploading. Prints records/s end to end, the
 /// server's resident memory above idle during the import, bytes stored per record, and the other
-/// individuals' upload latency with and without the import running (same run).
+/// individuals' upload latency with and without the import running (same run): the others upload
+/// throughout, and `rounds` windows without an import alternate with imports (each by a new
+/// individual), so that the p99 on each side pools several windows rather than one — a single
+/// 15-second baseline's p99 varied from 17 to 106 ms between runs on the same machine.
 struct ImportBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "import", abstract: "Importing an Apple Health export of a heavy user's year.")
 
     @Option(help: "Records in the export.") var records = 2_000_000
     @Option(help: "Workouts in the export (each with statistics and a route).") var workouts = 150
     @Option(help: "Other individuals uploading meanwhile, each with one upload of 100 samples at a time.") var uploaders = 4
-    @Option(help: "Seconds of the other individuals' uploads without the import (the baseline).") var baselineSeconds = 15
+    @Option(help: "Seconds of the other individuals' uploads without an import (the baseline) before each round's import.") var baselineSeconds = 15
+    @Option(help: "Rounds of a baseline then an import (each by a new individual), the others uploading throughout.") var rounds = 3
     @Option(
         help: """
             Uploads a second each other individual starts on a fixed schedule, each timed from when it was due (an open \
@@ -38,6 +42,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
         guard othersRate == 0 || (0.1...1_000).contains(othersRate) else {
             throw ValidationError("--others-rate is 0 (a closed loop) or 0.1 to 1000 uploads a second")
         }
+        guard (1...100).contains(rounds) else { throw ValidationError("--rounds is 1 to 100") }
     }
 
     func run() async throws {
@@ -51,7 +56,8 @@ struct ImportBenchCommand: AsyncParsableCommand {
                 + String(
                     format: "%.0f MB, written in %.0f s; %d individuals uploading meanwhile, ", Double(size) / 1e6,
                     (ContinuousClock.now - generated).inSeconds, uploaders)
-                + (othersRate > 0 ? String(format: "each %g uploads of 100 a second on a schedule", othersRate) : "each as soon as answered"))
+                + (othersRate > 0 ? String(format: "each %g uploads of 100 a second on a schedule", othersRate) : "each as soon as answered")
+                + "; \(rounds) rounds of \(baselineSeconds) s without an import, then one import by a new individual")
 
         let parsing = try readAlone(file)
         print(
@@ -66,59 +72,96 @@ struct ImportBenchCommand: AsyncParsableCommand {
             $0.rateLimitRequests = 1_000_000
             if !follow { $0.importSettings.followAhead = .max }
         }) { server in
-            let person = try await server.individualSession(0)
+            // Everyone registers first (a password hash each), then the others upload without a
+            // pause until the end: the windows without and with an import alternate under one load.
             let others = try await BenchServer.concurrently(uploaders, uploaders) { try await server.individualSession(1 + $0) }
-            let baseline = try await Uploaders(server: server, tokens: others, rate: othersRate).run(for: .seconds(baselineSeconds))
-            let idle = HeldResourceGauges.residentBytes()
-
-            let peak = Mutex(idle)
-            let sampling = Task {
-                while !Task.isCancelled {
-                    let now = HeldResourceGauges.residentBytes()
-                    peak.withLock { $0 = max($0, now) }
-                    try? await Task.sleep(for: .milliseconds(200))
+            let people = try await BenchServer.concurrently(rounds, 1) { try await server.individualSession(1 + uploaders + $0) }
+            let timeline = Timeline()
+            let disk = try DiskProbe(directory: URL(fileURLWithPath: NSTemporaryDirectory()))
+            defer { disk.stop() }
+            let stopped = Atomic(false)
+            defer { stopped.store(true, ordering: .relaxed) }  // also when a round fails
+            let load = Task {
+                try await Uploaders(server: server, tokens: others, rate: othersRate).run(into: timeline, until: { stopped.load(ordering: .relaxed) })
+            }
+            var windows = (
+                without: [Range<ContinuousClock.Instant>](), uploading: [Range<ContinuousClock.Instant>](),
+                reading: [Range<ContinuousClock.Instant>]()
+            )
+            var read = 0, importing = 0.0, above = 0.0
+            // Not counted: the first seconds of the load (its first partitions, caches, plans).
+            try await Task.sleep(for: .seconds(5))
+            for (round, person) in people.enumerated() {
+                let quiet = ContinuousClock.now
+                try await Task.sleep(for: .seconds(baselineSeconds))
+                windows.without.append(quiet..<ContinuousClock.now)
+                let idle = HeldResourceGauges.residentBytes()
+                let peak = Mutex(idle)
+                let sampling = Task {
+                    while !Task.isCancelled {
+                        let now = HeldResourceGauges.residentBytes()
+                        peak.withLock { $0 = max($0, now) }
+                        try? await Task.sleep(for: .milliseconds(200))
+                    }
+                }
+                let started = ContinuousClock.now
+                let id = try await upload(file, size: size, server: server, token: person)
+                let uploaded = ContinuousClock.now
+                // Records read while the upload arrived (following it), so not left for after.
+                let recordsAtUpload = (try await server.send(.GET, "/api/users/imports/\(id)", token: person).body["records"] as? Int) ?? 0
+                let job = try await waitForDone(id, server: server, token: person)
+                let finished = ContinuousClock.now
+                sampling.cancel()
+                windows.uploading.append(started..<uploaded)
+                windows.reading.append(uploaded..<finished)
+                let records = job["records"] as? Int ?? 0
+                read += records
+                importing += (finished - started).inSeconds
+                above = max(above, Double(peak.withLock { $0 } - idle) / 1_048_576)
+                let without = timeline.durations(in: [quiet..<started]), during = timeline.durations(in: [started..<finished])
+                print(
+                    String(
+                        format:
+                            "round %d: upload %.1f s (%.0f MB/s), then until done %.1f s; %.0f records/s end to end (%d read during the upload); "
+                            + "others' p50 / p99 %.1f / %.1f ms without, %.1f / %.1f ms during (× %.2f)",
+                        round + 1, (uploaded - started).inSeconds, Double(size) / 1e6 / (uploaded - started).inSeconds,
+                        (finished - uploaded).inSeconds,
+                        Double(records) / (finished - started).inSeconds, recordsAtUpload, percentile(without, 0.5), percentile(without, 0.99),
+                        percentile(during, 0.5), percentile(during, 0.99), percentile(during, 0.99) / percentile(without, 0.99)))
+                if round == people.count - 1 {
+                    let types = (job["result"] as? [String: Any])?["types"] as? [String: [String: Int]] ?? [:]
+                    print(
+                        "stored by type (last round): "
+                            + types.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value["accepted"] ?? 0)" }.joined(separator: ", "))
                 }
             }
-            let uploading = Uploaders(server: server, tokens: others, rate: othersRate)
-            let during = Task { try await uploading.run(until: { sampling.isCancelled }) }
-            let started = ContinuousClock.now
-            let id = try await upload(file, size: size, server: server, token: person)
-            let uploaded = ContinuousClock.now
-            // Records read while the upload arrived (following it), so not left for after.
-            let recordsAtUpload = (try await server.send(.GET, "/api/users/imports/\(id)", token: person).body["records"] as? Int) ?? 0
-            let job = try await waitForDone(id, server: server, token: person)
-            let finished = ContinuousClock.now
-            sampling.cancel()
-            let loaded = try await during.value
+            stopped.store(true, ordering: .relaxed)
+            try await load.value
             let storage = try await bytesPerRecord(server)
 
-            let total = (finished - started).inSeconds, reading = (finished - uploaded).inSeconds
-            let read = job["records"] as? Int ?? 0
-            let above = Double(peak.withLock { $0 } - idle) / 1_048_576
-            print(
-                String(
-                    format: "upload: %.1f s (%.0f MB/s); then until done: %.1f s", (uploaded - started).inSeconds,
-                    Double(size) / 1e6 / (uploaded - started).inSeconds, reading))
-            print(
-                String(
-                    format: "records/s end to end (upload + reading): %.0f; read during the upload: %d records, after it: %d",
-                    Double(read) / total, recordsAtUpload, read - recordsAtUpload))
-            print(String(format: "server resident memory: idle %.0f MiB, peak during the import %.0f MiB above it", Double(idle) / 1_048_576, above))
+            let without = timeline.durations(in: windows.without)
+            let during = timeline.durations(in: windows.uploading + windows.reading)
+            print(String(format: "records/s end to end (upload + reading), all rounds: %.0f", Double(read) / importing))
+            print(String(format: "server resident memory: peak during an import %.0f MiB above its idle size before it", above))
             print(String(format: "storage: %.1f bytes per stored sample, indexes and TOAST included (%d samples)", storage.bytes, storage.samples))
-            print(
-                String(
-                    format:
-                        "other individuals' uploads of 100, p50 / p99: %.1f / %.1f ms without the import (%d), %.1f / %.1f ms during it (%d): p99 × %.2f",
-                    percentile(baseline, 0.5), percentile(baseline, 0.99), baseline.count, percentile(loaded, 0.5), percentile(loaded, 0.99),
-                    loaded.count,
-                    percentile(loaded, 0.99) / percentile(baseline, 0.99)
-                ))
-            let types = (job["result"] as? [String: Any])?["types"] as? [String: [String: Int]] ?? [:]
-            print("stored by type: " + types.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value["accepted"] ?? 0)" }.joined(separator: ", "))
-            BenchSummary.record("import", "records/s end to end (upload + reading)", format: "%.0f", Double(read) / total)
+            print("other individuals' uploads of 100 (ms), and the disk probe's 8 KiB fdatasync (ms), all rounds:")
+            let named = [
+                ("without an import", windows.without), ("during the imports", windows.uploading + windows.reading),
+                ("  while uploading", windows.uploading), ("  after the upload", windows.reading),
+            ]
+            for (name, spans) in named {
+                let latencies = timeline.durations(in: spans), syncs = disk.timeline.durations(in: spans)
+                print(
+                    "  " + name.padding(toLength: 20, withPad: " ", startingAt: 0)
+                        + String(
+                            format: "%6d uploads, p50 %6.1f, p95 %6.1f, p99 %6.1f (× %.2f of p99 without); disk p99 %6.1f, max %6.1f",
+                            latencies.count, percentile(latencies, 0.5), percentile(latencies, 0.95), percentile(latencies, 0.99),
+                            percentile(latencies, 0.99) / percentile(without, 0.99), percentile(syncs, 0.99), syncs.last ?? .nan))
+            }
+            BenchSummary.record("import", "records/s end to end (upload + reading)", format: "%.0f", Double(read) / importing)
             BenchSummary.record("import", "resident memory above idle during the import (MiB)", format: "%.0f", above)
             BenchSummary.record(
-                "import", "others' upload p99 during / without the import", format: "× %.2f", percentile(loaded, 0.99) / percentile(baseline, 0.99))
+                "import", "others' upload p99 during / without the import", format: "× %.2f", percentile(during, 0.99) / percentile(without, 0.99))
         }
     }
 
@@ -193,16 +236,12 @@ private struct Uploaders: Sendable {
     let tokens: [String]
     let rate: Double
 
-    func run(for duration: Duration) async throws -> [Double] {
-        let end = ContinuousClock.now + duration
-        return try await run(until: { ContinuousClock.now >= end })
-    }
-
-    func run(until done: @escaping @Sendable () -> Bool) async throws -> [Double] {
-        try await withThrowingTaskGroup(of: [Double].self) { group in
+    /// Uploads until `done`, each timed into `timeline`.
+    func run(into timeline: Timeline, until done: @escaping @Sendable () -> Bool) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, token) in tokens.enumerated() {
                 group.addTask {
-                    var latencies: [Double] = [], batch = 0
+                    var batch = 0
                     let formatter = ISO8601DateFormatter()
                     let origin = Date().addingTimeInterval(-20 * 86_400 + Double(index) * 3_600)
                     let period: Duration? = rate > 0 ? .nanoseconds(Int64((1e9 / rate).rounded())) : nil
@@ -218,16 +257,62 @@ private struct Uploaders: Sendable {
                         let (status, _) = try await server.send(
                             .POST, "/api/users/data", token: token, json: #"{"items":["# + items.joined(separator: ",") + "]}")
                         guard status == .ok else { throw ValidationError("an upload answered \(status)") }
-                        latencies.append((ContinuousClock.now - sent).inSeconds * 1000)
+                        timeline.add(began: sent, milliseconds: (ContinuousClock.now - sent).inSeconds * 1000)
                         if let period { due += period }
                         batch += 1
                     }
-                    return latencies
                 }
             }
-            return try await group.reduce(into: []) { $0 += $1 }.sorted()
+            try await group.waitForAll()
         }
     }
+}
+
+/// Timed events — the others' uploads, the disk probe's writes — by when each began.
+private final class Timeline: Sendable {
+    private let events = Mutex<[(began: ContinuousClock.Instant, milliseconds: Double)]>([])
+
+    func add(began: ContinuousClock.Instant, milliseconds: Double) {
+        events.withLock { $0.append((began, milliseconds)) }
+    }
+
+    /// The durations of the events that began within `windows`, sorted.
+    func durations(in windows: [Range<ContinuousClock.Instant>]) -> [Double] {
+        events.withLock { all in all.filter { event in windows.contains { $0.contains(event.began) } }.map(\.milliseconds) }.sorted()
+    }
+}
+
+/// The disk's own stalls, apart from the server's: a thread of its own writes 8 KiB to a file
+/// of its own and `fdatasync`s it every 50 ms, on the filesystem the bench's database is on,
+/// timed. A stall seen here is one every commit on that filesystem waits for (on ext4 an
+/// `fsync` waits for the journal, which waits for other files' data being written back), not
+/// one of our server's queues: runs on this machine showed such stalls of 60–350 ms while the
+/// imports wrote, and none of the probe's 5 ms sleeps late by more than 50 ms (not the CPU).
+private final class DiskProbe: Sendable {
+    let timeline = Timeline()
+    private let stopped = Atomic(false)
+
+    init(directory: URL) throws {
+        let path = directory.appendingPathComponent("data4help-bench-disk-probe-\(getpid())").path
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard descriptor >= 0 else { throw ValidationError("cannot open \(path) for the disk probe") }
+        unlink(path)  // the descriptor keeps it until the probe stops
+        let thread = Thread { [self] in
+            let page = [UInt8](repeating: 0x2A, count: 8_192)
+            while !self.stopped.load(ordering: .relaxed) {
+                let began = ContinuousClock.now
+                _ = page.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+                _ = fdatasync(descriptor)
+                self.timeline.add(began: began, milliseconds: (ContinuousClock.now - began).inSeconds * 1000)
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            close(descriptor)
+        }
+        thread.name = "data4help-bench-disk-probe"
+        thread.start()
+    }
+
+    func stop() { stopped.store(true, ordering: .relaxed) }
 }
 
 /// Writes a synthetic `export.xml` in the Health app's shape, a record at a time (never held
@@ -312,6 +397,10 @@ private struct ExportWriter {
         }
         buffer += "</HealthData>\n"
         try handle.write(contentsOf: Data(buffer.utf8))
+        // On disk before anything is measured: the file is the phone's, not the server's, and
+        // the kernel writing its hundreds of MB back 30 s later (while the database commits)
+        // stalled every commit's fsync behind it, by 100–300 ms (PostgreSQL's log, ext4).
+        try handle.synchronize()
         return (written, stored)
     }
 
