@@ -88,7 +88,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
                 without: [Range<ContinuousClock.Instant>](), uploading: [Range<ContinuousClock.Instant>](),
                 reading: [Range<ContinuousClock.Instant>]()
             )
-            var read = 0, importing = 0.0, above = 0.0
+            var read = 0, importSeconds = 0.0, above = 0.0
             // Not counted: the first seconds of the load (its first partitions, caches, plans).
             try await Task.sleep(for: .seconds(5))
             for (round, person) in people.enumerated() {
@@ -116,7 +116,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
                 windows.reading.append(uploaded..<finished)
                 let records = job["records"] as? Int ?? 0
                 read += records
-                importing += (finished - started).inSeconds
+                importSeconds += (finished - started).inSeconds
                 above = max(above, Double(peak.withLock { $0 } - idle) / 1_048_576)
                 let without = timeline.durations(in: [quiet..<started]), during = timeline.durations(in: [started..<finished])
                 print(
@@ -139,14 +139,14 @@ struct ImportBenchCommand: AsyncParsableCommand {
             try await load.value
             let storage = try await bytesPerRecord(server)
 
-            let without = timeline.durations(in: windows.without)
-            let during = timeline.durations(in: windows.uploading + windows.reading)
-            print(String(format: "records/s end to end (upload + reading), all rounds: %.0f", Double(read) / importing))
+            let importing = windows.uploading + windows.reading
+            let without = timeline.durations(in: windows.without), during = timeline.durations(in: importing)
+            print(String(format: "records/s end to end (upload + reading), all rounds: %.0f", Double(read) / importSeconds))
             print(String(format: "server resident memory: peak during an import %.0f MiB above its idle size before it", above))
             print(String(format: "storage: %.1f bytes per stored sample, indexes and TOAST included (%d samples)", storage.bytes, storage.samples))
             print("other individuals' uploads of 100 (ms), and the disk probe's 8 KiB fdatasync (ms), all rounds:")
             let named = [
-                ("without an import", windows.without), ("during the imports", windows.uploading + windows.reading),
+                ("without an import", windows.without), ("during the imports", importing),
                 ("  while uploading", windows.uploading), ("  after the upload", windows.reading),
             ]
             for (name, spans) in named {
@@ -158,7 +158,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
                             latencies.count, percentile(latencies, 0.5), percentile(latencies, 0.95), percentile(latencies, 0.99),
                             percentile(latencies, 0.99) / percentile(without, 0.99), percentile(syncs, 0.99), syncs.last ?? .nan))
             }
-            BenchSummary.record("import", "records/s end to end (upload + reading)", format: "%.0f", Double(read) / importing)
+            BenchSummary.record("import", "records/s end to end (upload + reading)", format: "%.0f", Double(read) / importSeconds)
             BenchSummary.record("import", "resident memory above idle during the import (MiB)", format: "%.0f", above)
             BenchSummary.record(
                 "import", "others' upload p99 during / without the import", format: "× %.2f", percentile(during, 0.99) / percentile(without, 0.99))
