@@ -91,45 +91,16 @@ struct ImportBenchCommand: AsyncParsableCommand {
             var read = 0, importSeconds = 0.0, above = 0.0
             // Not counted: the first seconds of the load (its first partitions, caches, plans).
             try await Task.sleep(for: .seconds(5))
-            for (round, person) in people.enumerated() {
-                let quiet = ContinuousClock.now
-                try await Task.sleep(for: .seconds(baselineSeconds))
-                windows.without.append(quiet..<ContinuousClock.now)
-                let idle = HeldResourceGauges.residentBytes()
-                let peak = Mutex(idle)
-                let sampling = Task {
-                    while !Task.isCancelled {
-                        let now = HeldResourceGauges.residentBytes()
-                        peak.withLock { $0 = max($0, now) }
-                        try? await Task.sleep(for: .milliseconds(200))
-                    }
-                }
-                let started = ContinuousClock.now
-                let id = try await upload(file, size: size, server: server, token: person)
-                let uploaded = ContinuousClock.now
-                // Records read while the upload arrived (following it), so not left for after.
-                let recordsAtUpload = (try await server.send(.GET, "/api/users/imports/\(id)", token: person).body["records"] as? Int) ?? 0
-                let job = try await waitForDone(id, server: server, token: person)
-                let finished = ContinuousClock.now
-                sampling.cancel()
-                windows.uploading.append(started..<uploaded)
-                windows.reading.append(uploaded..<finished)
-                let records = job["records"] as? Int ?? 0
-                read += records
-                importSeconds += (finished - started).inSeconds
-                above = max(above, Double(peak.withLock { $0 } - idle) / 1_048_576)
-                let without = timeline.durations(in: [quiet..<started]), during = timeline.durations(in: [started..<finished])
-                print(
-                    String(
-                        format:
-                            "round %d: upload %.1f s (%.0f MB/s), then until done %.1f s; %.0f records/s end to end (%d read during the upload); "
-                            + "others' p50 / p99 %.1f / %.1f ms without, %.1f / %.1f ms during (× %.2f)",
-                        round + 1, (uploaded - started).inSeconds, Double(size) / 1e6 / (uploaded - started).inSeconds,
-                        (finished - uploaded).inSeconds,
-                        Double(records) / (finished - started).inSeconds, recordsAtUpload, percentile(without, 0.5), percentile(without, 0.99),
-                        percentile(during, 0.5), percentile(during, 0.99), percentile(during, 0.99) / percentile(without, 0.99)))
-                if round == people.count - 1 {
-                    let types = (job["result"] as? [String: Any])?["types"] as? [String: [String: Int]] ?? [:]
+            for (index, person) in people.enumerated() {
+                let round = try await runRound(index + 1, by: person, file: file, size: size, server: server, timeline: timeline)
+                windows.without.append(round.quiet)
+                windows.uploading.append(round.uploading)
+                windows.reading.append(round.reading)
+                read += round.records
+                importSeconds += (round.reading.upperBound - round.uploading.lowerBound).inSeconds
+                above = max(above, round.aboveIdle)
+                if index == people.count - 1 {
+                    let types = (round.job["result"] as? [String: Any])?["types"] as? [String: [String: Int]] ?? [:]
                     print(
                         "stored by type (last round): "
                             + types.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value["accepted"] ?? 0)" }.joined(separator: ", "))
@@ -163,6 +134,57 @@ struct ImportBenchCommand: AsyncParsableCommand {
             BenchSummary.record(
                 "import", "others' upload p99 during / without the import", format: "× %.2f", percentile(during, 0.99) / percentile(without, 0.99))
         }
+    }
+
+    /// One round's windows, what its import read, and its finished job as the API answered it.
+    private struct Round {
+        let quiet: Range<ContinuousClock.Instant>
+        let uploading: Range<ContinuousClock.Instant>
+        let reading: Range<ContinuousClock.Instant>
+        let records: Int
+        /// The server's resident memory at its peak during the import, above its size before (MiB).
+        let aboveIdle: Double
+        let job: [String: Any]
+    }
+
+    /// A window of `baselineSeconds` without an import, then one import by `person`, timed by
+    /// phase; prints the round's line.
+    private func runRound(
+        _ number: Int, by person: String, file: URL, size: Int64, server: BenchServer, timeline: Timeline
+    ) async throws -> Round {
+        let quiet = ContinuousClock.now
+        try await Task.sleep(for: .seconds(baselineSeconds))
+        let idle = HeldResourceGauges.residentBytes()
+        let peak = Mutex(idle)
+        let sampling = Task {
+            while !Task.isCancelled {
+                let now = HeldResourceGauges.residentBytes()
+                peak.withLock { $0 = max($0, now) }
+                try? await Task.sleep(for: .milliseconds(200))
+            }
+        }
+        defer { sampling.cancel() }
+        let started = ContinuousClock.now
+        let id = try await upload(file, size: size, server: server, token: person)
+        let uploaded = ContinuousClock.now
+        // Records read while the upload arrived (following it), so not left for after.
+        let recordsAtUpload = (try await server.send(.GET, "/api/users/imports/\(id)", token: person).body["records"] as? Int) ?? 0
+        let job = try await waitForDone(id, server: server, token: person)
+        let finished = ContinuousClock.now
+        sampling.cancel()
+        let records = job["records"] as? Int ?? 0
+        let without = timeline.durations(in: [quiet..<started]), during = timeline.durations(in: [started..<finished])
+        print(
+            String(
+                format:
+                    "round %d: upload %.1f s (%.0f MB/s), then until done %.1f s; %.0f records/s end to end (%d read during the upload); "
+                    + "others' p50 / p99 %.1f / %.1f ms without, %.1f / %.1f ms during (× %.2f)",
+                number, (uploaded - started).inSeconds, Double(size) / 1e6 / (uploaded - started).inSeconds, (finished - uploaded).inSeconds,
+                Double(records) / (finished - started).inSeconds, recordsAtUpload, percentile(without, 0.5), percentile(without, 0.99),
+                percentile(during, 0.5), percentile(during, 0.99), percentile(during, 0.99) / percentile(without, 0.99)))
+        return Round(
+            quiet: quiet..<started, uploading: started..<uploaded, reading: uploaded..<finished, records: records,
+            aboveIdle: Double(peak.withLock { $0 } - idle) / 1_048_576, job: job)
     }
 
     /// The export through the reader and the upload rules, as the worker reads it, without
