@@ -97,7 +97,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
                 windows.uploading.append(round.uploading)
                 windows.reading.append(round.reading)
                 read += round.records
-                importSeconds += (round.reading.upperBound - round.uploading.lowerBound).inSeconds
+                importSeconds += round.seconds
                 above = max(above, round.aboveIdle)
                 if index == people.count - 1 {
                     let types = (round.job["result"] as? [String: Any])?["types"] as? [String: [String: Int]] ?? [:]
@@ -145,6 +145,9 @@ struct ImportBenchCommand: AsyncParsableCommand {
         /// The server's resident memory at its peak during the import, above its size before (MiB).
         let aboveIdle: Double
         let job: [String: Any]
+
+        /// From the upload's start to the import's end.
+        var seconds: Double { (reading.upperBound - uploading.lowerBound).inSeconds }
     }
 
     /// A window of `baselineSeconds` without an import, then one import by `person`, timed by
@@ -163,7 +166,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
                 try? await Task.sleep(for: .milliseconds(200))
             }
         }
-        defer { sampling.cancel() }
+        defer { sampling.cancel() }  // when the round fails
         let started = ContinuousClock.now
         let id = try await upload(file, size: size, server: server, token: person)
         let uploaded = ContinuousClock.now
@@ -172,6 +175,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
         let job = try await waitForDone(id, server: server, token: person)
         let finished = ContinuousClock.now
         sampling.cancel()
+        let aboveIdle = Double(peak.withLock { $0 } - idle) / 1_048_576
         let records = job["records"] as? Int ?? 0
         let without = timeline.durations(in: [quiet..<started]), during = timeline.durations(in: [started..<finished])
         print(
@@ -184,7 +188,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
                 percentile(during, 0.5), percentile(during, 0.99), percentile(during, 0.99) / percentile(without, 0.99)))
         return Round(
             quiet: quiet..<started, uploading: started..<uploaded, reading: uploaded..<finished, records: records,
-            aboveIdle: Double(peak.withLock { $0 } - idle) / 1_048_576, job: job)
+            aboveIdle: aboveIdle, job: job)
     }
 
     /// The export through the reader and the upload rules, as the worker reads it, without
