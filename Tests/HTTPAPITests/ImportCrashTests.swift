@@ -85,8 +85,10 @@ struct ImportCrashTests {
         let stored = try await direct.whileRunning {
             try await direct.query(
                 """
-                SELECT count(k)::int8, count(DISTINCT k)::int8
-                FROM sample_blocks b JOIN individuals i ON i.id = b.individual_id, unnest(b.keys) k
+                SELECT count(*)::int8,
+                       count(DISTINCT (b.sample_type, b.block_start, COALESCE(u.key, data4help_settled_key(u.offset_ms, u.tag))))::int8
+                FROM sample_blocks b JOIN individuals i ON i.id = b.individual_id,
+                     unnest(b.offsets_ms, b.keys, b.tags) AS u(offset_ms, key, tag)
                 WHERE i.email = \(account["email"] as? String ?? "")
                 """)[0].decode((Int64, Int64).self)
         }

@@ -119,7 +119,7 @@ struct SampleCompactionTests {
     static func layout(_ database: Database, _ id: Int64) async throws -> (blocks: [String: Int], samples: Int) {
         var blocks: [String: Int] = [:], samples = 0
         for row in try await database.query(
-            "SELECT sample_type, block_minutes, count(*)::int8, sum(cardinality(keys))::int8 FROM sample_blocks WHERE individual_id = \(id) GROUP BY 1, 2"
+            "SELECT sample_type, block_minutes, count(*)::int8, sum(cardinality(offsets_ms))::int8 FROM sample_blocks WHERE individual_id = \(id) GROUP BY 1, 2"
         ) {
             let (type, minutes, count, held) = try row.decode((Int16, Int16, Int64, Int64).self)
             blocks["\(type)/\(minutes)"] = Int(count)
@@ -205,5 +205,133 @@ struct SampleCompactionTests {
                 #expect(idle.finished && idle.individuals == 0)
             }
         }
+    }
+}
+
+/// Settled blocks without keys (migration 0049): a database whose hour blocks still hold 64-bit
+/// keys, as every one did before, and whose events name samples by client key, is moved to tags
+/// by the compactor's pass, online, and every read answers as before it: the listing, summaries,
+/// the glucose report, the granted samples and the subscription feed of events written before.
+@Suite("Settled hour blocks without keys")
+struct KeylessHourBlockTests {
+    @Test(.timeLimit(.minutes(20))) func hourBlocksWithKeysAreMovedAndAnswerAsBefore() async throws {
+        let url = try await TestPostgres.shared.migratedDatabase()
+        // Three rounds of every read: more pages than the default limit allows a minute.
+        try await TestServer.run(database: url, configure: { $0.rateLimitRequests = 10_000 }) { api in
+            let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
+            try await database.whileRunning {
+                let (person, party, request) = try await SubscriptionFeedTests.subscribe(
+                    api, types: ["heartRate", "stepCount", "bloodGlucose"])
+                let me = try await api.send(.get, "/api/users/me", token: person)
+                let email = try #require(me.string("email"))
+                let id = try await database.query("SELECT id FROM individuals WHERE email = \(email)")[0].decode(Int64.self)
+                let samples = SampleCompactionTests.samples()
+                let store = HealthDataStore(database: database, partitions: PartitionMaintainer(database: database))
+                let outcome = try await store.ingest(individualId: id, samples: samples, locations: LocationColumns())
+                #expect(outcome.newSamples.count == samples.count)
+                let answers = try await SampleCompactionTests.reads(api, person: person, party: party, request: request)
+                #expect(answers["feed"]!.count > 1_000)
+
+                // The layout before migration 0049: the events name samples by client key, and
+                // the settled hours are hour blocks with keys, as the compactor wrote them then.
+                let events = try await database.query(
+                    """
+                    WITH renamed AS (
+                        UPDATE party_events e SET keys = (
+                            SELECT array_agg(u.key) FROM sample_blocks b
+                            CROSS JOIN LATERAL unnest(b.offsets_ms, b.keys) AS u(offset_ms, key)
+                            WHERE b.individual_id = e.individual_id
+                              AND data4help_event_key(
+                                      (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms, data4help_key_tag(u.key)) = ANY (e.keys))
+                        WHERE e.individual_id = \(id) AND e.keys IS NOT NULL
+                        RETURNING e.id, cardinality(e.keys) AS n
+                    )
+                    SELECT count(*)::int8, coalesce(sum(n), 0)::int8 FROM renamed
+                    """)[0].decode((Int64, Int64).self)
+                #expect(events.0 >= 1 && events.1 == Int64(samples.count), "\(events)")
+                try await database.query("UPDATE sample_compaction SET client_keyed_events_before = (SELECT max(id) + 1 FROM party_events)")
+                let cut = Date(timeIntervalSince1970: SampleCompactionTests.base + 3 * 86_400)
+                try await database.query(
+                    """
+                    WITH gone AS (
+                        DELETE FROM sample_blocks b WHERE b.individual_id = \(id) AND b.block_start < \(cut)
+                        RETURNING b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids
+                    ),
+                    s AS (
+                        SELECT g.sample_type, date_bin('1 hour', g.block_start, 'epoch') AS hour,
+                               e.offset_ms + (extract(epoch FROM g.block_start - date_bin('1 hour', g.block_start, 'epoch')) * 1000)::int4 AS offset_ms,
+                               e.val, e.duration_ms, e.key, COALESCE(e.source_id, 0) AS source_id
+                        FROM gone g
+                        CROSS JOIN LATERAL unnest(g.offsets_ms, g.vals, g.durations_ms, g.keys, g.source_ids)
+                            AS e(offset_ms, val, duration_ms, key, source_id)
+                    )
+                    INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, keys, source_ids)
+                    SELECT \(id), sample_type, hour, 60, array_agg(offset_ms ORDER BY offset_ms, key), array_agg(val ORDER BY offset_ms, key),
+                           CASE WHEN bool_and(duration_ms IS NULL) THEN NULL ELSE array_agg(duration_ms ORDER BY offset_ms, key) END,
+                           array_agg(key ORDER BY offset_ms, key),
+                           CASE WHEN bool_and(source_id = 0) THEN NULL ELSE array_agg(source_id ORDER BY offset_ms, key) END
+                    FROM s GROUP BY sample_type, hour
+                    """)
+                let old = try await Self.keyed(database, id)
+                #expect(old.withKeys == 104 && old.withTags == 0, "\(old)")
+                let oldAnswers = try await SampleCompactionTests.reads(api, person: person, party: party, request: request)
+                for (read, answer) in answers.sorted(by: { $0.key < $1.key }) {
+                    #expect(oldAnswers[read] == answer, "\(read) differs in the layout before migration 0049")
+                }
+
+                // The compactor's pass moves every hour block to tags; the recent minute blocks
+                // keep their keys.
+                let compactor = SampleCompactor(
+                    database: database, interval: .seconds(3_600), schemaReady: StartupGate(), logger: TestPostgres.logger)
+                let pass = try #require(try await compactor.pass())
+                #expect(pass.finished && pass.merged.hourBlocks == 104 && pass.merged.samples == samples.count - 60, "\(pass)")
+                let moved = try await Self.keyed(database, id)
+                #expect(moved.withKeys == 0 && moved.withTags == 104 && moved.minuteBlocks == 60, "\(moved)")
+                let layout = try await SampleCompactionTests.layout(database, id)
+                #expect(layout.samples == samples.count)
+                let now = try await SampleCompactionTests.reads(api, person: person, party: party, request: request)
+                for (read, answer) in answers.sorted(by: { $0.key < $1.key }) {
+                    let moved = now[read] ?? ""
+                    let at = zip(moved, answer).prefix { $0 == $1 }.count
+                    #expect(
+                        moved == answer,
+                        "\(read) differs without keys from character \(at): \(moved.dropFirst(at).prefix(160)) — was \(answer.dropFirst(at).prefix(160))"
+                    )
+                }
+
+                // Sent again, the same readings are duplicates; the same client id for the same
+                // instant and source too, whatever its value; a new reading joins its block.
+                let again: [any Sendable] = [
+                    ["id": "w3", "type": "heartRate", "value": 58, "start": SampleCompactionTests.iso(900), "source": "Anna's Apple Watch"]
+                        as JSONObject,
+                    ["id": "x0", "type": "heartRate", "value": 99, "start": SampleCompactionTests.iso(7_200), "source": "Anna's Apple Watch"]
+                        as JSONObject,
+                    ["id": "g7", "type": "bloodGlucose", "value": 139, "start": SampleCompactionTests.iso(86_400 + 2_100), "source": "Anna's CGM"]
+                        as JSONObject,
+                    ["id": "late", "type": "heartRate", "value": 88, "start": SampleCompactionTests.iso(7_201), "source": "Anna's Apple Watch"]
+                        as JSONObject,
+                ]
+                let uploaded = try await api.send(.post, "/api/users/data", token: person, json: ["items": again])
+                #expect(uploaded.json["accepted"] as? Int == 1 && uploaded.json["duplicates"] as? Int == 3, "\(uploaded.json)")
+                let after = try await Self.keyed(database, id)
+                #expect(after.withKeys == 0 && after.withTags == 104, "\(after)")
+
+                // A second pass finds nothing to move.
+                let idle = try #require(try await compactor.pass())
+                #expect(idle.finished && idle.individuals == 0)
+            }
+        }
+    }
+
+    /// The person's hour blocks with keys, with tags, and minute blocks.
+    static func keyed(_ database: Database, _ id: Int64) async throws -> (withKeys: Int, withTags: Int, minuteBlocks: Int) {
+        let row = try await database.query(
+            """
+            SELECT count(*) FILTER (WHERE block_minutes = 60 AND keys IS NOT NULL)::int8,
+                   count(*) FILTER (WHERE block_minutes = 60 AND tags IS NOT NULL AND keys IS NULL)::int8,
+                   count(*) FILTER (WHERE block_minutes = 1 AND keys IS NOT NULL AND tags IS NULL)::int8
+            FROM sample_blocks WHERE individual_id = \(id)
+            """)[0].decode((Int64, Int64, Int64).self)
+        return (Int(row.0), Int(row.1), Int(row.2))
     }
 }

@@ -154,22 +154,36 @@ package struct PartyEventStore: Sendable {
 }
 
 extension HealthDataReader {
-    /// The samples an event refers to: of these types, starting in `[firstMs, lastMs]`, with these keys.
-    package func samples(individualId: Int64, types: [Int16], firstMs: Int64, lastMs: Int64, keys: [Int64]) async throws -> [SampleRow] {
+    /// The samples event `eventId` refers to: of these types, starting in `[firstMs, lastMs]`, with
+    /// these keys. An upload's event names each sample by its event key (migration 0049), which
+    /// compaction does not change; one written before that migration by its client key, which a
+    /// block without keys no longer holds: there its samples are those with the keys' tags.
+    package func samples(
+        eventId: Int64, individualId: Int64, types: [Int16], firstMs: Int64, lastMs: Int64, keys: [Int64]
+    ) async throws
+        -> [SampleRow]
+    {
         let rows = try await database.query(
             """
-            SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
-                   u.val, u.duration_ms, u.key, s.name
-            FROM sample_blocks b
-            CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids)
-                AS u(offset_ms, val, duration_ms, key, source_id)
-            LEFT JOIN sample_sources s ON s.individual_id = b.individual_id AND s.source_id = u.source_id
-            WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
-              AND b.block_start >= 'epoch'::timestamptz + \(Self.floorHour(firstMs)) * interval '1 millisecond'
-              AND (b.block_minutes = 60 OR b.block_start >= 'epoch'::timestamptz + \(firstMs - firstMs % 60_000) * interval '1 millisecond')
-              AND b.block_start <= 'epoch'::timestamptz + \(lastMs) * interval '1 millisecond'
-              AND u.key = ANY (\(keys)::int8[])
-            ORDER BY start_ms, b.sample_type, u.key
+            SELECT c.sample_type, c.start_ms, c.val, c.duration_ms,
+                   data4help_settled_key(data4help_hour_offset(c.start_ms), COALESCE(c.tag, data4help_key_tag(c.key))) AS key, s.name
+            FROM (
+                SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
+                       u.val, u.duration_ms, u.key, u.tag, u.source_id, b.individual_id
+                FROM sample_blocks b
+                CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids, b.tags)
+                    AS u(offset_ms, val, duration_ms, key, source_id, tag)
+                WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
+                  AND b.block_start >= 'epoch'::timestamptz + \(Self.floorHour(firstMs)) * interval '1 millisecond'
+                  AND (b.block_minutes = 60 OR b.block_start >= 'epoch'::timestamptz + \(firstMs - firstMs % 60_000) * interval '1 millisecond')
+                  AND b.block_start <= 'epoch'::timestamptz + \(lastMs) * interval '1 millisecond'
+            ) c
+            LEFT JOIN sample_sources s ON s.individual_id = c.individual_id AND s.source_id = c.source_id
+            WHERE c.key = ANY (\(keys)::int8[])
+               OR data4help_event_key(c.start_ms, COALESCE(c.tag, data4help_key_tag(c.key))) = ANY (\(keys)::int8[])
+               OR (c.key IS NULL AND \(eventId) < (SELECT client_keyed_events_before FROM sample_compaction)
+                   AND c.tag = ANY (ARRAY(SELECT data4help_key_tag(k) FROM unnest(\(keys)::int8[]) AS k)))
+            ORDER BY c.start_ms, c.sample_type, key
             """)
         return try rows.map { row in
             let (type, startMs, value, duration, key, source) = try row.decode((Int16, Int64, Float, Int32?, Int64, String?).self)

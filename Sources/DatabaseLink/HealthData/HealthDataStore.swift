@@ -215,7 +215,7 @@ package struct HealthDataStore: Sendable {
         let rows = try await database.query(
             """
             SELECT (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::int8 FROM pg_partition_tree('sample_blocks')),
-                   (SELECT coalesce(sum(cardinality(keys)), 0)::int8 FROM sample_blocks)
+                   (SELECT coalesce(sum(cardinality(offsets_ms)), 0)::int8 FROM sample_blocks)
             """)
         return try rows[0].decode((Int64, Int64).self)
     }
@@ -301,14 +301,18 @@ package struct HealthDataStore: Sendable {
 }
 
 /// A block's arrays aggregated from its samples' rows (`offset_ms`, `val`, `duration_ms`, `key`,
-/// `source_id`; 0 for no source), as every writer of `sample_blocks` writes them: ordered by
-/// (offset, key); `durations_ms` and `source_ids` NULL when no sample has one.
+/// `source_id`, 0 for no source; `keyless`, `tag`), as every writer of `sample_blocks` writes
+/// them: ordered by (offset, key); `durations_ms` and `source_ids` NULL when no sample has one;
+/// `keys`, or for a block without keys (migration 0049: its samples' `keyless`; their `key` is
+/// then `data4help_settled_key`) `tags`. The columns `offsets_ms, vals, durations_ms, keys,
+/// source_ids, tags`.
 let blockArrays = """
     array_agg(offset_ms ORDER BY offset_ms, key),
     array_agg(val ORDER BY offset_ms, key),
     CASE WHEN bool_and(duration_ms IS NULL) THEN NULL ELSE array_agg(duration_ms ORDER BY offset_ms, key) END,
-    array_agg(key ORDER BY offset_ms, key),
-    CASE WHEN bool_and(source_id = 0) THEN NULL ELSE array_agg(source_id ORDER BY offset_ms, key) END
+    CASE WHEN bool_and(keyless) THEN NULL ELSE array_agg(key ORDER BY offset_ms, key) END,
+    CASE WHEN bool_and(source_id = 0) THEN NULL ELSE array_agg(source_id ORDER BY offset_ms, key) END,
+    CASE WHEN bool_and(keyless) THEN array_agg(tag ORDER BY offset_ms, key) END
     """
 
 /// How a day's rollup takes in the new samples of the day (the `EXCLUDED` row): counts and sums
@@ -341,26 +345,34 @@ struct SampleIngestStatement: PostgresPreparedStatement {
         hours AS MATERIALIZED (   -- whether each hour's samples go into one hour block (migration 0032)
             -- The hour's first block, one index probe: an hour block is the only block of its hour.
             -- With none, the hour is written whole if it is settled history (before $11).
-            SELECT h.sample_type, h.hour, COALESCE(f.block_minutes = 60, h.hour < $11::timestamptz) AS whole
+            -- Such a block, when new, has no keys (migration 0049); an old one may have them.
+            SELECT h.sample_type, h.hour, COALESCE(f.block_minutes = 60, h.hour < $11::timestamptz) AS whole,
+                   COALESCE(f.block_minutes = 60 AND f.keyless, h.hour < $11::timestamptz) AS keyless
             FROM (SELECT DISTINCT sample_type, hour FROM incoming) h
             LEFT JOIN LATERAL (
-                SELECT b.block_minutes FROM sample_blocks b
+                SELECT b.block_minutes, b.keys IS NULL AS keyless FROM sample_blocks b
                 WHERE b.individual_id = $1 AND b.sample_type = h.sample_type
                   AND b.block_start >= h.hour AND b.block_start < h.hour + interval '1 hour'
                 ORDER BY b.block_start LIMIT 1
             ) f ON true
         ),
-        placed AS (
-            SELECT i.sample_type,
-                   CASE WHEN h.whole THEN i.hour ELSE i.block_start END AS block_start,
-                   CASE WHEN h.whole THEN i.offset_ms + (extract(epoch FROM i.block_start - i.hour) * 1000)::int4 ELSE i.offset_ms END AS offset_ms,
-                   i.val, i.duration_ms, i.key, i.source_id, i.ordinal,
-                   CASE WHEN h.whole THEN 60 ELSE 1 END::int2 AS block_minutes
-            FROM incoming i JOIN hours h ON h.sample_type = i.sample_type AND h.hour = i.hour
+        placed AS (   -- key: the client's, or in a block without keys its settled key (migration 0049)
+            SELECT p.*, CASE WHEN p.keyless THEN data4help_settled_key(p.offset_ms, p.tag) ELSE p.client_key END AS key
+            FROM (
+                SELECT i.sample_type,
+                       CASE WHEN h.whole THEN i.hour ELSE i.block_start END AS block_start,
+                       CASE WHEN h.whole THEN i.hour_offset_ms ELSE i.offset_ms END AS offset_ms,
+                       i.val, i.duration_ms, i.key AS client_key, i.source_id, i.ordinal,
+                       CASE WHEN h.whole THEN 60 ELSE 1 END::int2 AS block_minutes,
+                       h.keyless, data4help_key_tag(i.key) AS tag
+                FROM (SELECT *, offset_ms + (extract(epoch FROM block_start - hour) * 1000)::int4 AS hour_offset_ms FROM incoming) i
+                JOIN hours h ON h.sample_type = i.sample_type AND h.hour = i.hour
+            ) p
         ),
         unique_incoming AS (
             SELECT DISTINCT ON (sample_type, block_start, key)
-                   sample_type, block_start, offset_ms, val, NULLIF(duration_ms, -1) AS duration_ms, key, source_id, ordinal, block_minutes
+                   sample_type, block_start, offset_ms, val, NULLIF(duration_ms, -1) AS duration_ms, key, source_id, ordinal, block_minutes,
+                   keyless, tag
             FROM placed
             ORDER BY sample_type, block_start, key, ordinal
         ),
@@ -370,7 +382,7 @@ struct SampleIngestStatement: PostgresPreparedStatement {
             SELECT b.*
             FROM (SELECT DISTINCT sample_type, block_start FROM unique_incoming) w
             CROSS JOIN LATERAL (
-                SELECT b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids, b.block_minutes
+                SELECT b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids, b.tags, b.block_minutes
                 FROM sample_blocks b
                 WHERE b.individual_id = $1 AND b.sample_type = w.sample_type AND b.block_start = w.block_start
                 LIMIT 1
@@ -381,25 +393,33 @@ struct SampleIngestStatement: PostgresPreparedStatement {
             -- nested loop: 2.9 million comparisons for a batch of 5,431 imported again).
             SELECT u.* FROM unique_incoming u
             WHERE (u.sample_type, u.block_start, u.key) NOT IN (
-                SELECT t.sample_type, t.block_start, k.key FROM touched t CROSS JOIN LATERAL unnest(t.keys) AS k(key))
+                SELECT t.sample_type, t.block_start, k.key FROM touched t
+                CROSS JOIN LATERAL (
+                    SELECT unnest(t.keys) WHERE t.keys IS NOT NULL
+                    UNION ALL
+                    SELECT data4help_settled_key(e.offset_ms, e.tag)
+                    FROM unnest(t.offsets_ms, t.tags) AS e(offset_ms, tag) WHERE t.keys IS NULL
+                ) AS k(key))
         ),
         merged AS (   -- the new samples and those of their blocks (`written` keeps blocks with a new one)
-            SELECT sample_type, block_start, offset_ms, val, duration_ms, key, source_id, block_minutes, true AS new FROM fresh
+            SELECT sample_type, block_start, offset_ms, val, duration_ms, key, source_id, keyless, tag, block_minutes, true AS new FROM fresh
             UNION ALL
-            SELECT t.sample_type, t.block_start, e.offset_ms, e.val, e.duration_ms, e.key, COALESCE(e.source_id, 0), t.block_minutes, false
+            SELECT t.sample_type, t.block_start, e.offset_ms, e.val, e.duration_ms,
+                   COALESCE(e.key, data4help_settled_key(e.offset_ms, e.tag)), COALESCE(e.source_id, 0),
+                   t.keys IS NULL, e.tag, t.block_minutes, false
             FROM touched t
-            CROSS JOIN LATERAL unnest(t.offsets_ms, t.vals, t.durations_ms, t.keys, t.source_ids)
-                AS e(offset_ms, val, duration_ms, key, source_id)
+            CROSS JOIN LATERAL unnest(t.offsets_ms, t.vals, t.durations_ms, t.keys, t.source_ids, t.tags)
+                AS e(offset_ms, val, duration_ms, key, source_id, tag)
         ),
         written AS (
-            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, keys, source_ids)
+            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, keys, source_ids, tags)
             SELECT $1, sample_type, block_start, max(block_minutes), \(blockArrays)
             FROM merged
             GROUP BY sample_type, block_start
             HAVING bool_or(new)
             ON CONFLICT (individual_id, sample_type, block_start) DO UPDATE SET
-                offsets_ms = EXCLUDED.offsets_ms, vals = EXCLUDED.vals,
-                durations_ms = EXCLUDED.durations_ms, keys = EXCLUDED.keys, source_ids = EXCLUDED.source_ids
+                offsets_ms = EXCLUDED.offsets_ms, vals = EXCLUDED.vals, durations_ms = EXCLUDED.durations_ms,
+                keys = EXCLUDED.keys, source_ids = EXCLUDED.source_ids, tags = EXCLUDED.tags
         ),
         rolled AS (   -- each day of a rolled-up type this upload adds to, with every source it now has
             INSERT INTO daily_rollups (individual_id, sample_type, day, sample_count, value_sum, value_min, value_max, source_ids)
@@ -419,8 +439,9 @@ struct SampleIngestStatement: PostgresPreparedStatement {
             WHERE r.individual_id = $1 AND r.subscribe AND access_grant_active(r.status, r.granted_until) AND $10
         ),
         per_type AS MATERIALIZED (   -- the new samples of each type; read only for a subscribed grant
-            SELECT t.name, min(f.start_ms) AS first_ms, max(f.start_ms) AS last_ms, array_agg(f.key) AS keys
-            FROM (SELECT sample_type, key, (extract(epoch FROM block_start) * 1000)::int8 + offset_ms AS start_ms FROM fresh) f
+            -- Each sample named by its event key (migration 0049), which compaction does not change.
+            SELECT t.name, min(f.start_ms) AS first_ms, max(f.start_ms) AS last_ms, array_agg(data4help_event_key(f.start_ms, f.tag)) AS keys
+            FROM (SELECT sample_type, tag, (extract(epoch FROM block_start) * 1000)::int8 + offset_ms AS start_ms FROM fresh) f
             JOIN sample_types t ON t.code = f.sample_type
             GROUP BY t.name
         ),
@@ -442,7 +463,8 @@ struct SampleIngestStatement: PostgresPreparedStatement {
             SELECT s.third_party_id, s.id, $1, e.first_ms, e.last_ms, e.kinds, e.keys
             FROM subscriptions s
             CROSS JOIN LATERAL (
-                SELECT min(f.start_ms) AS first_ms, max(f.start_ms) AS last_ms, array_agg(DISTINCT t.name) AS kinds, array_agg(f.key) AS keys
+                SELECT min(f.start_ms) AS first_ms, max(f.start_ms) AS last_ms, array_agg(DISTINCT t.name) AS kinds,
+                       array_agg(data4help_event_key(f.start_ms, f.tag)) AS keys
                 FROM (SELECT *, (extract(epoch FROM block_start) * 1000)::int8 + offset_ms AS start_ms FROM fresh) f
                 JOIN sample_types t ON t.code = f.sample_type
                 WHERE access_grant_covers(s.granted_types, s.granted_from, s.granted_to, t.name, f.start_ms)

@@ -9,9 +9,10 @@ import PostgresNIO
 /// removes duplicates, sorts each block and aggregates its arrays. For an import that writes
 /// hours holding nothing yet — nearly all of one — that was 12 µs a record of PostgreSQL's time
 /// (`auto_explain`: 64 ms for 5,216 records, 508 blocks; the sorts and `array_agg`s most of it).
-/// Here each block arrives ready: the samples of one type and hour, duplicates (the same key)
-/// kept once — the first in the batch, as the ingest statement keeps — and ordered by (offset,
-/// key), as every writer of `sample_blocks` orders them. `HourBlockInsertStatement` stores a
+/// Here each block arrives ready: the samples of one type and hour, duplicates (the same settled
+/// key: offset and tag, migration 0049) kept once — the first in the batch, as the
+/// ingest statement keeps — and ordered by (offset, key), as every writer of `sample_blocks`
+/// orders them; without keys, with tags. `HourBlockInsertStatement` stores a
 /// block only if its hour holds no block yet; the samples of the others go through the ingest
 /// statement, which merges them with what is there.
 struct HistoryHourBlocks {
@@ -41,7 +42,8 @@ struct HistoryHourBlocks {
     private(set) var values: [Float] = []
     /// -1 for an instant sample.
     private(set) var durations: [Int32] = []
-    private(set) var keys: [Int64] = []
+    /// The tag of the sample's key (`tag(_:)`, migration 0049).
+    private(set) var tags: [Int16] = []
     private(set) var sources: [Int16] = []
     /// The sample's position in the batch.
     private(set) var positions: [Int] = []
@@ -75,15 +77,17 @@ struct HistoryHourBlocks {
         let ordered = grouped.keys.sorted { ($0.type, $0.hourMs) < ($1.type, $1.hourMs) }
         for block in ordered {
             let batchPositions = grouped[block] ?? []
-            // The offset within the hour of each sample, the first sample of each key.
+            // The offset within the hour of each sample, the first sample of each settled key.
             var seen = Set<Int64>(minimumCapacity: batchPositions.count)
-            var kept: [(offset: Int32, key: Int64, position: Int)] = []
+            var kept: [(offset: Int32, key: Int64, tag: Int16, position: Int)] = []
             kept.reserveCapacity(batchPositions.count)
-            for position in batchPositions where seen.insert(samples.keys[position]).inserted {
+            for position in batchPositions {
                 let minuteMs = samples.blockStarts[position].epochMilliseconds
                 // Below 3,600,000: the minute lies in this hour, the offset (below 60,000) in its minute.
                 let offset = Int32(truncatingIfNeeded: minuteMs - block.hourMs) &+ samples.offsets[position]
-                kept.append((offset, samples.keys[position], position))
+                let tag = Self.tag(samples.keys[position])
+                let key = Self.settledKey(offset: offset, tag: tag)
+                if seen.insert(key).inserted { kept.append((offset, key, tag, position)) }
             }
             kept.sort { ($0.offset, $0.key) < ($1.offset, $1.key) }
             types.append(block.type)
@@ -104,7 +108,7 @@ struct HistoryHourBlocks {
                 offsets.append(sample.offset)
                 values.append(samples.values[sample.position])
                 durations.append(samples.durations[sample.position])
-                keys.append(sample.key)
+                tags.append(sample.tag)
                 sources.append(sourceIds[sample.position])
                 positions.append(sample.position)
                 anyDuration = anyDuration || samples.durations[sample.position] >= 0
@@ -124,6 +128,17 @@ struct HistoryHourBlocks {
 
     /// The positions of the samples a block stored: its samples without duplicates.
     func stored(_ block: Int) -> ArraySlice<Int> { positions[Int(firsts[block] - 1)..<Int(lasts[block])] }
+
+    /// `data4help_key_tag` (migration 0049): the key's four 16-bit quarters XOR-ed, less 32,768.
+    static func tag(_ key: Int64) -> Int16 {
+        Int16(truncatingIfNeeded: ((key ^ key >> 16 ^ key >> 32 ^ key >> 48) & 0xFFFF) - 32_768)
+    }
+
+    /// `data4help_settled_key` (migration 0049): the offset (0 up to 3,600,000) in the high 32
+    /// bits, the tag plus 32,768 below.
+    static func settledKey(offset: Int32, tag: Int16) -> Int64 {
+        Int64(offset) << 32 | (Int64(tag) + 32_768)
+    }
 
     private static func floor(_ milliseconds: Int64) -> Int64 {
         let remainder = milliseconds % hourMilliseconds
@@ -156,7 +171,7 @@ struct HourBlockInsertStatement: PostgresPreparedStatement {
             WHERE o.taken IS NULL
         ),
         written AS (
-            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, keys, source_ids)
+            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, tags, source_ids)
             SELECT $1, f.sample_type, f.block_start, 60, $8[f.first:f.last], $9[f.first:f.last],
                    CASE WHEN f.timed THEN array_replace($10[f.first:f.last], -1, NULL) END,
                    $11[f.first:f.last], CASE WHEN f.sourced THEN $12[f.first:f.last] END
@@ -213,7 +228,7 @@ struct HourBlockInsertStatement: PostgresPreparedStatement {
         bindings.append(blocks.offsets)
         bindings.append(blocks.values)
         bindings.append(blocks.durations)
-        bindings.append(blocks.keys)
+        bindings.append(blocks.tags)
         bindings.append(blocks.sources)
         bindings.append(blocks.totals)
         bindings.append(blocks.lows)

@@ -18,6 +18,7 @@ package struct SampleCompactionStore: Sendable {
 
     /// What merging an individual's hours did.
     package struct Merged: Sendable, Equatable {
+        /// The blocks replaced: minute blocks, and hour blocks written again without keys.
         package var minuteBlocks = 0
         package var hourBlocks = 0
         package var samples = 0
@@ -70,15 +71,17 @@ package struct SampleCompactionStore: Sendable {
             """)
     }
 
-    /// Of the next `limit` individuals after `after` (by id), those with a minute block in
-    /// `[from, before)`, and the last id looked at (nil: there were no more individuals). Index:
-    /// `sample_blocks_individual_time_idx`, one range probe per individual.
+    /// Of the next `limit` individuals after `after` (by id), those with a minute block, or an hour
+    /// block that still has keys (migration 0049), in `[from, before)`, and the last id looked at
+    /// (nil: there were no more individuals). Index: `sample_blocks_individual_time_idx`, one range
+    /// probe per individual (which reads the individual's blocks until it finds one).
     package func individualsToCompact(after: Int64, limit: Int, from: Date, before: Date) async throws -> (ids: [Int64], last: Int64?) {
         let rows = try await database.query(
             """
             SELECT i.id, EXISTS (
                        SELECT 1 FROM sample_blocks b
-                       WHERE b.individual_id = i.id AND b.block_start >= \(from) AND b.block_start < \(before) AND b.block_minutes = 1)
+                       WHERE b.individual_id = i.id AND b.block_start >= \(from) AND b.block_start < \(before)
+                         AND (b.block_minutes = 1 OR b.keys IS NOT NULL))
             FROM (SELECT id FROM individuals WHERE id > \(after) ORDER BY id LIMIT \(limit)) i
             ORDER BY i.id
             """)
@@ -91,7 +94,8 @@ package struct SampleCompactionStore: Sendable {
         return (ids, last)
     }
 
-    /// Merges the individual's minute blocks of the hours in `[from, before)` into hour blocks:
+    /// Merges the individual's minute blocks of the hours in `[from, before)` into hour blocks, and
+    /// writes its hour blocks there that still have keys without them (migration 0049):
     /// a day of hours per transaction, each under the individual's ingest lock (the one
     /// `HealthDataStore.ingest` takes), so an upload sees an hour before or after, never half-way.
     /// `from` and `before` are UTC hours (or `from` the beginning of time).
@@ -106,7 +110,8 @@ package struct SampleCompactionStore: Sendable {
                 let first = try await connection.query(
                     """
                     SELECT date_bin('1 hour', min(block_start), 'epoch') FROM sample_blocks
-                    WHERE individual_id = \(individualId) AND block_start >= \(from) AND block_start < \(before) AND block_minutes = 1
+                    WHERE individual_id = \(individualId) AND block_start >= \(from) AND block_start < \(before)
+                      AND (block_minutes = 1 OR keys IS NOT NULL)
                     """, logger: database.logger
                 ).collect().first?.decode(Date?.self)
                 guard let first = first ?? nil else { return nil }
@@ -129,34 +134,47 @@ package struct SampleCompactionStore: Sendable {
     }
 }
 
-/// One individual's minute blocks of `[$2, $3)` (whole UTC hours) deleted and written again as
-/// one block per type and hour: every sample kept (none is dropped as a duplicate: the minute
-/// blocks never had it twice), offsets from the hour, the arrays as every writer makes them
-/// (`blockArrays`). An hour with minute blocks has no hour block (migration 0032), so
-/// the insert conflicts with nothing; if it ever did, the transaction fails and nothing moves.
-/// One row per hour block: the minute blocks it replaced and its samples.
+/// One individual's minute blocks of `[$2, $3)` (whole UTC hours), and its hour blocks there
+/// that still have keys, deleted and written again as one block per type and hour: every sample
+/// kept (none is dropped as a duplicate: the blocks never had it twice), offsets from the hour,
+/// the arrays as every writer makes them (`blockArrays`), without keys (migration 0049) unless
+/// two of the hour's samples share offset and tag (then the hour keeps its keys). An
+/// hour with minute blocks has no hour block (migration 0032), so the insert conflicts with
+/// nothing but the hour block it replaces; if it ever did, the transaction fails and nothing
+/// moves. One row per hour block: the blocks it replaced and its samples.
 struct SampleCompactionStatement: PostgresPreparedStatement {
     static let name = "data4help_compact_samples"
     static let sql = """
         WITH gone AS (
             DELETE FROM sample_blocks b
-            WHERE b.individual_id = $1 AND b.block_minutes = 1 AND b.block_start >= $2 AND b.block_start < $3
+            WHERE b.individual_id = $1 AND (b.block_minutes = 1 OR b.keys IS NOT NULL) AND b.block_start >= $2 AND b.block_start < $3
             RETURNING b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids
         ),
         samples AS (
-            SELECT g.sample_type, date_bin('1 hour', g.block_start, 'epoch') AS hour, g.block_start,
-                   e.offset_ms + (extract(epoch FROM g.block_start - date_bin('1 hour', g.block_start, 'epoch')) * 1000)::int4 AS offset_ms,
-                   e.val, e.duration_ms, e.key, COALESCE(e.source_id, 0) AS source_id
-            FROM gone g
-            CROSS JOIN LATERAL unnest(g.offsets_ms, g.vals, g.durations_ms, g.keys, g.source_ids)
-                AS e(offset_ms, val, duration_ms, key, source_id)
+            SELECT s.*, data4help_key_tag(s.client_key) AS tag, data4help_settled_key(s.offset_ms, data4help_key_tag(s.client_key)) AS settled_key
+            FROM (
+                SELECT g.sample_type, date_bin('1 hour', g.block_start, 'epoch') AS hour,
+                       e.offset_ms + (extract(epoch FROM g.block_start - date_bin('1 hour', g.block_start, 'epoch')) * 1000)::int4 AS offset_ms,
+                       e.val, e.duration_ms, e.key AS client_key, COALESCE(e.source_id, 0) AS source_id
+                FROM gone g
+                CROSS JOIN LATERAL unnest(g.offsets_ms, g.vals, g.durations_ms, g.keys, g.source_ids)
+                    AS e(offset_ms, val, duration_ms, key, source_id)
+            ) s
+        ),
+        hours AS (   -- an hour goes without keys when its settled keys tell its samples apart
+            SELECT sample_type, hour, count(DISTINCT settled_key) = count(*) AS keyless FROM samples GROUP BY sample_type, hour
+        ),
+        placed AS (
+            SELECT s.sample_type, s.hour, s.offset_ms, s.val, s.duration_ms, s.source_id, s.tag, h.keyless,
+                   CASE WHEN h.keyless THEN s.settled_key ELSE s.client_key END AS key
+            FROM samples s JOIN hours h ON h.sample_type = s.sample_type AND h.hour = s.hour
         ),
         written AS (
-            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, keys, source_ids)
+            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, keys, source_ids, tags)
             SELECT $1, sample_type, hour, 60, \(blockArrays)
-            FROM samples
+            FROM placed
             GROUP BY sample_type, hour
-            RETURNING sample_type, block_start, cardinality(keys) AS samples
+            RETURNING sample_type, block_start, cardinality(offsets_ms) AS samples
         )
         SELECT (SELECT count(*) FROM gone g WHERE g.sample_type = w.sample_type AND date_bin('1 hour', g.block_start, 'epoch') = w.block_start),
                w.samples::int8

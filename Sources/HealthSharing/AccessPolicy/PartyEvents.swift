@@ -108,7 +108,7 @@ package struct PartyEvents: Sendable {
             let sampleTypes = data.kinds.compactMap { SampleType(rawValue: $0)?.storageCode }
             if !sampleTypes.isEmpty {
                 let rows = try await reader.samples(
-                    individualId: individualId, types: sampleTypes, firstMs: data.firstMs, lastMs: data.lastMs, keys: data.keys
+                    eventId: record.id, individualId: individualId, types: sampleTypes, firstMs: data.firstMs, lastMs: data.lastMs, keys: data.keys
                 )
                 items += rows.compactMap(StoredSample.init(row:)).map(FeedItem.sample)
             }
