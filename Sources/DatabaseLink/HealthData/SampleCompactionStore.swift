@@ -19,14 +19,14 @@ package struct SampleCompactionStore: Sendable {
     /// What merging an individual's hours did.
     package struct Merged: Sendable, Equatable {
         /// The blocks replaced: minute blocks, and hour blocks written again without keys.
-        package var minuteBlocks = 0
+        package var blocksReplaced = 0
         package var hourBlocks = 0
         package var samples = 0
 
         package init() {}
 
         package static func += (total: inout Merged, more: Merged) {
-            total.minuteBlocks += more.minuteBlocks
+            total.blocksReplaced += more.blocksReplaced
             total.hourBlocks += more.hourBlocks
             total.samples += more.samples
         }
@@ -119,9 +119,9 @@ package struct SampleCompactionStore: Sendable {
                 let rows = try await connection.execute(
                     SampleCompactionStatement(individualId: individualId, from: first, before: end), logger: database.logger)
                 var merged = Merged()
-                for (minuteBlocks, samples) in rows {
+                for (replaced, samples) in rows {
                     merged.hourBlocks += 1
-                    merged.minuteBlocks += Int(minuteBlocks)
+                    merged.blocksReplaced += Int(replaced)
                     merged.samples += Int(samples)
                 }
                 return (merged: merged, next: end)

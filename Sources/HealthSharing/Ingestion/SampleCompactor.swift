@@ -74,7 +74,7 @@ package struct SampleCompactor: Service {
             logger.info(
                 "settled hours compacted",
                 metadata: [
-                    "compaction.individuals": "\(report.individuals)", "compaction.minute_blocks": "\(report.merged.minuteBlocks)",
+                    "compaction.individuals": "\(report.individuals)", "compaction.blocks_replaced": "\(report.merged.blocksReplaced)",
                     "compaction.hour_blocks": "\(report.merged.hourBlocks)", "compaction.samples": "\(report.merged.samples)",
                     "compaction.finished": "\(report.finished)",
                 ])
