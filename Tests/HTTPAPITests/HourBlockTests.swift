@@ -44,7 +44,7 @@ struct HourBlockTests {
         return try await direct.whileRunning {
             try await direct.query(
                 """
-                SELECT to_char(b.block_start AT TIME ZONE 'UTC', 'HH24:MI') || ' ' || b.block_minutes || ' ' || cardinality(b.offsets_ms)
+                SELECT to_char(b.block_start AT TIME ZONE 'UTC', 'HH24:MI') || ' ' || b.block_minutes || ' ' || cardinality(b.vals)
                 FROM sample_blocks b JOIN individuals i ON i.id = b.individual_id JOIN sample_types t ON t.code = b.sample_type
                 WHERE i.email = \(email) AND t.name = \(type)
                 ORDER BY b.block_start

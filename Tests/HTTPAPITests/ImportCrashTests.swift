@@ -86,9 +86,9 @@ struct ImportCrashTests {
             try await direct.query(
                 """
                 SELECT count(*)::int8,
-                       count(DISTINCT (b.sample_type, b.block_start, COALESCE(u.key, data4help_settled_key(u.offset_ms, u.tag))))::int8
+                       count(DISTINCT (b.sample_type, b.block_start, COALESCE(u.key, data4help_settled_key(data4help_offset(u.offset_ms, u.offset_s), u.tag))))::int8
                 FROM sample_blocks b JOIN individuals i ON i.id = b.individual_id,
-                     unnest(b.offsets_ms, b.keys, b.tags) AS u(offset_ms, key, tag)
+                     unnest(b.offsets_ms, b.offsets_s, b.keys, b.tags) AS u(offset_ms, offset_s, key, tag)
                 WHERE i.email = \(account["email"] as? String ?? "")
                 """)[0].decode((Int64, Int64).self)
         }

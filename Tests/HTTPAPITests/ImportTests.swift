@@ -388,7 +388,7 @@ struct ImportTests {
                 let publicId = try #require(UUID(uuidString: id))
                 let stored = try await direct.query(
                     """
-                    SELECT sum(cardinality(offsets_ms))::int8 FROM sample_blocks
+                    SELECT sum(cardinality(vals))::int8 FROM sample_blocks
                     WHERE individual_id = (SELECT individual_id FROM imports WHERE public_id = \(publicId))
                     """)
                 #expect(try stored.first?.decode(Int64.self) == 3_000)

@@ -119,7 +119,7 @@ struct SampleCompactionTests {
     static func layout(_ database: Database, _ id: Int64) async throws -> (blocks: [String: Int], samples: Int) {
         var blocks: [String: Int] = [:], samples = 0
         for row in try await database.query(
-            "SELECT sample_type, block_minutes, count(*)::int8, sum(cardinality(offsets_ms))::int8 FROM sample_blocks WHERE individual_id = \(id) GROUP BY 1, 2"
+            "SELECT sample_type, block_minutes, count(*)::int8, sum(cardinality(vals))::int8 FROM sample_blocks WHERE individual_id = \(id) GROUP BY 1, 2"
         ) {
             let (type, minutes, count, held) = try row.decode((Int16, Int16, Int64, Int64).self)
             blocks["\(type)/\(minutes)"] = Int(count)
@@ -286,7 +286,9 @@ struct KeylessHourBlockTests {
                 let pass = try #require(try await compactor.pass())
                 #expect(pass.finished && pass.merged.hourBlocks == 104 && pass.merged.samples == samples.count - 60, "\(pass)")
                 let moved = try await Self.keyed(database, id)
-                #expect(moved.withKeys == 0 && moved.withTags == 104 && moved.minuteBlocks == 60, "\(moved)")
+                // Every hour block but one in whole seconds (migration 0050): the hour of the
+                // reading at 10,799,999 ms keeps its offsets in milliseconds.
+                #expect(moved.withKeys == 0 && moved.withTags == 104 && moved.minuteBlocks == 60 && moved.inSeconds == 103, "\(moved)")
                 let layout = try await SampleCompactionTests.layout(database, id)
                 #expect(layout.samples == samples.count)
                 let now = try await SampleCompactionTests.reads(api, person: person, party: party, request: request)
@@ -314,24 +316,45 @@ struct KeylessHourBlockTests {
                 let uploaded = try await api.send(.post, "/api/users/data", token: person, json: ["items": again])
                 #expect(uploaded.json["accepted"] as? Int == 1 && uploaded.json["duplicates"] as? Int == 3, "\(uploaded.json)")
                 let after = try await Self.keyed(database, id)
-                #expect(after.withKeys == 0 && after.withTags == 104, "\(after)")
+                #expect(after.withKeys == 0 && after.withTags == 104 && after.inSeconds == 103, "\(after)")
 
                 // A second pass finds nothing to move.
                 let idle = try #require(try await compactor.pass())
                 #expect(idle.finished && idle.individuals == 0)
+
+                // The layout between migrations 0049 and 0050: hour blocks without keys, offsets in
+                // milliseconds. Every read answers as in seconds; the pass after the migration's
+                // reset moves the blocks back to seconds.
+                let inSeconds = try await SampleCompactionTests.reads(api, person: person, party: party, request: request)
+                try await database.query(
+                    """
+                    UPDATE sample_blocks SET offsets_ms = ARRAY(SELECT s * 1000 FROM unnest(offsets_s) AS s), offsets_s = NULL
+                    WHERE individual_id = \(id) AND offsets_s IS NOT NULL
+                    """)
+                try await database.query("UPDATE sample_compaction SET compacted_before = '-infinity', pass_before = NULL, pass_after = 0")
+                #expect(try await Self.keyed(database, id).inSeconds == 0)
+                #expect(try await SampleCompactionTests.reads(api, person: person, party: party, request: request) == inSeconds)
+                let back = try #require(try await compactor.pass())
+                #expect(back.finished && back.merged.hourBlocks == 103, "\(back)")
+                let final = try await Self.keyed(database, id)
+                #expect(final.withKeys == 0 && final.withTags == 104 && final.inSeconds == 103, "\(final)")
+                #expect(try await SampleCompactionTests.reads(api, person: person, party: party, request: request) == inSeconds)
             }
         }
     }
 
     /// The person's hour blocks with keys, with tags, and minute blocks.
-    static func keyed(_ database: Database, _ id: Int64) async throws -> (withKeys: Int, withTags: Int, minuteBlocks: Int) {
+    static func keyed(_ database: Database, _ id: Int64) async throws -> (withKeys: Int, withTags: Int, minuteBlocks: Int, inSeconds: Int) {
         let row = try await database.query(
             """
             SELECT count(*) FILTER (WHERE block_minutes = 60 AND keys IS NOT NULL)::int8,
                    count(*) FILTER (WHERE block_minutes = 60 AND tags IS NOT NULL AND keys IS NULL)::int8,
-                   count(*) FILTER (WHERE block_minutes = 1 AND keys IS NOT NULL AND tags IS NULL)::int8
+                   count(*) FILTER (WHERE block_minutes = 1 AND keys IS NOT NULL AND tags IS NULL)::int8,
+                   count(*) FILTER (WHERE offsets_s IS NOT NULL)::int8,
+                   count(*) FILTER (WHERE (offsets_s IS NULL) = (offsets_ms IS NULL))::int8
             FROM sample_blocks WHERE individual_id = \(id)
-            """)[0].decode((Int64, Int64, Int64).self)
-        return (Int(row.0), Int(row.1), Int(row.2))
+            """)[0].decode((Int64, Int64, Int64, Int64, Int64).self)
+        #expect(row.4 == 0, "blocks with both offset columns or neither")
+        return (Int(row.0), Int(row.1), Int(row.2), Int(row.3))
     }
 }

@@ -80,7 +80,7 @@ struct DataManagerTests {
             #expect(second.accepted == 0 && second.duplicates == 3)
             #expect(h.observer.samples.count == 2)
             #expect(h.observer.batches.withLock { $0.count } == 1)  // nothing new, nothing announced
-            let stored = try await h.database.query("SELECT sum(cardinality(offsets_ms))::int FROM sample_blocks")
+            let stored = try await h.database.query("SELECT sum(cardinality(vals))::int FROM sample_blocks")
             #expect(try stored[0].decode(Int.self) == 2)
         }
     }
@@ -131,7 +131,7 @@ struct DataManagerTests {
             #expect(results.map(\.accepted).reduce(0, +) == 120)
             #expect(h.observer.samples.count == 120)
             #expect(Set(h.observer.samples.map(\.key)).count == 120)
-            let stored = try await h.database.query("SELECT sum(cardinality(offsets_ms))::int FROM sample_blocks")
+            let stored = try await h.database.query("SELECT sum(cardinality(vals))::int FROM sample_blocks")
             #expect(try stored[0].decode(Int.self) == 120)
         }
     }
@@ -289,7 +289,7 @@ struct DataManagerTests {
             func stored(_ individual: Int64) async throws -> (blocks: [String], rollups: [String], sums: [Double]) {
                 let blocks = try await h.database.query(
                     """
-                    SELECT concat_ws(' ', sample_type, block_start AT TIME ZONE 'UTC', block_minutes, offsets_ms, vals, durations_ms, keys, source_ids, tags)
+                    SELECT concat_ws(' ', sample_type, block_start AT TIME ZONE 'UTC', block_minutes, offsets_ms, offsets_s, vals, durations_ms, keys, source_ids, tags)
                     FROM sample_blocks WHERE individual_id = \(individual) ORDER BY sample_type, block_start
                     """
                 ).map { try $0.decode(String.self) }

@@ -168,11 +168,11 @@ extension HealthDataReader {
             SELECT c.sample_type, c.start_ms, c.val, c.duration_ms,
                    data4help_settled_key(data4help_hour_offset(c.start_ms), COALESCE(c.tag, data4help_key_tag(c.key))) AS key, s.name
             FROM (
-                SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS start_ms,
+                SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + data4help_offset(u.offset_ms, u.offset_s) AS start_ms,
                        u.val, u.duration_ms, u.key, u.tag, u.source_id, b.individual_id
                 FROM sample_blocks b
-                CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids, b.tags)
-                    AS u(offset_ms, val, duration_ms, key, source_id, tag)
+                CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals, b.durations_ms, b.keys, b.source_ids, b.tags)
+                    AS u(offset_ms, offset_s, val, duration_ms, key, source_id, tag)
                 WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
                   AND b.block_start >= 'epoch'::timestamptz + \(Self.floorHour(firstMs)) * interval '1 millisecond'
                   AND (b.block_minutes = 60 OR b.block_start >= 'epoch'::timestamptz + \(firstMs - firstMs % 60_000) * interval '1 millisecond')

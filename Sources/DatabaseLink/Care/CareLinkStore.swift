@@ -156,7 +156,8 @@ package struct CareLinkStore: Sendable {
                     """
                     SELECT t.code, x.time_ms, x.val FROM unnest(\(link.typeCodes)::int2[]) AS t(code)
                     CROSS JOIN LATERAL (   -- index: sample_blocks_individual_time_idx, newest block first
-                        SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + b.offsets_ms[cardinality(b.offsets_ms)] AS time_ms,
+                        SELECT (extract(epoch FROM b.block_start) * 1000)::int8
+                                   + data4help_offset(b.offsets_ms[cardinality(b.vals)], b.offsets_s[cardinality(b.vals)]) AS time_ms,
                                b.vals[cardinality(b.vals)] AS val
                         FROM sample_blocks b WHERE b.individual_id = \(individualId) AND b.sample_type = t.code
                         ORDER BY b.block_start DESC LIMIT 1

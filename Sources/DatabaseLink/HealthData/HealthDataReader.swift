@@ -130,8 +130,8 @@ package struct HealthDataReader: Sendable {
             """
             SELECT r.t, r.val FROM unnest(\(starts)::int8[], \(ends)::int8[], \(hours)::int8[]) AS w(s, e, h)
             CROSS JOIN LATERAL (
-                SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + u.offset_ms AS t, u.val
-                FROM sample_blocks b CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals) AS u(offset_ms, val)
+                SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + data4help_offset(u.offset_ms, u.offset_s) AS t, u.val
+                FROM sample_blocks b CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals) AS u(offset_ms, offset_s, val)
                 WHERE b.individual_id = \(individualId) AND b.sample_type = \(type)
                   AND b.block_start >= 'epoch'::timestamptz + w.h * interval '1 millisecond'
                   AND b.block_start < 'epoch'::timestamptz + w.e * interval '1 millisecond'

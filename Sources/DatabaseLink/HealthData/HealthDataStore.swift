@@ -215,7 +215,7 @@ package struct HealthDataStore: Sendable {
         let rows = try await database.query(
             """
             SELECT (SELECT coalesce(sum(pg_total_relation_size(relid)), 0)::int8 FROM pg_partition_tree('sample_blocks')),
-                   (SELECT coalesce(sum(cardinality(offsets_ms)), 0)::int8 FROM sample_blocks)
+                   (SELECT coalesce(sum(cardinality(vals)), 0)::int8 FROM sample_blocks)
             """)
         return try rows[0].decode((Int64, Int64).self)
     }
@@ -304,10 +304,12 @@ package struct HealthDataStore: Sendable {
 /// `source_id`, 0 for no source; `keyless`, `tag`), as every writer of `sample_blocks` writes
 /// them: ordered by (offset, key); `durations_ms` and `source_ids` NULL when no sample has one;
 /// `keys`, or for a block without keys (migration 0049: its samples' `keyless`; their `key` is
-/// then `data4help_settled_key`) `tags`. The columns `offsets_ms, vals, durations_ms, keys,
-/// source_ids, tags`.
+/// then `data4help_settled_key`) `tags`; the offsets in milliseconds, or for a block without keys
+/// whose every sample starts on a whole second in seconds (migration 0050). The columns
+/// `offsets_ms, offsets_s, vals, durations_ms, keys, source_ids, tags`.
 let blockArrays = """
-    array_agg(offset_ms ORDER BY offset_ms, key),
+    CASE WHEN bool_and(keyless AND offset_ms % 1000 = 0) THEN NULL ELSE array_agg(offset_ms ORDER BY offset_ms, key) END,
+    CASE WHEN bool_and(keyless AND offset_ms % 1000 = 0) THEN array_agg((offset_ms / 1000)::int2 ORDER BY offset_ms, key) END,
     array_agg(val ORDER BY offset_ms, key),
     CASE WHEN bool_and(duration_ms IS NULL) THEN NULL ELSE array_agg(duration_ms ORDER BY offset_ms, key) END,
     CASE WHEN bool_and(keyless) THEN NULL ELSE array_agg(key ORDER BY offset_ms, key) END,
@@ -382,7 +384,7 @@ struct SampleIngestStatement: PostgresPreparedStatement {
             SELECT b.*
             FROM (SELECT DISTINCT sample_type, block_start FROM unique_incoming) w
             CROSS JOIN LATERAL (
-                SELECT b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids, b.tags, b.block_minutes
+                SELECT b.sample_type, b.block_start, b.offsets_ms, b.offsets_s, b.vals, b.durations_ms, b.keys, b.source_ids, b.tags, b.block_minutes
                 FROM sample_blocks b
                 WHERE b.individual_id = $1 AND b.sample_type = w.sample_type AND b.block_start = w.block_start
                 LIMIT 1
@@ -397,8 +399,8 @@ struct SampleIngestStatement: PostgresPreparedStatement {
                 CROSS JOIN LATERAL (
                     SELECT unnest(t.keys) WHERE t.keys IS NOT NULL
                     UNION ALL
-                    SELECT data4help_settled_key(e.offset_ms, e.tag)
-                    FROM unnest(t.offsets_ms, t.tags) AS e(offset_ms, tag) WHERE t.keys IS NULL
+                    SELECT data4help_settled_key(data4help_offset(e.offset_ms, e.offset_s), e.tag)
+                    FROM unnest(t.offsets_ms, t.offsets_s, t.tags) AS e(offset_ms, offset_s, tag) WHERE t.keys IS NULL
                 ) AS k(key))
         ),
         merged AS (   -- the new samples and those of their blocks (`written` keeps blocks with a new one)
@@ -408,17 +410,20 @@ struct SampleIngestStatement: PostgresPreparedStatement {
                    COALESCE(e.key, data4help_settled_key(e.offset_ms, e.tag)), COALESCE(e.source_id, 0),
                    t.keys IS NULL, e.tag, t.block_minutes, false
             FROM touched t
-            CROSS JOIN LATERAL unnest(t.offsets_ms, t.vals, t.durations_ms, t.keys, t.source_ids, t.tags)
-                AS e(offset_ms, val, duration_ms, key, source_id, tag)
+            CROSS JOIN LATERAL (
+                SELECT data4help_offset(u.offset_ms, u.offset_s) AS offset_ms, u.val, u.duration_ms, u.key, u.source_id, u.tag
+                FROM unnest(t.offsets_ms, t.offsets_s, t.vals, t.durations_ms, t.keys, t.source_ids, t.tags)
+                    AS u(offset_ms, offset_s, val, duration_ms, key, source_id, tag)
+            ) AS e
         ),
         written AS (
-            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, keys, source_ids, tags)
+            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, offsets_s, vals, durations_ms, keys, source_ids, tags)
             SELECT $1, sample_type, block_start, max(block_minutes), \(blockArrays)
             FROM merged
             GROUP BY sample_type, block_start
             HAVING bool_or(new)
             ON CONFLICT (individual_id, sample_type, block_start) DO UPDATE SET
-                offsets_ms = EXCLUDED.offsets_ms, vals = EXCLUDED.vals, durations_ms = EXCLUDED.durations_ms,
+                offsets_ms = EXCLUDED.offsets_ms, offsets_s = EXCLUDED.offsets_s, vals = EXCLUDED.vals, durations_ms = EXCLUDED.durations_ms,
                 keys = EXCLUDED.keys, source_ids = EXCLUDED.source_ids, tags = EXCLUDED.tags
         ),
         rolled AS (   -- each day of a rolled-up type this upload adds to, with every source it now has

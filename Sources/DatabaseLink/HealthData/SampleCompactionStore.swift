@@ -71,17 +71,19 @@ package struct SampleCompactionStore: Sendable {
             """)
     }
 
-    /// Of the next `limit` individuals after `after` (by id), those with a minute block, or an hour
-    /// block that still has keys (migration 0049), in `[from, before)`, and the last id looked at
-    /// (nil: there were no more individuals). Index: `sample_blocks_individual_time_idx`, one range
-    /// probe per individual (which reads the individual's blocks until it finds one).
+    /// Of the next `limit` individuals after `after` (by id), those with a block to rewrite
+    /// (`data4help_compactable`: a minute block, or an hour block that still has keys or
+    /// millisecond offsets in whole seconds, migrations 0049 and 0050) in `[from, before)`, and
+    /// the last id looked at (nil: there were no more individuals). Index:
+    /// `sample_blocks_individual_time_idx`, one range probe per individual (which reads the
+    /// individual's blocks until it finds one).
     package func individualsToCompact(after: Int64, limit: Int, from: Date, before: Date) async throws -> (ids: [Int64], last: Int64?) {
         let rows = try await database.query(
             """
             SELECT i.id, EXISTS (
                        SELECT 1 FROM sample_blocks b
                        WHERE b.individual_id = i.id AND b.block_start >= \(from) AND b.block_start < \(before)
-                         AND (b.block_minutes = 1 OR b.keys IS NOT NULL))
+                         AND data4help_compactable(b.block_minutes, b.keys, b.offsets_ms))
             FROM (SELECT id FROM individuals WHERE id > \(after) ORDER BY id LIMIT \(limit)) i
             ORDER BY i.id
             """)
@@ -95,7 +97,8 @@ package struct SampleCompactionStore: Sendable {
     }
 
     /// Merges the individual's minute blocks of the hours in `[from, before)` into hour blocks, and
-    /// writes its hour blocks there that still have keys without them (migration 0049):
+    /// writes its hour blocks there that still have keys without them (migration 0049) and those
+    /// with millisecond offsets in whole seconds in seconds (migration 0050):
     /// a day of hours per transaction, each under the individual's ingest lock (the one
     /// `HealthDataStore.ingest` takes), so an upload sees an hour before or after, never half-way.
     /// `from` and `before` are UTC hours (or `from` the beginning of time).
@@ -111,7 +114,7 @@ package struct SampleCompactionStore: Sendable {
                     """
                     SELECT date_bin('1 hour', min(block_start), 'epoch') FROM sample_blocks
                     WHERE individual_id = \(individualId) AND block_start >= \(from) AND block_start < \(before)
-                      AND (block_minutes = 1 OR keys IS NOT NULL)
+                      AND data4help_compactable(block_minutes, keys, offsets_ms)
                     """, logger: database.logger
                 ).collect().first?.decode(Date?.self)
                 guard let first = first ?? nil else { return nil }
@@ -135,7 +138,8 @@ package struct SampleCompactionStore: Sendable {
 }
 
 /// One individual's minute blocks of `[$2, $3)` (whole UTC hours), and its hour blocks there
-/// that still have keys, deleted and written again as one block per type and hour: every sample
+/// that still have keys or whose millisecond offsets are whole seconds (migration 0050), deleted
+/// and written again as one block per type and hour: every sample
 /// kept (none is dropped as a duplicate: the blocks never had it twice), offsets from the hour,
 /// the arrays as every writer makes them (`blockArrays`), without keys (migration 0049) unless
 /// two of the hour's samples share offset and tag (then the hour keeps its keys). An
@@ -147,18 +151,21 @@ struct SampleCompactionStatement: PostgresPreparedStatement {
     static let sql = """
         WITH gone AS (
             DELETE FROM sample_blocks b
-            WHERE b.individual_id = $1 AND (b.block_minutes = 1 OR b.keys IS NOT NULL) AND b.block_start >= $2 AND b.block_start < $3
-            RETURNING b.sample_type, b.block_start, b.offsets_ms, b.vals, b.durations_ms, b.keys, b.source_ids
+            WHERE b.individual_id = $1 AND b.block_start >= $2 AND b.block_start < $3
+              AND data4help_compactable(b.block_minutes, b.keys, b.offsets_ms)
+            RETURNING b.sample_type, b.block_start, b.offsets_ms, b.offsets_s, b.vals, b.durations_ms, b.keys, b.source_ids, b.tags
         ),
         samples AS (
-            SELECT s.*, data4help_key_tag(s.client_key) AS tag, data4help_settled_key(s.offset_ms, data4help_key_tag(s.client_key)) AS settled_key
+            SELECT s.*, data4help_settled_key(s.offset_ms, s.tag) AS settled_key
             FROM (
                 SELECT g.sample_type, date_bin('1 hour', g.block_start, 'epoch') AS hour,
-                       e.offset_ms + (extract(epoch FROM g.block_start - date_bin('1 hour', g.block_start, 'epoch')) * 1000)::int4 AS offset_ms,
-                       e.val, e.duration_ms, e.key AS client_key, COALESCE(e.source_id, 0) AS source_id
+                       data4help_offset(e.offset_ms, e.offset_s)
+                           + (extract(epoch FROM g.block_start - date_bin('1 hour', g.block_start, 'epoch')) * 1000)::int4 AS offset_ms,
+                       e.val, e.duration_ms, e.key AS client_key, COALESCE(e.source_id, 0) AS source_id,
+                       COALESCE(e.tag, data4help_key_tag(e.key)) AS tag   -- a block without keys has tags
                 FROM gone g
-                CROSS JOIN LATERAL unnest(g.offsets_ms, g.vals, g.durations_ms, g.keys, g.source_ids)
-                    AS e(offset_ms, val, duration_ms, key, source_id)
+                CROSS JOIN LATERAL unnest(g.offsets_ms, g.offsets_s, g.vals, g.durations_ms, g.keys, g.source_ids, g.tags)
+                    AS e(offset_ms, offset_s, val, duration_ms, key, source_id, tag)
             ) s
         ),
         hours AS (   -- an hour goes without keys when its settled keys tell its samples apart
@@ -170,11 +177,11 @@ struct SampleCompactionStatement: PostgresPreparedStatement {
             FROM samples s JOIN hours h ON h.sample_type = s.sample_type AND h.hour = s.hour
         ),
         written AS (
-            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, vals, durations_ms, keys, source_ids, tags)
+            INSERT INTO sample_blocks (individual_id, sample_type, block_start, block_minutes, offsets_ms, offsets_s, vals, durations_ms, keys, source_ids, tags)
             SELECT $1, sample_type, hour, 60, \(blockArrays)
             FROM placed
             GROUP BY sample_type, hour
-            RETURNING sample_type, block_start, cardinality(offsets_ms) AS samples
+            RETURNING sample_type, block_start, cardinality(vals) AS samples
         )
         SELECT (SELECT count(*) FROM gone g WHERE g.sample_type = w.sample_type AND date_bin('1 hour', g.block_start, 'epoch') = w.block_start),
                w.samples::int8

@@ -98,23 +98,23 @@ struct ReadingsAroundStatement: PostgresPreparedStatement {
     static let name = "data4help_readings_around"
     static let sql = """
         WITH b AS (
-            (SELECT block_start, offsets_ms, vals, keys, tags FROM sample_blocks
+            (SELECT block_start, offsets_ms, offsets_s, vals, keys, tags FROM sample_blocks
              WHERE individual_id = $1 AND sample_type = $2
                AND block_start < $3 AND block_start >= $3::timestamptz - interval '1 day'
              ORDER BY block_start DESC LIMIT $7)
             UNION ALL
-            (SELECT block_start, offsets_ms, vals, keys, tags FROM sample_blocks
+            (SELECT block_start, offsets_ms, offsets_s, vals, keys, tags FROM sample_blocks
              WHERE individual_id = $1 AND sample_type = $2 AND block_start BETWEEN $3 AND $4)
             UNION ALL
-            (SELECT block_start, offsets_ms, vals, keys, tags FROM sample_blocks
+            (SELECT block_start, offsets_ms, offsets_s, vals, keys, tags FROM sample_blocks
              WHERE individual_id = $1 AND sample_type = $2
                AND block_start > $4 AND block_start <= $4::timestamptz + interval '1 day'
              ORDER BY block_start LIMIT $7)
         ),
         r AS MATERIALIZED (
-            SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + e.offset_ms AS time_ms, e.val,
-                   COALESCE(e.key, data4help_settled_key(e.offset_ms, e.tag)) AS key
-            FROM b CROSS JOIN LATERAL unnest(b.offsets_ms, b.vals, b.keys, b.tags) AS e(offset_ms, val, key, tag)
+            SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + data4help_offset(e.offset_ms, e.offset_s) AS time_ms, e.val,
+                   COALESCE(e.key, data4help_settled_key(data4help_offset(e.offset_ms, e.offset_s), e.tag)) AS key
+            FROM b CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals, b.keys, b.tags) AS e(offset_ms, offset_s, val, key, tag)
         ),
         picked AS (
             (SELECT * FROM r WHERE time_ms < $5 ORDER BY time_ms DESC, key DESC LIMIT $7)
