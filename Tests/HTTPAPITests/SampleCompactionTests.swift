@@ -37,7 +37,7 @@ struct SampleCompactionTests {
                 type: heartRate, start: at(Double(k * 300)), value: Float(55 + k % 40), durationMs: nil,
                 key: DedupeKey.forClientId("w\(k)"), source: "Anna's Apple Watch")
         }
-        for s in 1..<1_200 {  // the workout, 17:00:01–17:19:59 on the second day
+        for s in 1..<4_800 {  // the workout, 17:00:01–18:19:59 on the second day: its 8-hour window is dense
             columns.append(
                 type: heartRate, start: at(86_400 + 17 * 3_600 + Double(s)), value: Float(120 + s % 50), durationMs: nil,
                 key: DedupeKey.forClientId("r\(s)"), source: "Anna's Apple Watch")
@@ -130,7 +130,9 @@ struct SampleCompactionTests {
 
     @Test(.timeLimit(.minutes(20))) func compactedHistoryAnswersEveryReadAsBefore() async throws {
         let url = try await TestPostgres.shared.migratedDatabase()
-        try await TestServer.run(database: url) { api in
+        // Every read pages through the three days (a thousand pages and more): not a test of the
+        // rate limit.
+        try await TestServer.run(database: url, configure: { $0.rateLimitRequests = 100_000 }) { api in
             let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
             try await database.whileRunning {
                 // Two people with the same history, in minute blocks (the layout before compaction).
@@ -164,15 +166,18 @@ struct SampleCompactionTests {
                 #expect(rest.finished && rest.individuals == 1)
                 #expect(first.merged.samples + rest.merged.samples == 2 * (samples.count - 60))
 
-                // Hour blocks behind the horizon, the recent hour's minute blocks untouched.
+                // Behind the horizon, 8-hour blocks (migration 0051) where a window holds at most
+                // 3,600 readings of a type, hour blocks in the workout's window (4,895 heart rates);
+                // the recent hour's minute blocks untouched.
                 let heartRate = SampleType.heartRate.storageCode
                 for id in ids {
                     let after = try await Self.layout(database, id)
                     #expect(after.samples == samples.count)
                     #expect(after.blocks["\(heartRate)/1"] == 60, "\(after)")
-                    #expect(after.blocks["\(heartRate)/60"] == 72, "\(after)")
-                    #expect(after.blocks["\(SampleType.bloodGlucose.storageCode)/60"] == 24, "\(after)")
-                    #expect(after.blocks["\(SampleType.stepCount.storageCode)/60"] == 8, "\(after)")
+                    #expect(after.blocks["\(heartRate)/480"] == 8 && after.blocks["\(heartRate)/60"] == 8, "\(after)")
+                    #expect(after.blocks["\(SampleType.bloodGlucose.storageCode)/480"] == 3, "\(after)")
+                    #expect(after.blocks["\(SampleType.stepCount.storageCode)/480"] == 1, "\(after)")
+                    #expect(after.blocks.count == 5, "\(after)")
                 }
 
                 // Every read as before.
@@ -188,8 +193,8 @@ struct SampleCompactionTests {
                     )
                 }
 
-                // The same readings uploaded again are duplicates, into hour blocks as into minute
-                // blocks; a new one joins its hour block.
+                // The same readings uploaded again are duplicates, into 8-hour blocks as into minute
+                // blocks; a new one joins its 8-hour block.
                 let again: [any Sendable] = [
                     ["id": "w3", "type": "heartRate", "value": 58, "start": Self.iso(900), "source": "Anna's Apple Watch"] as JSONObject,
                     ["id": "x1", "type": "heartRate", "value": 77, "start": Self.iso(7_200), "source": "Anna's Apple Watch"] as JSONObject,
@@ -198,7 +203,9 @@ struct SampleCompactionTests {
                 let uploaded = try await api.send(.post, "/api/users/data", token: person, json: ["items": again])
                 #expect(uploaded.json["accepted"] as? Int == 1 && uploaded.json["duplicates"] as? Int == 2, "\(uploaded.json)")
                 let layout = try await Self.layout(database, ids[0])
-                #expect(layout.samples == samples.count + 1 && layout.blocks["\(heartRate)/60"] == 72, "\(layout)")
+                #expect(
+                    layout.samples == samples.count + 1 && layout.blocks["\(heartRate)/480"] == 8 && layout.blocks["\(heartRate)/60"] == 8,
+                    "\(layout)")
 
                 // Nothing left to merge: the next pass finds no one.
                 let idle = try #require(try await compactor.pass())
@@ -279,16 +286,21 @@ struct KeylessHourBlockTests {
                     #expect(oldAnswers[read] == answer, "\(read) differs in the layout before migration 0049")
                 }
 
-                // The compactor's pass moves every hour block to tags; the recent minute blocks
-                // keep their keys.
+                // The compactor's pass moves every hour block to tags, in 8-hour blocks where
+                // their window is sparse (migration 0051: 12 windows; the workout's stays in 8 hour
+                // blocks); the recent minute blocks keep their keys.
                 let compactor = SampleCompactor(
                     database: database, interval: .seconds(3_600), schemaReady: StartupGate(), logger: TestPostgres.logger)
                 let pass = try #require(try await compactor.pass())
-                #expect(pass.finished && pass.merged.hourBlocks == 104 && pass.merged.samples == samples.count - 60, "\(pass)")
+                #expect(
+                    pass.finished && pass.merged.eightHourBlocks == 12 && pass.merged.hourBlocks == 8 && pass.merged.blocksReplaced == 104
+                        && pass.merged.samples == samples.count - 60, "\(pass)")
                 let moved = try await Self.keyed(database, id)
-                // Every hour block but one in whole seconds (migration 0050): the hour of the
+                // Every block but one in whole seconds (migration 0050): the 8-hour block of the
                 // reading at 10,799,999 ms keeps its offsets in milliseconds.
-                #expect(moved.withKeys == 0 && moved.withTags == 104 && moved.minuteBlocks == 60 && moved.inSeconds == 103, "\(moved)")
+                #expect(
+                    moved.withKeys == 0 && moved.withTags == 20 && moved.eightHours == 12 && moved.minuteBlocks == 60 && moved.inSeconds == 19,
+                    "\(moved)")
                 let layout = try await SampleCompactionTests.layout(database, id)
                 #expect(layout.samples == samples.count)
                 let now = try await SampleCompactionTests.reads(api, person: person, party: party, request: request)
@@ -316,7 +328,7 @@ struct KeylessHourBlockTests {
                 let uploaded = try await api.send(.post, "/api/users/data", token: person, json: ["items": again])
                 #expect(uploaded.json["accepted"] as? Int == 1 && uploaded.json["duplicates"] as? Int == 3, "\(uploaded.json)")
                 let after = try await Self.keyed(database, id)
-                #expect(after.withKeys == 0 && after.withTags == 104 && after.inSeconds == 103, "\(after)")
+                #expect(after.withKeys == 0 && after.withTags == 20 && after.inSeconds == 19, "\(after)")
 
                 // A second pass finds nothing to move.
                 let idle = try #require(try await compactor.pass())
@@ -335,26 +347,31 @@ struct KeylessHourBlockTests {
                 #expect(try await Self.keyed(database, id).inSeconds == 0)
                 #expect(try await SampleCompactionTests.reads(api, person: person, party: party, request: request) == inSeconds)
                 let back = try #require(try await compactor.pass())
-                #expect(back.finished && back.merged.hourBlocks == 103, "\(back)")
+                #expect(back.finished && back.merged.eightHourBlocks == 11 && back.merged.hourBlocks == 8, "\(back)")
                 let final = try await Self.keyed(database, id)
-                #expect(final.withKeys == 0 && final.withTags == 104 && final.inSeconds == 103, "\(final)")
+                #expect(final.withKeys == 0 && final.withTags == 20 && final.eightHours == 12 && final.inSeconds == 19, "\(final)")
                 #expect(try await SampleCompactionTests.reads(api, person: person, party: party, request: request) == inSeconds)
             }
         }
     }
 
     /// The person's hour blocks with keys, with tags, and minute blocks.
-    static func keyed(_ database: Database, _ id: Int64) async throws -> (withKeys: Int, withTags: Int, minuteBlocks: Int, inSeconds: Int) {
+    static func keyed(
+        _ database: Database, _ id: Int64
+    ) async throws -> (
+        withKeys: Int, withTags: Int, minuteBlocks: Int, inSeconds: Int, eightHours: Int
+    ) {
         let row = try await database.query(
             """
-            SELECT count(*) FILTER (WHERE block_minutes = 60 AND keys IS NOT NULL)::int8,
-                   count(*) FILTER (WHERE block_minutes = 60 AND tags IS NOT NULL AND keys IS NULL)::int8,
+            SELECT count(*) FILTER (WHERE block_minutes > 1 AND keys IS NOT NULL)::int8,
+                   count(*) FILTER (WHERE block_minutes > 1 AND tags IS NOT NULL AND keys IS NULL)::int8,
                    count(*) FILTER (WHERE block_minutes = 1 AND keys IS NOT NULL AND tags IS NULL)::int8,
                    count(*) FILTER (WHERE offsets_s IS NOT NULL)::int8,
+                   count(*) FILTER (WHERE block_minutes = 480)::int8,
                    count(*) FILTER (WHERE (offsets_s IS NULL) = (offsets_ms IS NULL))::int8
             FROM sample_blocks WHERE individual_id = \(id)
-            """)[0].decode((Int64, Int64, Int64, Int64, Int64).self)
-        #expect(row.4 == 0, "blocks with both offset columns or neither")
-        return (Int(row.0), Int(row.1), Int(row.2), Int(row.3))
+            """)[0].decode((Int64, Int64, Int64, Int64, Int64, Int64).self)
+        #expect(row.5 == 0, "blocks with both offset columns or neither")
+        return (Int(row.0), Int(row.1), Int(row.2), Int(row.3), Int(row.4))
     }
 }

@@ -170,13 +170,16 @@ extension HealthDataReader {
             FROM (
                 SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + data4help_offset(u.offset_ms, u.offset_s) AS start_ms,
                        u.val, u.duration_ms, u.key, u.tag, u.source_id, b.individual_id
-                FROM sample_blocks b
+                FROM (
+                    SELECT * FROM sample_blocks b
+                    WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
+                      AND b.block_start >= 'epoch'::timestamptz + \(firstMs) * interval '1 millisecond'
+                      AND b.block_start <= 'epoch'::timestamptz + \(lastMs) * interval '1 millisecond'
+                    UNION ALL   -- the blocks across the first instant (migration 0051)
+                    SELECT * FROM data4help_blocks_across(\(individualId), \(types)::int2[], 'epoch'::timestamptz + \(firstMs) * interval '1 millisecond')
+                ) b
                 CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals, b.durations_ms, b.keys, b.source_ids, b.tags)
                     AS u(offset_ms, offset_s, val, duration_ms, key, source_id, tag)
-                WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
-                  AND b.block_start >= 'epoch'::timestamptz + \(Self.floorHour(firstMs)) * interval '1 millisecond'
-                  AND (b.block_minutes = 60 OR b.block_start >= 'epoch'::timestamptz + \(firstMs - firstMs % 60_000) * interval '1 millisecond')
-                  AND b.block_start <= 'epoch'::timestamptz + \(lastMs) * interval '1 millisecond'
             ) c
             LEFT JOIN sample_sources s ON s.individual_id = c.individual_id AND s.source_id = c.source_id
             WHERE c.key = ANY (\(keys)::int8[])

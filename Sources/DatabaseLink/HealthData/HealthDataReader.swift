@@ -91,8 +91,7 @@ package struct HealthDataReader: Sendable {
     ) async throws -> [SampleRow] {
         let bounds = SampleListingBounds(
             individualId: individualId, types: types, lowerMs: lowerMs, upperMs: upperMs, lowerMinuteMs: Self.floorMinute(lowerMs),
-            lowerHourMs: Self.floorHour(lowerMs), upperMinuteMs: Self.floorMinute(upperMs - 1), upperHourMs: Self.floorHour(upperMs - 1),
-            limit: Int64(limit), cursor: cursor)
+            upperMinuteMs: Self.floorMinute(upperMs - 1), limit: Int64(limit), cursor: cursor)
         let rows =
             try await database.withConnection { connection in
                 descending
@@ -117,7 +116,7 @@ package struct HealthDataReader: Sendable {
     /// Every reading of one type whose time falls in one of `windows` (`[start, end)` in
     /// milliseconds, sorted and not overlapping), in time order, in one statement: a year of
     /// nights at once. Every source's readings (no listing position, no source names). Index: the
-    /// primary key, one probe per window from the hour block that may hold its start (`OFFSET 0`
+    /// primary key, one range per window and one probe for the block across its start (`OFFSET 0`
     /// keeps the subquery per window: flattened into a join, a fresh table's estimates made
     /// PostgreSQL read every block of the person once and compare each with all 365 windows,
     /// 9.6 million comparisons and 1.7 s for a year of nights).
@@ -125,16 +124,20 @@ package struct HealthDataReader: Sendable {
     {
         guard !windows.isEmpty else { return [] }
         let starts = windows.map { Self.clamped($0.startMs) }, ends = windows.map { Self.clamped($0.endMs) }
-        let hours = starts.map(Self.floorHour)
         let rows = try await database.query(
             """
-            SELECT r.t, r.val FROM unnest(\(starts)::int8[], \(ends)::int8[], \(hours)::int8[]) AS w(s, e, h)
+            SELECT r.t, r.val FROM unnest(\(starts)::int8[], \(ends)::int8[]) AS w(s, e)
             CROSS JOIN LATERAL (
                 SELECT (extract(epoch FROM b.block_start) * 1000)::int8 + data4help_offset(u.offset_ms, u.offset_s) AS t, u.val
-                FROM sample_blocks b CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals) AS u(offset_ms, offset_s, val)
-                WHERE b.individual_id = \(individualId) AND b.sample_type = \(type)
-                  AND b.block_start >= 'epoch'::timestamptz + w.h * interval '1 millisecond'
-                  AND b.block_start < 'epoch'::timestamptz + w.e * interval '1 millisecond'
+                FROM (
+                    SELECT * FROM sample_blocks b
+                    WHERE b.individual_id = \(individualId) AND b.sample_type = \(type)
+                      AND b.block_start >= 'epoch'::timestamptz + w.s * interval '1 millisecond'
+                      AND b.block_start < 'epoch'::timestamptz + w.e * interval '1 millisecond'
+                    UNION ALL
+                    SELECT * FROM data4help_blocks_across(\(individualId), ARRAY[\(type)]::int2[], 'epoch'::timestamptz + w.s * interval '1 millisecond')
+                ) b
+                CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals) AS u(offset_ms, offset_s, val)
                 OFFSET 0
             ) r
             WHERE r.t >= w.s AND r.t < w.e
@@ -182,9 +185,10 @@ package struct HealthDataReader: Sendable {
         milliseconds - ((milliseconds % 60_000) + 60_000) % 60_000
     }
 
-    /// The UTC hour a time is in: where the hour block that may hold it starts (migration 0032).
-    package static func floorHour(_ milliseconds: Int64) -> Int64 {
-        milliseconds - ((milliseconds % 3_600_000) + 3_600_000) % 3_600_000
+    /// The UTC 8-hour window a time is in (00:00, 08:00 or 16:00): where the longest block that
+    /// may hold it starts (migration 0051).
+    package static func floorWindow(_ milliseconds: Int64) -> Int64 {
+        milliseconds - ((milliseconds % 28_800_000) + 28_800_000) % 28_800_000
     }
 }
 
@@ -196,20 +200,16 @@ struct SampleListingBounds: Sendable {
     let lowerMs: Int64
     let upperMs: Int64
     let lowerMinuteMs: Int64
-    let lowerHourMs: Int64
     let upperMinuteMs: Int64
-    let upperHourMs: Int64
     let limit: Int64
     let cursor: SamplePosition
 
     var bindings: PostgresBindings {
-        var bindings = PostgresBindings(capacity: 12)
+        var bindings = PostgresBindings(capacity: 10)
         bindings.append(individualId)
         bindings.append(types)
         bindings.append(lowerMinuteMs)
-        bindings.append(lowerHourMs)
         bindings.append(upperMinuteMs)
-        bindings.append(upperHourMs)
         bindings.append(limit)
         bindings.append(lowerMs)
         bindings.append(upperMs)
@@ -237,8 +237,8 @@ enum LatestFirst: SampleListingOrder { static let descending = true }
 struct SampleListingStatement<Order: SampleListingOrder>: PostgresPreparedStatement {
     static var name: String { Order.descending ? "data4help_samples_newest_first" : "data4help_samples_oldest_first" }
     static var sql: String {
-        "SELECT * FROM data4help_samples_page(\(Order.descending), $1::int8, $2::int2[], $3::int8, $4::int8, $5::int8, $6::int8, $7::int8, "
-            + "$8::int8, $9::int8, $10::int8, $11::int2, $12::int8)"
+        "SELECT * FROM data4help_samples_page(\(Order.descending), $1::int8, $2::int2[], $3::int8, $4::int8, $5::int8, $6::int8, "
+            + "$7::int8, $8::int8, $9::int2, $10::int8)"
     }
     typealias Row = SampleListingBounds.Row
     let bounds: SampleListingBounds

@@ -344,30 +344,38 @@ struct SampleIngestStatement: PostgresPreparedStatement {
                         $8::int2[], $9::int4[])
                 AS t(sample_type, block_start, offset_ms, val, duration_ms, key, source_id, ordinal)
         ),
-        hours AS MATERIALIZED (   -- whether each hour's samples go into one hour block (migration 0032)
-            -- The hour's first block, one index probe: an hour block is the only block of its hour.
-            -- With none, the hour is written whole if it is settled history (before $11).
-            -- Such a block, when new, has no keys (migration 0049); an old one may have them.
-            SELECT h.sample_type, h.hour, COALESCE(f.block_minutes = 60, h.hour < $11::timestamptz) AS whole,
-                   COALESCE(f.block_minutes = 60 AND f.keyless, h.hour < $11::timestamptz) AS keyless
-            FROM (SELECT DISTINCT sample_type, hour FROM incoming) h
+        hours AS MATERIALIZED (   -- the block each hour's samples go into: its start and length (migrations 0032, 0051)
+            -- The 8-hour block of the hour's window, a primary-key probe: it is the only block of
+            -- its window, and has no keys. Else the hour's first block, one index probe: an hour
+            -- block is the only block of its hour. With neither, the hour is written whole if it is
+            -- settled history (before $11). Such a block, when new, has no keys (migration 0049);
+            -- an old one may have them.
+            SELECT h.sample_type, h.hour,
+                   CASE WHEN l.found IS NOT NULL THEN h.window_start WHEN COALESCE(f.block_minutes = 60, h.hour < $11::timestamptz) THEN h.hour END
+                       AS whole_start,
+                   CASE WHEN l.found IS NOT NULL THEN 480 WHEN COALESCE(f.block_minutes = 60, h.hour < $11::timestamptz) THEN 60 ELSE 1 END::int2
+                       AS block_minutes,
+                   l.found IS NOT NULL OR COALESCE(f.block_minutes = 60 AND f.keyless, h.hour < $11::timestamptz) AS keyless
+            FROM (SELECT DISTINCT sample_type, hour, date_bin('8 hours', hour, 'epoch') AS window_start FROM incoming) h
+            LEFT JOIN LATERAL (
+                SELECT true AS found FROM sample_blocks b
+                WHERE b.individual_id = $1 AND b.sample_type = h.sample_type AND b.block_start = h.window_start AND b.block_minutes = 480
+            ) l ON true
             LEFT JOIN LATERAL (
                 SELECT b.block_minutes, b.keys IS NULL AS keyless FROM sample_blocks b
                 WHERE b.individual_id = $1 AND b.sample_type = h.sample_type
                   AND b.block_start >= h.hour AND b.block_start < h.hour + interval '1 hour'
                 ORDER BY b.block_start LIMIT 1
-            ) f ON true
+            ) f ON l.found IS NULL
         ),
         placed AS (   -- key: the client's, or in a block without keys its settled key (migration 0049)
             SELECT p.*, CASE WHEN p.keyless THEN data4help_settled_key(p.offset_ms, p.tag) ELSE p.client_key END AS key
             FROM (
-                SELECT i.sample_type,
-                       CASE WHEN h.whole THEN i.hour ELSE i.block_start END AS block_start,
-                       CASE WHEN h.whole THEN i.hour_offset_ms ELSE i.offset_ms END AS offset_ms,
-                       i.val, i.duration_ms, i.key AS client_key, i.source_id, i.ordinal,
-                       CASE WHEN h.whole THEN 60 ELSE 1 END::int2 AS block_minutes,
+                SELECT i.sample_type, COALESCE(h.whole_start, i.block_start) AS block_start,
+                       i.offset_ms + COALESCE((extract(epoch FROM i.block_start - h.whole_start) * 1000)::int4, 0) AS offset_ms,
+                       i.val, i.duration_ms, i.key AS client_key, i.source_id, i.ordinal, h.block_minutes,
                        h.keyless, data4help_key_tag(i.key) AS tag
-                FROM (SELECT *, offset_ms + (extract(epoch FROM block_start - hour) * 1000)::int4 AS hour_offset_ms FROM incoming) i
+                FROM incoming i
                 JOIN hours h ON h.sample_type = i.sample_type AND h.hour = i.hour
             ) p
         ),

@@ -18,10 +18,10 @@ package struct WorkoutAnalysisStore: Sendable {
     /// probed once per window (an aggregate in a lateral subquery is never flattened into a join).
     package func fingerprints(individualId: Int64, type: Int16, windows: [(startMs: Int64, endMs: Int64)]) async throws -> [String] {
         guard !windows.isEmpty else { return [] }
-        let hours = windows.map { HealthDataReader.floorHour($0.startMs) }, ends = windows.map(\.endMs)
+        let starts = windows.map { HealthDataReader.floorWindow($0.startMs) }, ends = windows.map(\.endMs)
         let rows = try await database.query(
             """
-            SELECT f.digest FROM unnest(\(hours)::int8[], \(ends)::int8[]) WITH ORDINALITY AS w(h, e, n)
+            SELECT f.digest FROM unnest(\(starts)::int8[], \(ends)::int8[]) WITH ORDINALITY AS w(h, e, n)
             CROSS JOIN LATERAL (
                 SELECT coalesce(md5(string_agg(b.block_start::text || '/' || b.xmin::text, ',' ORDER BY b.block_start)), 'none') AS digest
                 FROM sample_blocks b

@@ -4,10 +4,11 @@ import Foundation
 import Logging
 import ServiceLifecycle
 
-/// Compacts settled history (migration 0046): every `interval`, the minute blocks of hours older
-/// than the late-data horizon become one hour block per type and hour — a fifth of the bytes for
-/// a watch's sparse readings, two thirds at 1 Hz (`bench storage`) — and every reader answers as
-/// before (`SampleCompactionTests`).
+/// Compacts settled history (migration 0046): every `interval`, the minute blocks of the UTC
+/// 8-hour windows older than the late-data horizon become one 8-hour block per type and window
+/// where it holds at most 3,600 readings, else one hour block per type and hour (migration 0051) —
+/// a fifth of the bytes or less for a watch's sparse readings, about a quarter at 1 Hz (`bench
+/// storage`) — and every reader answers as before (`SampleCompactionTests`).
 ///
 /// One instance runs a pass at a time (a lease in the database, renewed with each batch). A pass
 /// goes through the individuals by id, a batch at a time, recording the last one done, so a pass
@@ -75,7 +76,8 @@ package struct SampleCompactor: Service {
                 "settled hours compacted",
                 metadata: [
                     "compaction.individuals": "\(report.individuals)", "compaction.blocks_replaced": "\(report.merged.blocksReplaced)",
-                    "compaction.hour_blocks": "\(report.merged.hourBlocks)", "compaction.samples": "\(report.merged.samples)",
+                    "compaction.hour_blocks": "\(report.merged.hourBlocks)", "compaction.eight_hour_blocks": "\(report.merged.eightHourBlocks)",
+                    "compaction.samples": "\(report.merged.samples)",
                     "compaction.finished": "\(report.finished)",
                 ])
         }

@@ -1,0 +1,226 @@
+-- Sparse settled history in 8-hour blocks (issue 27: 8 bytes a sample).
+--
+-- After migration 0050 an Apple Watch's settled heart rate (a reading every 5 minutes, every 5 s
+-- in a 45-minute workout) costs 12.9–13.0 bytes a reading (`bench storage`, 2026-11-28): an hour
+-- block holds 12 readings in 23 hours of 24, and a row costs ~170 bytes whatever it holds (tuple
+-- and array headers, two index entries). Measured on a scratch cluster with that pattern (40
+-- people × 14 days): hour blocks with offsets in seconds 12.6 bytes a reading; day blocks 9.1
+-- (86,400 seconds do not fit a smallint: their offsets take 4 bytes); 8-hour blocks 7.6.
+--
+-- A block now covers [block_start, block_start + block_minutes) with block_minutes 1, 60 (a UTC
+-- hour) or 480 (one of the UTC day's thirds, 00:00, 08:00, 16:00: date_bin('8 hours', …, 'epoch')).
+-- The rule that keeps every reader right, extended: within one individual, type and 8-hour window
+-- there is either one 8-hour block or only hour and minute blocks (within an hour, either one hour
+-- block or only minute blocks) — so a sample still has exactly one block it belongs in.
+--   * The compactor (SampleCompactor) writes a settled window's samples of a type as one 8-hour
+--     block when they are at most 3,600 (an hour of 1 Hz: no row larger than a dense hour block),
+--     else as hour blocks. It takes whole windows (every block of a window that holds a block to
+--     rewrite), and only windows wholly before its horizon.
+--   * An upload or import sample goes into the 8-hour block of its window if there is one, else
+--     as before (its hour block, or a new hour block for settled history, or its minute block).
+-- Offsets in an 8-hour block are from its start: below 28,800 seconds (a smallint) and 28,800,000
+-- ms. Readers of a time range start at the 8-hour window before it and skip, before unnesting, the
+-- blocks that end before it (`block_start + block_minutes minutes`).
+--
+-- Existing hour blocks with fewer than 450 samples (an 8th of 3,600) are rewritten by the
+-- compactor's next pass, which goes over all history once (compacted_before reset here), into
+-- 8-hour blocks where their window is sparse (a window that is not is written as hour blocks
+-- again). The constraint is added NOT VALID: every existing row satisfies it, and validating would
+-- read the whole table under the migration's lock.
+ALTER TABLE sample_blocks DROP CONSTRAINT sample_blocks_minutes_check;
+ALTER TABLE sample_blocks ADD CONSTRAINT sample_blocks_minutes_check CHECK (
+    block_minutes = 1
+    OR (block_minutes = 60 AND extract(epoch FROM block_start - 'epoch'::timestamptz) % 3600 = 0)
+    OR (block_minutes = 480 AND extract(epoch FROM block_start - 'epoch'::timestamptz) % 28800 = 0)
+) NOT VALID;
+
+-- Whether the compactor rewrites a block (migration 0050): now also an hour block of fewer than
+-- 450 samples, whose window may go into an 8-hour block. Inlined by the planner.
+DROP FUNCTION data4help_compactable(int2, int8[], int4[]);
+CREATE FUNCTION data4help_compactable(block_minutes int2, keys int8[], offsets_ms int4[], samples int4) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT block_minutes = 1 OR keys IS NOT NULL OR data4help_whole_seconds(offsets_ms) OR (block_minutes = 60 AND samples < 450)
+$$;
+
+UPDATE sample_compaction SET compacted_before = '-infinity', pass_before = NULL, pass_after = 0;
+
+-- The block of each of `types` that starts before `at` and ends after it, if any: at most one
+-- per type, as blocks do not overlap; one index probe per type (the newest block before `at`).
+-- Readers of a time range read the blocks that start in it and these, so that a long block
+-- starting up to 8 hours before the range is read without reading the minute blocks in between.
+-- Inlined by the planner into the statement that calls it.
+CREATE FUNCTION data4help_blocks_across(person int8, types int2[], at timestamptz) RETURNS SETOF sample_blocks
+LANGUAGE sql STABLE AS $$
+    SELECT s.* FROM unnest(types) AS t(code)
+    CROSS JOIN LATERAL (
+        SELECT * FROM sample_blocks b
+        WHERE b.individual_id = person AND b.sample_type = t.code AND b.block_start < at AND b.block_start > at - interval '8 hours'
+        ORDER BY b.block_start DESC LIMIT 1
+    ) s
+    WHERE s.block_start + s.block_minutes * interval '1 minute' > at
+$$;
+
+-- The readers of a time range (their last definitions: migration 0050): the blocks that start in
+-- it, and the one across its start (data4help_blocks_across). The listing function's bounds
+-- change (the hour bounds go), so it is dropped and created again.
+DROP FUNCTION data4help_samples_page(boolean, int8, int2[], int8, int8, int8, int8, int8, int8, int8, int8, int2, int8);
+
+CREATE OR REPLACE FUNCTION data4help_source_shares(individual bigint, kind smallint, lo timestamptz, hi timestamptz)
+RETURNS TABLE (start timestamptz, val real, share float8, source_id smallint)
+LANGUAGE sql STABLE AS $$
+    WITH zone AS (SELECT time_zone FROM individuals WHERE id = individual),
+    days AS (
+        SELECT z.time_zone,
+               ((lo AT TIME ZONE z.time_zone)::date::timestamp AT TIME ZONE z.time_zone) AS first_start,
+               (((hi - interval '1 millisecond') AT TIME ZONE z.time_zone)::date + 1)::timestamp AT TIME ZONE z.time_zone AS last_end
+        FROM zone z
+    ),
+    samples AS (
+        SELECT row_number() OVER () AS n,
+               b.block_start + data4help_offset(u.offset_ms, u.offset_s) * interval '1 millisecond' AS start,
+               u.val, COALESCE(u.duration_ms, 0) AS duration_ms, COALESCE(u.source_id, 0)::int2 AS source_id,
+               COALESCE(s.priority, 32767)::int4 * 65536 + COALESCE(u.source_id, 0) AS rank,
+               d.time_zone
+        FROM days d
+        CROSS JOIN LATERAL (
+            SELECT * FROM sample_blocks b
+            WHERE b.individual_id = individual AND b.sample_type = kind AND b.block_start >= d.first_start AND b.block_start < d.last_end
+            UNION ALL
+            SELECT * FROM data4help_blocks_across(individual, ARRAY[kind], d.first_start)
+        ) b
+        CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals, b.durations_ms, b.source_ids) AS u(offset_ms, offset_s, val, duration_ms, source_id)
+        LEFT JOIN sample_sources s ON s.individual_id = individual AND s.source_id = u.source_id
+    ),
+    claims AS (   -- the minutes each sample covers, cut at the end of its local day
+        SELECT s.n, s.rank, m.minute
+        FROM samples s
+        CROSS JOIN LATERAL generate_series(
+            date_trunc('minute', s.start),
+            LEAST(s.start + GREATEST(s.duration_ms - 1, 0) * interval '1 millisecond',
+                  (((s.start AT TIME ZONE s.time_zone)::date + 1)::timestamp AT TIME ZONE s.time_zone) - interval '1 millisecond'),
+            interval '1 minute') AS m(minute)
+    ),
+    owners AS (SELECT minute, min(rank) AS rank FROM claims GROUP BY minute),
+    shares AS (
+        SELECT c.n, avg((c.rank = o.rank)::int4)::float8 AS share
+        FROM claims c JOIN owners o USING (minute)
+        GROUP BY c.n
+    )
+    SELECT s.start, s.val, sh.share, s.source_id
+    FROM samples s JOIN shares sh USING (n)
+    WHERE s.start >= lo AND s.start < hi
+$$;
+
+CREATE OR REPLACE FUNCTION data4help_counted_samples(individual bigint, kind smallint, lo timestamptz, hi timestamptz)
+RETURNS TABLE (start timestamptz, val real, share float8, source_id smallint)
+LANGUAGE plpgsql STABLE AS $$
+DECLARE
+    zone text := (SELECT time_zone FROM individuals WHERE id = individual);
+BEGIN
+    IF EXISTS (
+        SELECT 1 FROM daily_rollups r
+        WHERE r.individual_id = individual AND r.sample_type = kind AND cardinality(r.source_ids) > 1
+          AND r.day >= (lo AT TIME ZONE zone)::date AND r.day <= ((hi - interval '1 millisecond') AT TIME ZONE zone)::date
+    ) THEN
+        RETURN QUERY SELECT * FROM data4help_source_shares(individual, kind, lo, hi);
+    ELSE
+        RETURN QUERY
+            SELECT x.start, x.val, 1::float8, x.source_id
+            FROM (
+                SELECT b.block_start + data4help_offset(u.offset_ms, u.offset_s) * interval '1 millisecond' AS start, u.val, COALESCE(u.source_id, 0)::int2 AS source_id
+                FROM (
+                    SELECT * FROM sample_blocks b
+                    WHERE b.individual_id = individual AND b.sample_type = kind AND b.block_start >= lo AND b.block_start < hi
+                    UNION ALL
+                    SELECT * FROM data4help_blocks_across(individual, ARRAY[kind], lo)
+                ) b
+                CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals, b.source_ids) AS u(offset_ms, offset_s, val, source_id)
+            ) x
+            WHERE x.start >= lo AND x.start < hi;
+    END IF;
+END
+$$;
+
+CREATE FUNCTION data4help_samples_page(
+    newest_first boolean,
+    person int8, types int2[], low_minute_ms int8, high_minute_ms int8,
+    page_size int8, lower_ms int8, upper_ms int8, cursor_start_ms int8, cursor_type int2, cursor_key int8
+) RETURNS TABLE (sample_type int2, start_ms int8, val real, duration_ms int4, key int8, source text)
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
+DECLARE
+    low_minute timestamptz := 'epoch'::timestamptz + low_minute_ms * interval '1 millisecond';
+    high_minute timestamptz := 'epoch'::timestamptz + high_minute_ms * interval '1 millisecond';
+    -- Within an instant and type, keys order as their tags (data4help_settled_key): the page is
+    -- cut and sorted by tag, and each row's key computed after the cut.
+    cursor_tag int2 := ((cursor_key & 65535) - 32768)::int2;
+BEGIN
+    IF newest_first THEN
+        RETURN QUERY
+        WITH boundary AS (
+            SELECT b.block_start FROM sample_blocks AS b
+            WHERE b.individual_id = person AND b.sample_type = ANY (types)
+              AND b.block_start >= low_minute AND b.block_start < high_minute
+              AND b.block_start + b.block_minutes * interval '1 minute' <= high_minute   -- no sample after the window
+            ORDER BY b.block_start DESC
+            OFFSET page_size LIMIT 1
+        ),
+        candidates AS (
+            SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + data4help_offset(u.offset_ms, u.offset_s) AS start_ms,
+                   u.val, u.duration_ms, COALESCE(u.tag, data4help_key_tag(u.key)) AS tag, u.source_id
+            FROM (
+                SELECT * FROM sample_blocks AS b
+                WHERE b.individual_id = person AND b.sample_type = ANY (types)
+                  AND b.block_start >= low_minute AND b.block_start <= high_minute
+                  AND b.block_start >= GREATEST(low_minute, COALESCE((SELECT block_start FROM boundary), '-infinity'))
+                UNION ALL   -- needed only when the page reaches back to the window's start
+                SELECT * FROM data4help_blocks_across(person, types, low_minute) WHERE NOT EXISTS (SELECT FROM boundary)
+            ) AS b
+            CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals, b.durations_ms, b.keys, b.source_ids, b.tags)
+                AS u(offset_ms, offset_s, val, duration_ms, key, source_id, tag)
+        )
+        SELECT p.sample_type, p.start_ms, p.val, p.duration_ms, data4help_settled_key(data4help_hour_offset(p.start_ms), p.tag), s.name
+        FROM (
+            SELECT c.* FROM candidates AS c
+            WHERE c.start_ms >= lower_ms AND c.start_ms < upper_ms
+              AND (c.start_ms, c.sample_type, c.tag) < (cursor_start_ms, cursor_type, cursor_tag)
+            ORDER BY c.start_ms DESC, c.sample_type DESC, c.tag DESC
+            LIMIT page_size
+        ) AS p
+        LEFT JOIN sample_sources AS s ON s.individual_id = person AND s.source_id = p.source_id
+        ORDER BY p.start_ms DESC, p.sample_type DESC, p.tag DESC;
+    ELSE
+        RETURN QUERY
+        WITH boundary AS (
+            SELECT b.block_start FROM sample_blocks AS b
+            WHERE b.individual_id = person AND b.sample_type = ANY (types)
+              AND b.block_start > low_minute AND b.block_start <= high_minute
+            ORDER BY b.block_start
+            OFFSET page_size LIMIT 1
+        ),
+        candidates AS (
+            SELECT b.sample_type, (extract(epoch FROM b.block_start) * 1000)::int8 + data4help_offset(u.offset_ms, u.offset_s) AS start_ms,
+                   u.val, u.duration_ms, COALESCE(u.tag, data4help_key_tag(u.key)) AS tag, u.source_id
+            FROM (
+                SELECT * FROM sample_blocks AS b
+                WHERE b.individual_id = person AND b.sample_type = ANY (types)
+                  AND b.block_start >= low_minute AND b.block_start <= high_minute
+                  AND b.block_start <= LEAST(high_minute, COALESCE((SELECT block_start FROM boundary), 'infinity'))
+                UNION ALL
+                SELECT * FROM data4help_blocks_across(person, types, low_minute)
+            ) AS b
+            CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals, b.durations_ms, b.keys, b.source_ids, b.tags)
+                AS u(offset_ms, offset_s, val, duration_ms, key, source_id, tag)
+        )
+        SELECT p.sample_type, p.start_ms, p.val, p.duration_ms, data4help_settled_key(data4help_hour_offset(p.start_ms), p.tag), s.name
+        FROM (
+            SELECT c.* FROM candidates AS c
+            WHERE c.start_ms >= lower_ms AND c.start_ms < upper_ms
+              AND (c.start_ms, c.sample_type, c.tag) > (cursor_start_ms, cursor_type, cursor_tag)
+            ORDER BY c.start_ms ASC, c.sample_type ASC, c.tag ASC
+            LIMIT page_size
+        ) AS p
+        LEFT JOIN sample_sources AS s ON s.individual_id = person AND s.source_id = p.source_id
+        ORDER BY p.start_ms ASC, p.sample_type ASC, p.tag ASC;
+    END IF;
+END
+$$;
