@@ -166,7 +166,7 @@ struct SampleCompactionTests {
                 #expect(rest.finished && rest.individuals == 1)
                 #expect(first.merged.samples + rest.merged.samples == 2 * (samples.count - 60))
 
-                // Behind the horizon, 8-hour blocks (migration 0051) where a window holds at most
+                // Behind the horizon, 8-hour blocks (migration 0050) where a window holds at most
                 // 3,600 readings of a type, hour blocks in the workout's window (4,895 heart rates);
                 // the recent hour's minute blocks untouched.
                 let heartRate = SampleType.heartRate.storageCode
@@ -287,7 +287,7 @@ struct KeylessHourBlockTests {
                 }
 
                 // The compactor's pass moves every hour block to tags, in 8-hour blocks where
-                // their window is sparse (migration 0051: 12 windows; the workout's stays in 8 hour
+                // their window is sparse (migration 0050: 12 windows; the workout's stays in 8 hour
                 // blocks); the recent minute blocks keep their keys.
                 let compactor = SampleCompactor(
                     database: database, interval: .seconds(3_600), schemaReady: StartupGate(), logger: TestPostgres.logger)

@@ -175,7 +175,7 @@ extension HealthDataReader {
                     WHERE b.individual_id = \(individualId) AND b.sample_type = ANY (\(types)::int2[])
                       AND b.block_start >= 'epoch'::timestamptz + \(firstMs) * interval '1 millisecond'
                       AND b.block_start <= 'epoch'::timestamptz + \(lastMs) * interval '1 millisecond'
-                    UNION ALL   -- the blocks across the first instant (migration 0051)
+                    UNION ALL   -- the blocks across the first instant (migration 0050)
                     SELECT * FROM data4help_blocks_across(\(individualId), \(types)::int2[], 'epoch'::timestamptz + \(firstMs) * interval '1 millisecond')
                 ) b
                 CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals, b.durations_ms, b.keys, b.source_ids, b.tags)

@@ -186,7 +186,7 @@ package struct HealthDataReader: Sendable {
     }
 
     /// The UTC 8-hour window a time is in (00:00, 08:00 or 16:00): where the longest block that
-    /// may hold it starts (migration 0051).
+    /// may hold it starts (migration 0050).
     package static func floorWindow(_ milliseconds: Int64) -> Int64 {
         milliseconds - ((milliseconds % 28_800_000) + 28_800_000) % 28_800_000
     }

@@ -344,7 +344,7 @@ struct SampleIngestStatement: PostgresPreparedStatement {
                         $8::int2[], $9::int4[])
                 AS t(sample_type, block_start, offset_ms, val, duration_ms, key, source_id, ordinal)
         ),
-        hours AS MATERIALIZED (   -- the block each hour's samples go into: its start and length (migrations 0032, 0051)
+        hours AS MATERIALIZED (   -- the block each hour's samples go into: its start and length (migrations 0032, 0050)
             -- The 8-hour block of the hour's window, a primary-key probe: it is the only block of
             -- its window, and has no keys. Else the hour's first block, one index probe: an hour
             -- block is the only block of its hour. With neither, the hour is written whole if it is

@@ -165,7 +165,7 @@ struct HourBlockInsertStatement: PostgresPreparedStatement {
     static let name = "data4help_insert_hour_blocks"
     static let sql = """
         WITH free AS MATERIALIZED (   -- the blocks whose hour holds no block (an hour block or minute blocks)
-            -- and whose window no 8-hour block (migration 0051). One index probe a block: LIMIT
+            -- and whose window no 8-hour block (migration 0050). One index probe a block: LIMIT
             -- keeps it a probe. As NOT EXISTS, PostgreSQL hashed every block of the individual and
             -- compared each with each hour (3.5 million comparisons for 763 blocks: 370 ms).
             SELECT b.*

@@ -20,7 +20,7 @@ package struct SampleCompactionStore: Sendable {
     package struct Merged: Sendable, Equatable {
         /// The blocks replaced: minute blocks, and hour and 8-hour blocks written again.
         package var blocksReplaced = 0
-        /// The blocks written: hour blocks and 8-hour blocks (migration 0051).
+        /// The blocks written: hour blocks and 8-hour blocks (migration 0050).
         package var hourBlocks = 0
         package var eightHourBlocks = 0
         package var samples = 0
@@ -42,7 +42,7 @@ package struct SampleCompactionStore: Sendable {
     }
 
     /// The pass in progress, or a new one ending at `horizon` before the database's clock (cut to
-    /// the 8-hour window, migration 0051), if no other instance holds the lease; the lease lasts `lease`. Nil: another
+    /// the 8-hour window, migration 0050), if no other instance holds the lease; the lease lasts `lease`. Nil: another
     /// instance is compacting.
     package func claimPass(horizon: TimeInterval, lease: TimeInterval) async throws -> Pass? {
         let rows = try await database.query(
@@ -104,7 +104,7 @@ package struct SampleCompactionStore: Sendable {
     /// that are whole seconds, or few samples) as 8-hour or hour blocks (`SampleCompactionStatement`):
     /// a day of windows per transaction, each under the individual's ingest lock (the one
     /// `HealthDataStore.ingest` takes), so an upload sees a window before or after, never
-    /// half-way. Only whole windows: `before` is cut to one (migration 0051).
+    /// half-way. Only whole windows: `before` is cut to one (migration 0050).
     package func compact(individualId: Int64, from: Date, before: Date) async throws -> Merged {
         var total = Merged()
         var from = from
@@ -145,7 +145,7 @@ package struct SampleCompactionStore: Sendable {
 /// (`data4help_compactable`), every block of each deleted and its samples written again: every
 /// sample kept (none is dropped as a duplicate: the blocks never had it twice), the arrays as
 /// every writer makes them (`blockArrays`). A window of a type with at most 3,600 samples that
-/// its offset and tag tell apart becomes one 8-hour block without keys (migration 0051); any
+/// its offset and tag tell apart becomes one 8-hour block without keys (migration 0050); any
 /// other, hour blocks, each without keys (migration 0049) unless two of the hour's samples share
 /// offset and tag (then the hour keeps its keys). A window is one 8-hour block or only hour and
 /// minute blocks, so the inserts conflict with nothing; if one ever did, the transaction fails

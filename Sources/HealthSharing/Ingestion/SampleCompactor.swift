@@ -6,7 +6,7 @@ import ServiceLifecycle
 
 /// Compacts settled history (migration 0046): every `interval`, the minute blocks of the UTC
 /// 8-hour windows older than the late-data horizon become one 8-hour block per type and window
-/// where it holds at most 3,600 readings, else one hour block per type and hour (migration 0051) —
+/// where it holds at most 3,600 readings, else one hour block per type and hour (migration 0050) —
 /// a fifth of the bytes or less for a watch's sparse readings, about a quarter at 1 Hz (`bench
 /// storage`) — and every reader answers as before (`SampleCompactionTests`).
 ///

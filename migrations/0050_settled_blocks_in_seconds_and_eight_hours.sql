@@ -1,6 +1,25 @@
--- Sparse settled history in 8-hour blocks (issue 27: 8 bytes a sample).
+-- Settled blocks keep their offsets in whole seconds, and sparse settled history goes into
+-- 8-hour blocks (issue 27: 8 bytes a sample).
 --
--- After migration 0050 an Apple Watch's settled heart rate (a reading every 5 minutes, every 5 s
+-- Offsets in seconds.
+--
+-- After migration 0049 an hour block at 1 Hz costs 8.1 bytes a sample (`bench storage`,
+-- 2026-11-28): 4.0 of them the offsets, `integer` milliseconds that neither pglz nor lz4
+-- compresses (no three bytes repeat when readings are 1,000 ms apart). Devices and exports time
+-- their readings in whole seconds (an Apple Health export has no finer unit), and an hour has
+-- 3,600 of them: a `smallint` holds an hour block's offset in seconds. Measured on a scratch
+-- cluster with the bench's Apple Watch pattern (40 people × 14 days, a reading every 5 minutes
+-- and every 5 s in a 45-minute workout): hour blocks 14.8 → 12.6 bytes a sample.
+--
+-- A block holds either `offsets_ms` (milliseconds since block_start) or `offsets_s` (seconds
+-- since block_start, NULL when not used), never both. `offsets_s` is written for a block without
+-- keys (an hour or 8-hour block, migration 0049) whose every sample starts on a whole second;
+-- every other block, and such a block once a sample with a fraction of a second joins it, has
+-- `offsets_ms`. Readers unnest both and take data4help_offset of the pair.
+--
+-- Sparse settled history in 8-hour blocks.
+--
+-- With offsets in seconds, an Apple Watch's settled heart rate (a reading every 5 minutes, every 5 s
 -- in a 45-minute workout) costs 12.9–13.0 bytes a reading (`bench storage`, 2026-11-28): an hour
 -- block holds 12 readings in 23 hours of 24, and a row costs ~170 bytes whatever it holds (tuple
 -- and array headers, two index entries). Measured on a scratch cluster with that pattern (40
@@ -19,14 +38,18 @@
 --   * An upload or import sample goes into the 8-hour block of its window if there is one, else
 --     as before (its hour block, or a new hour block for settled history, or its minute block).
 -- Offsets in an 8-hour block are from its start: below 28,800 seconds (a smallint) and 28,800,000
--- ms. Readers of a time range start at the 8-hour window before it and skip, before unnesting, the
--- blocks that end before it (`block_start + block_minutes minutes`).
+-- ms. Readers of a time range read the blocks that start in it and, per type, the one block that
+-- starts before it and ends after it (data4help_blocks_across).
 --
--- Existing hour blocks with fewer than 450 samples (an 8th of 3,600) are rewritten by the
--- compactor's next pass, which goes over all history once (compacted_before reset here), into
--- 8-hour blocks where their window is sparse (a window that is not is written as hour blocks
--- again). The constraint is added NOT VALID: every existing row satisfies it, and validating would
--- read the whole table under the migration's lock.
+-- Existing data moves online: the compactor's next pass goes over all history once
+-- (compacted_before is reset here; the same caveat for instances of the previous release as in
+-- migration 0049) and rewrites the windows holding an hour block whose offsets are whole seconds
+-- in milliseconds or with fewer than 450 samples (an 8th of 3,600): into 8-hour blocks where the
+-- window is sparse, else into hour blocks again. The constraint is added NOT VALID: every
+-- existing row satisfies it, and validating would read the whole table under the migration's
+-- lock.
+ALTER TABLE sample_blocks ALTER COLUMN offsets_ms DROP NOT NULL;
+ALTER TABLE sample_blocks ADD COLUMN offsets_s smallint[];
 ALTER TABLE sample_blocks DROP CONSTRAINT sample_blocks_minutes_check;
 ALTER TABLE sample_blocks ADD CONSTRAINT sample_blocks_minutes_check CHECK (
     block_minutes = 1
@@ -34,15 +57,27 @@ ALTER TABLE sample_blocks ADD CONSTRAINT sample_blocks_minutes_check CHECK (
     OR (block_minutes = 480 AND extract(epoch FROM block_start - 'epoch'::timestamptz) % 28800 = 0)
 ) NOT VALID;
 
--- Whether the compactor rewrites a block (migration 0050): now also an hour block of fewer than
--- 450 samples, whose window may go into an 8-hour block. Inlined by the planner.
-DROP FUNCTION data4help_compactable(int2, int8[], int4[]);
+-- A sample's offset in milliseconds from a block's two offset columns as unnested together (one
+-- of the two is NULL). Inlined by the planner.
+CREATE FUNCTION data4help_offset(offset_ms int4, offset_s int2) RETURNS int4
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT COALESCE(offset_ms, offset_s * 1000)
+$$;
+
+-- Whether an hour block's millisecond offsets could be kept in seconds (the compactor's test of
+-- the blocks it rewrites).
+CREATE FUNCTION data4help_whole_seconds(offsets_ms int4[]) RETURNS boolean
+LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+    SELECT COALESCE(bool_and(o % 1000 = 0), false) FROM unnest(offsets_ms) AS o
+$$;
+
+-- Whether the compactor rewrites a block: a minute block, an hour block that still has keys
+-- (migration 0049), whose millisecond offsets are whole seconds, or of fewer than 450 samples
+-- (an 8th of 3,600: its window may go into an 8-hour block). Inlined by the planner.
 CREATE FUNCTION data4help_compactable(block_minutes int2, keys int8[], offsets_ms int4[], samples int4) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
     SELECT block_minutes = 1 OR keys IS NOT NULL OR data4help_whole_seconds(offsets_ms) OR (block_minutes = 60 AND samples < 450)
 $$;
-
-UPDATE sample_compaction SET compacted_before = '-infinity', pass_before = NULL, pass_after = 0;
 
 -- The block of each of `types` that starts before `at` and ends after it, if any: at most one
 -- per type, as blocks do not overlap; one index probe per type (the newest block before `at`).
@@ -60,10 +95,35 @@ LANGUAGE sql STABLE AS $$
     WHERE s.block_start + s.block_minutes * interval '1 minute' > at
 $$;
 
--- The readers of a time range (their last definitions: migration 0050): the blocks that start in
--- it, and the one across its start (data4help_blocks_across). The listing function's bounds
--- change (the hour bounds go), so it is dropped and created again.
-DROP FUNCTION data4help_samples_page(boolean, int8, int2[], int8, int8, int8, int8, int8, int8, int8, int8, int2, int8);
+UPDATE sample_compaction SET compacted_before = '-infinity', pass_before = NULL, pass_after = 0;
+
+-- The functions that unnest blocks (their last definitions: migrations 0032, 0041 and 0049), now
+-- reading either offset column; those that read a time range read the blocks that start in it
+-- and the one across its start (data4help_blocks_across). The listing function's bounds change
+-- (the hour bounds go), so it is dropped and created again.
+CREATE OR REPLACE FUNCTION data4help_rebuild_rollups(individual bigint) RETURNS void LANGUAGE sql AS $$
+    SELECT pg_advisory_xact_lock(hashtextextended('data4help.ingest', individual));
+    DELETE FROM resting_heart_rates WHERE individual_id = individual;
+    DELETE FROM daily_rollups WHERE individual_id = individual;
+    INSERT INTO daily_rollups (individual_id, sample_type, day, sample_count, value_sum, value_min, value_max, source_ids)
+    SELECT b.individual_id, b.sample_type,
+           ((b.block_start + data4help_offset(u.offset_ms, u.offset_s) * interval '1 millisecond') AT TIME ZONE i.time_zone)::date,
+           count(*), sum(u.val), min(u.val), max(u.val), array_agg(DISTINCT COALESCE(u.source_id, 0)::int2 ORDER BY COALESCE(u.source_id, 0)::int2)
+    FROM sample_blocks b
+    JOIN individuals i ON i.id = b.individual_id
+    CROSS JOIN LATERAL unnest(b.offsets_ms, b.offsets_s, b.vals, b.source_ids) AS u(offset_ms, offset_s, val, source_id)
+    WHERE b.individual_id = individual
+      AND b.sample_type IN (SELECT code FROM sample_types WHERE rolled_up)
+    GROUP BY 1, 2, 3;
+    SELECT data4help_recount_multi_source_days(individual);
+    INSERT INTO daily_rollups (individual_id, sample_type, day, sample_count, value_sum, value_min, value_max)
+    SELECT individual, 14, (w.started_at AT TIME ZONE i.time_zone)::date, count(*),
+           sum(extract(epoch FROM w.ended_at - w.started_at) / 60), min(extract(epoch FROM w.ended_at - w.started_at) / 60),
+           max(extract(epoch FROM w.ended_at - w.started_at) / 60)
+    FROM workouts w JOIN individuals i ON i.id = w.individual_id
+    WHERE w.individual_id = individual
+    GROUP BY 1, 2, 3;
+$$;
 
 CREATE OR REPLACE FUNCTION data4help_source_shares(individual bigint, kind smallint, lo timestamptz, hi timestamptz)
 RETURNS TABLE (start timestamptz, val real, share float8, source_id smallint)
@@ -140,6 +200,8 @@ BEGIN
     END IF;
 END
 $$;
+
+DROP FUNCTION data4help_samples_page(boolean, int8, int2[], int8, int8, int8, int8, int8, int8, int8, int8, int2, int8);
 
 CREATE FUNCTION data4help_samples_page(
     newest_first boolean,
