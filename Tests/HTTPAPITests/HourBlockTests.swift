@@ -1,8 +1,10 @@
+import Data4HelpCore
 import DatabaseLink
 import DatabaseTestSupport
 import Foundation
 import HTTPAPI
 import HTTPTypes
+import HealthSharing
 import PostgresNIO
 import Testing
 
@@ -89,6 +91,29 @@ struct HourBlockTests {
                     "10:00 60 10", "11:00 60 9", "12:00 60 8", "13:00 60 2", "14:00 60 2",
                 ])
 
+            // Every reader, before and after the compactor moves the imports' spans into 8-hour blocks.
+            try await Self.everyReaderSeesEachSampleOnce(api, person)
+            let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+            let report = try await direct.whileRunning {
+                // As if the periodic pass had covered everything up to now: only the imports'
+                // requests (migration 0051) reach back to 2023.
+                try await direct.query("UPDATE sample_compaction SET compacted_before = now()")
+                #expect(try await direct.query("SELECT count(*)::int8 FROM compaction_requests")[0].decode(Int64.self) == 1)
+                let compactor = SampleCompactor(
+                    database: direct, interval: .seconds(3_600), schemaReady: StartupGate(), logger: TestPostgres.logger)
+                let report = try #require(try await compactor.pass())
+                #expect(try await direct.query("SELECT count(*)::int8 FROM compaction_requests")[0].decode(Int64.self) == 0)
+                return report
+            }
+            #expect(report.requests == 1 && report.individuals == 0 && report.merged.eightHourBlocks == 2, "\(report)")
+            #expect(try await Self.blocks(database, email: email) == ["08:00 480 31"])
+            #expect(try await Self.blocks(database, email: email, type: "stepCount") == ["08:00 480 1"])
+            try await Self.everyReaderSeesEachSampleOnce(api, person)
+        }
+    }
+
+    static func everyReaderSeesEachSampleOnce(_ api: APIClient, _ person: String) async throws {
+        do {
             // Every sample once, in time order, in pages of every size and both orders.
             var expected = (0..<26).map { "2023-05-01T" + Self.clock(600 + 7 * $0) + ".000Z" }
             expected += ["2023-05-01T10:31:30.000Z", "2023-05-01T13:02:00.000Z", "2023-05-01T13:30:00.000Z"]

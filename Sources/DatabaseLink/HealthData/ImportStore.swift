@@ -183,6 +183,7 @@ package struct ImportStore: Sendable {
             for try await (id, figures) in rows.decode((Int64, String).self) {
                 _ = try await connection.query("DELETE FROM import_chunks WHERE import_id = \(id)", logger: database.logger)
                 try await Self.announce(figures, individualId: individualId, announcing: announcing, on: connection, logger: database.logger)
+                try await Self.requestCompaction(importId: id, on: connection, logger: database.logger)
             }
         }
         return try await find(publicId, individualId: individualId)
@@ -304,7 +305,25 @@ package struct ImportStore: Sendable {
             guard let figures = try await rows.collect().first?.decode(String.self) else { throw ImportClaimLost() }
             _ = try await connection.query("DELETE FROM import_chunks WHERE import_id = \(claim.id)", logger: database.logger)
             try await Self.announce(figures, individualId: claim.individualId, announcing: announcing, on: connection, logger: database.logger)
+            try await Self.requestCompaction(importId: claim.id, on: connection, logger: database.logger)
         }
+    }
+
+    /// Asks the compactor to compact the span of time the import stored data in (its figures'
+    /// spans, every kind), widening the individual's request if there is one (migration 0051).
+    private static func requestCompaction(importId: Int64, on connection: LeasedConnection, logger: Logger) async throws {
+        _ = try await connection.query(
+            """
+            INSERT INTO compaction_requests (individual_id, from_at, before_at)
+            SELECT i.individual_id, min('epoch'::timestamptz + (s.span->>'firstMs')::int8 * interval '1 millisecond'),
+                   max('epoch'::timestamptz + ((s.span->>'lastMs')::int8 + 1) * interval '1 millisecond')
+            FROM imports i CROSS JOIN LATERAL jsonb_each(COALESCE(i.figures->'spans', '{}'::jsonb)) AS s(kind, span)
+            WHERE i.id = \(importId)
+            GROUP BY i.individual_id
+            ON CONFLICT (individual_id) DO UPDATE SET
+                from_at = LEAST(compaction_requests.from_at, EXCLUDED.from_at),
+                before_at = GREATEST(compaction_requests.before_at, EXCLUDED.before_at)
+            """, logger: logger)
     }
 
     private static func announce(

@@ -58,6 +58,34 @@ package struct SampleCompactionStore: Sendable {
         return Pass(from: from ?? .distantPast, before: before, after: after)
     }
 
+    /// A span of an individual's history to compact, asked for by an import that ended (migration
+    /// 0051).
+    package struct Request: Sendable, Equatable {
+        package let individualId: Int64
+        package let from: Date
+        package let before: Date
+    }
+
+    /// Up to `limit` requests, oldest individuals first.
+    package func requests(limit: Int) async throws -> [Request] {
+        try await database.query(
+            "SELECT individual_id, from_at, before_at FROM compaction_requests ORDER BY individual_id LIMIT \(limit)"
+        ).map { row in
+            let (id, from, before) = try row.decode((Int64, Date, Date).self)
+            return Request(individualId: id, from: from, before: before)
+        }
+    }
+
+    /// Removes a request that was compacted, unless a later import widened it meanwhile (then the
+    /// next pass compacts it again).
+    package func settle(_ request: Request) async throws {
+        try await database.query(
+            """
+            DELETE FROM compaction_requests
+            WHERE individual_id = \(request.individualId) AND from_at = \(request.from) AND before_at = \(request.before)
+            """)
+    }
+
     /// Records that the pass has done the individuals up to `after`, and renews the lease.
     package func recordProgress(after: Int64, lease: TimeInterval) async throws {
         try await database.query(

@@ -43,6 +43,8 @@ package struct SampleCompactor: Service {
 
     /// What a pass did (nil: another instance holds the pass).
     package struct Report: Sendable, Equatable {
+        /// Imports' spans compacted (`SampleCompactionStore.requests`).
+        package var requests = 0
         package var individuals = 0
         package var merged = SampleCompactionStore.Merged()
         package var finished = false
@@ -53,6 +55,16 @@ package struct SampleCompactor: Service {
     package func pass(batches: Int = .max, batchSize: Int = Self.batch, horizon: TimeInterval = Self.horizon) async throws -> Report? {
         guard var pass = try await store.claimPass(horizon: horizon, lease: Self.lease) else { return nil }
         var report = Report()
+        // Imports' spans first, up to the pass's horizon (the windows after it are the pass's to
+        // come); `compact` takes whole windows, so a span's last window is rounded up.
+        for request in try await store.requests(limit: Self.batch) {
+            let end = (request.before.timeIntervalSince1970 / 28_800).rounded(.up) * 28_800
+            report.merged += try await store.compact(
+                individualId: request.individualId, from: request.from, before: min(Date(timeIntervalSince1970: end), pass.before))
+            try await store.settle(request)
+            try await store.recordProgress(after: pass.after, lease: Self.lease)
+            report.requests += 1
+        }
         for _ in 0..<batches {
             let (ids, last) = try await store.individualsToCompact(after: pass.after, limit: batchSize, from: pass.from, before: pass.before)
             for id in ids {
@@ -71,11 +83,12 @@ package struct SampleCompactor: Service {
             try await store.recordProgress(after: last, lease: Self.lease)
         }
         if !report.finished { try await store.recordProgress(after: pass.after, lease: 0) }  // cut short: free for the next call
-        if report.individuals > 0 {
+        if report.individuals > 0 || report.requests > 0 {
             logger.info(
                 "settled hours compacted",
                 metadata: [
-                    "compaction.individuals": "\(report.individuals)", "compaction.blocks_replaced": "\(report.merged.blocksReplaced)",
+                    "compaction.requests": "\(report.requests)", "compaction.individuals": "\(report.individuals)",
+                    "compaction.blocks_replaced": "\(report.merged.blocksReplaced)",
                     "compaction.hour_blocks": "\(report.merged.hourBlocks)", "compaction.eight_hour_blocks": "\(report.merged.eightHourBlocks)",
                     "compaction.samples": "\(report.merged.samples)",
                     "compaction.finished": "\(report.finished)",
