@@ -73,10 +73,13 @@ $$;
 
 -- Whether the compactor rewrites a block: a minute block, an hour block that still has keys
 -- (migration 0049), whose millisecond offsets are whole seconds, or of fewer than 450 samples
--- (an 8th of 3,600: its window may go into an 8-hour block). Inlined by the planner.
+-- (an 8th of 3,600: its window may go into an 8-hour block), or an 8-hour block grown past
+-- 3,600 samples (uploads or an import of dense data into its window since: its window goes back
+-- into hour blocks). Inlined by the planner.
 CREATE FUNCTION data4help_compactable(block_minutes int2, keys int8[], offsets_ms int4[], samples int4) RETURNS boolean
 LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
-    SELECT block_minutes = 1 OR keys IS NOT NULL OR data4help_whole_seconds(offsets_ms) OR (block_minutes = 60 AND samples < 450)
+    SELECT block_minutes = 1 OR keys IS NOT NULL OR data4help_whole_seconds(offsets_ms)
+           OR (block_minutes = 60 AND samples < 450) OR (block_minutes = 480 AND samples > 3600)
 $$;
 
 -- The block of each of `types` that starts before `at` and ends after it, if any: at most one

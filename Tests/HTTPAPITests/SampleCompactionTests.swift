@@ -351,6 +351,27 @@ struct KeylessHourBlockTests {
                 let final = try await Self.keyed(database, id)
                 #expect(final.withKeys == 0 && final.withTags == 20 && final.eightHours == 12 && final.inSeconds == 19, "\(final)")
                 #expect(try await SampleCompactionTests.reads(api, person: person, party: party, request: request) == inSeconds)
+
+                // Dense readings uploaded into a sparse window's 8-hour block (4,000 a second apart
+                // from 04:00 on the first day) grow it past 3,600: the next pass puts that window
+                // back into hour blocks, and leaves the sparse ones alone.
+                var dense = SampleColumns()
+                for second in 0..<4_000 {
+                    dense.append(
+                        type: SampleType.heartRate.storageCode, start: SampleCompactionTests.at(Double(4 * 3_600 + second)), value: 70,
+                        durationMs: nil, key: DedupeKey.forClientId("d\(second)"), source: "Anna's Apple Watch")
+                }
+                let grown = try await store.ingest(individualId: id, samples: dense, locations: LocationColumns())
+                #expect(grown.newSamples.count == 4_000)
+                try await database.query("UPDATE sample_compaction SET compacted_before = '-infinity', pass_before = NULL, pass_after = 0")
+                let split = try #require(try await compactor.pass())
+                // 16 hour blocks: the split window's 8, and the workout's window again (its sparse
+                // hours make it a window to look at on every pass that covers it; dense, it stays
+                // in hour blocks).
+                #expect(split.finished && split.merged.eightHourBlocks == 0 && split.merged.hourBlocks == 16, "\(split)")
+                let last = try await Self.keyed(database, id)
+                #expect(last.eightHours == 11 && last.withTags == 27 && last.withKeys == 0, "\(last)")
+                #expect(try await SampleCompactionTests.layout(database, id).samples == samples.count + 1 + 4_000)
             }
         }
     }
