@@ -10,8 +10,9 @@ import HealthSharing
 /// Each profile's readings go in as a phone sends them (one upload per hour of readings, through
 /// `HealthDataStore.ingest`, the SQL every upload runs), for its own individuals, once in minute
 /// blocks (uploads), once in minute blocks then compacted (`SampleCompactionStore.compact`, what
-/// `SampleCompactor` does to every hour behind the horizon, migration 0046), and once in hour
-/// blocks as imports write settled history (migration 0032); the bytes each added —
+/// `SampleCompactor` does to every hour behind the horizon, migration 0046), once in hour blocks
+/// as imports write settled history (migration 0032), and once in hour blocks then compacted (what
+/// the compactor's pass makes of an ended import's span, migration 0051); the bytes each added —
 /// `sample_blocks` with indexes and TOAST, packed, and the daily, weekly and monthly rollups — are
 /// measured, per reading and per individual-year.
 struct StorageBenchCommand: AsyncParsableCommand {
@@ -59,7 +60,7 @@ struct StorageBenchCommand: AsyncParsableCommand {
                 var results: [(Profile, String, Measured)] = []
                 for (index, profile) in profiles.enumerated() {
                     for (number, layout) in Layout.allCases.enumerated() {
-                        let measured = try await measure(profile, number: index * 3 + number, layout: layout, database: database)
+                        let measured = try await measure(profile, number: index * Layout.allCases.count + number, layout: layout, database: database)
                         results.append((profile, layout.rawValue, measured))
                     }
                 }
@@ -67,7 +68,7 @@ struct StorageBenchCommand: AsyncParsableCommand {
             }
             print("")
             print(
-                "profile                                                              layout         readings/day  B/reading  rollups B/day  MB per individual-year  TB per million"
+                "profile                                                              layout               readings/day  B/reading  rollups B/day  MB per individual-year  TB per million"
             )
             for (profile, layout, measured) in results {
                 let perDay = Double(measured.samples) / Double(profile.individuals * days)
@@ -75,7 +76,7 @@ struct StorageBenchCommand: AsyncParsableCommand {
                 print(
                     String(
                         format: "%@ %@ %12.0f %10.1f %14.0f %23.2f %15.2f", profile.name.padding(toLength: 68, withPad: " ", startingAt: 0),
-                        layout.padding(toLength: 14, withPad: " ", startingAt: 0), perDay,
+                        layout.padding(toLength: 20, withPad: " ", startingAt: 0), perDay,
                         Double(measured.blockBytes) / Double(measured.samples), Double(measured.rollupBytes) / Double(profile.individuals * days),
                         yearBytes / 1e6, yearBytes * 1e6 / 1e12))
                 BenchSummary.record(
@@ -89,6 +90,9 @@ struct StorageBenchCommand: AsyncParsableCommand {
         case minuteBlocks = "minute blocks"
         case compacted = "compacted"
         case hourBlocks = "hour blocks"
+        /// Hour blocks as an import writes them, then the compactor's pass its request makes
+        /// (migration 0051).
+        case importedCompacted = "imported, compacted"
     }
 
     struct Measured {
@@ -123,12 +127,12 @@ struct StorageBenchCommand: AsyncParsableCommand {
                     }
                     _ = try await store.ingest(
                         individualId: identifiers[person], samples: columns, locations: LocationColumns(), announce: false,
-                        wholeHoursBefore: layout == .hourBlocks ? Date() : nil)
+                        wholeHoursBefore: layout == .hourBlocks || layout == .importedCompacted ? Date() : nil)
                     hourStart = hourEnd
                 }
             }
         }
-        if layout == .compacted {
+        if layout == .compacted || layout == .importedCompacted {
             let now = Date().timeIntervalSince1970
             let compaction = SampleCompactionStore(database: database)
             for id in ids {
