@@ -35,6 +35,9 @@ package struct SampleCompactionStore: Sendable {
         }
     }
 
+    /// The length of an 8-hour block and of the UTC windows the compactor takes (migration 0050).
+    package static let windowSeconds: TimeInterval = 28_800
+
     let database: Database
 
     package init(database: Database) {
@@ -136,7 +139,7 @@ package struct SampleCompactionStore: Sendable {
     package func compact(individualId: Int64, from: Date, before: Date) async throws -> Merged {
         var total = Merged()
         var from = from
-        let before = Date(timeIntervalSince1970: (before.timeIntervalSince1970 / 28_800).rounded(.down) * 28_800)
+        let before = Date(timeIntervalSince1970: (before.timeIntervalSince1970 / Self.windowSeconds).rounded(.down) * Self.windowSeconds)
         while from < before {
             let step = try await database.withTransaction { connection -> (merged: Merged, next: Date)? in
                 _ = try await connection.query(

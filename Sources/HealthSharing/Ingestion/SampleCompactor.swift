@@ -58,7 +58,7 @@ package struct SampleCompactor: Service {
         // Imports' spans first, up to the pass's horizon (the windows after it are the pass's to
         // come); `compact` takes whole windows, so a span's last window is rounded up.
         for request in try await store.requests(limit: Self.batch) {
-            let end = (request.before.timeIntervalSince1970 / 28_800).rounded(.up) * 28_800
+            let end = (request.before.timeIntervalSince1970 / SampleCompactionStore.windowSeconds).rounded(.up) * SampleCompactionStore.windowSeconds
             report.merged += try await store.compact(
                 individualId: request.individualId, from: request.from, before: min(Date(timeIntervalSince1970: end), pass.before))
             try await store.settle(request)
