@@ -40,30 +40,48 @@ import Testing
             // A Wednesday to a Thursday: partial weeks at both ends, and several months.
             let wednesday = CalendarDay(ordinal: AggregateSpec.weekStart(CalendarDay(ordinal: today.ordinal - 120)).ordinal + 2)
             let thursday = CalendarDay(ordinal: AggregateSpec.weekStart(CalendarDay(ordinal: today.ordinal - 4)).ordinal - 4)
-            let windows: [(AggregateDimension?, CalendarDay, CalendarDay)] = [
-                (.day, CalendarDay(ordinal: today.ordinal - 55), CalendarDay(ordinal: today.ordinal - 8)),
-                (.week, wednesday, thursday), (.week, CalendarDay(ordinal: wednesday.ordinal + 1), CalendarDay(ordinal: wednesday.ordinal + 3)),
-                (nil, wednesday, thursday), (.area, wednesday, thursday), (.sex, wednesday, thursday),
+            // Each grouping over the whole population and over women only (the statement reads the
+            // first without joining the people), and every statistic: each reads its own figure.
+            let windows: [(AggregateDimension?, CalendarDay, CalendarDay, Sex?)] = [
+                (.day, CalendarDay(ordinal: today.ordinal - 55), CalendarDay(ordinal: today.ordinal - 8), nil),
+                (.day, CalendarDay(ordinal: today.ordinal - 55), CalendarDay(ordinal: today.ordinal - 8), .female),
+                (.week, wednesday, thursday, nil), (.week, wednesday, thursday, .female),
+                (.week, CalendarDay(ordinal: wednesday.ordinal + 1), CalendarDay(ordinal: wednesday.ordinal + 3), nil),
+                (nil, wednesday, thursday, nil), (nil, wednesday, thursday, .female), (.area, wednesday, thursday, nil),
+                (.sex, wednesday, thursday, nil),
             ]
             for type in [SampleType.heartRate, .stepCount] {
-                for (groupBy, from, to) in windows {
-                    let spec = try AggregateSpec(
-                        type: .sample(type), statistic: .mean,
-                        areas: groupBy == .area ? try PopulationSeeder.areas.map { try AreaCode(parsing: $0) } : [], ageBands: [], sex: nil,
-                        from: from, to: to, groupBy: groupBy,
-                        epsilon: Epsilon(hundredths: 100))
-                    let query = service.groupQuery(spec)
-                    let exact = try await GroupAggregateStore(database: database).exactGroups(query)
-                    let expected = Self.reference(rows.filter { $0.type == type.storageCode }, query, from: from, to: to)
-                    let context = "\(type) by \(groupBy.map { "\($0)" } ?? "nothing") \(from.text)…\(to.text)"
-                    #expect(exact.map(\.key) == expected.map(\.key), "\(context)")
-                    #expect(expected.count > 0, "\(context)")
-                    for (got, want) in zip(exact, expected) {
-                        #expect(got.individuals == want.individuals && got.bins == want.bins, "\(context) \(got.key)")
-                        #expect(Set(got.members) == Set(want.members) && got.members.count == want.members.count, "\(context) \(got.key)")
-                        // Sums of doubles in another order: each person's rounding may differ by one unit.
-                        #expect(abs(got.sum - want.sum) <= want.individuals, "\(context) \(got.key)")
-                        #expect(abs(got.centredSum - want.centredSum) <= want.individuals, "\(context) \(got.key)")
+                for (groupBy, from, to, sex) in windows {
+                    for statistic in AggregateStatistic.allCases {
+                        let spec = try AggregateSpec(
+                            type: .sample(type), statistic: statistic,
+                            areas: groupBy == .area ? try PopulationSeeder.areas.map { try AreaCode(parsing: $0) } : [], ageBands: [], sex: sex,
+                            from: from, to: to, groupBy: groupBy,
+                            epsilon: Epsilon(hundredths: 100))
+                        let query = service.groupQuery(spec)
+                        let exact = try await GroupAggregateStore(database: database).exactGroups(query)
+                        let chosen = rows.filter { $0.type == type.storageCode && (sex == nil || $0.sex == sex?.rawValue) }
+                        let expected = Self.reference(chosen, query, from: from, to: to)
+                        let context =
+                            "\(type) \(statistic) by \(groupBy.map { "\($0)" } ?? "nothing") of \(sex?.rawValue ?? "all") \(from.text)…\(to.text)"
+                        #expect(exact.map(\.key) == expected.map(\.key), "\(context)")
+                        #expect(expected.count > 0, "\(context)")
+                        for (got, want) in zip(exact, expected) {
+                            #expect(got.individuals == want.individuals, "\(context) \(got.key)")
+                            #expect(Set(got.members) == Set(want.members) && got.members.count == want.members.count, "\(context) \(got.key)")
+                            // The figure the statistic reads, as the days say; the others not computed.
+                            let reads = query.reads
+                            #expect(got.bins == (reads == .bins ? want.bins : []), "\(context) \(got.key)")
+                            // Sums of doubles in another order: each person's rounding may differ by one unit.
+                            #expect(abs(got.sum - (reads == .sum ? want.sum : 0)) <= (reads == .sum ? want.individuals : 0), "\(context) \(got.key)")
+                            #expect(
+                                abs(got.centredSum - (reads == .centredSum ? want.centredSum : 0)) <= (reads == .centredSum ? want.individuals : 0),
+                                "\(context) \(got.key)")
+                        }
+                        #expect(
+                            query.reads
+                                == [.count: .individuals, .mean: .centredSum, .sum: .sum, .histogram: .bins, .quantiles: .bins][statistic],
+                            "\(context)")
                     }
                 }
             }

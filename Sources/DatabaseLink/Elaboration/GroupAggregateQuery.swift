@@ -7,6 +7,20 @@ package struct GroupQuery: Sendable {
         case none, area, ageBand, sex, day, week
     }
 
+    /// What the statistic reads of each group besides its individuals (always counted, and their
+    /// members collected): the statement computes that figure and no other, since each costs an
+    /// expression per value (half a million values in a time grouping over 10,000 people).
+    package enum Figure: Sendable, CaseIterable {
+        /// Count: nothing more.
+        case individuals
+        /// Mean: the values' sum centred on the range's midpoint.
+        case centredSum
+        /// Sum: the values' plain sum.
+        case sum
+        /// Histogram, quantiles: how many values fall in each bin.
+        case bins
+    }
+
     package var sampleType: Int16
     /// Whether an individual's day counts with its total (steps) or its mean (heart rate).
     package var dailyTotal: Bool
@@ -28,6 +42,8 @@ package struct GroupQuery: Sendable {
     /// end, as `AggregateSpec.wholeWeeks` makes them), read from `daily_rollups`.
     package var weeks: [String] = []
     package var weekEdges: [(from: String, to: String)] = []
+    /// What the statistic reads; the other figures of `ExactGroup` stay 0 (bins: empty).
+    package var reads: Figure = .individuals
     package var key: Key
     package var lower: Double
     package var upper: Double
@@ -108,45 +124,75 @@ package struct GroupAggregateStore: Sendable {
         GROUP BY 1, 2
         """
 
+    /// Everyone not opted out (migration 0035), when no area, sex or age band narrows the
+    /// population and none is the grouping: an anti-join to the few who opted out, where a join
+    /// to every individual cost a hash probe per value (half a million in a time grouping).
+    private static let everyone = """
+        WHERE NOT EXISTS (SELECT FROM individuals o WHERE o.id = t.individual_id AND o.aggregates_opt_out)
+        """
+    /// The figures of each group and, for histograms and quantiles, bin. Each value's bin is
+    /// joined to the list of bins rather than computed in GROUP BY: the planner then knows there
+    /// are groups × bins of them (not one per row), hashes instead of sorting, and lets two
+    /// workers aggregate. The join costs a probe per value, which is why only bins pay it.
+    private static func figures(_ figure: GroupQuery.Figure) -> String {
+        let sums =
+            switch figure {
+            case .centredSum: "sum(centred)::int8, 0::int8"
+            case .sum: "0::int8, sum(units)::int8"
+            case .individuals, .bins: "0::int8, 0::int8"
+            }
+        let (bin, from) = figure == .bins ? ("b.bin", "binned v JOIN bins b ON b.bin = v.bin GROUP BY g, b.bin") : ("0", "values GROUP BY g")
+        // data4help_collect_ids (migration 0047): collected by parallel workers too.
+        return "SELECT g::text, \(bin), count(*), \(sums), data4help_collect_ids(person) FROM \(from)"
+    }
+
     package init(database: Database) {
         self.database = database
     }
 
     /// Per group: one value per individual (over the group's days: their mean daily total, or
     /// their mean reading — the sum of all readings over their count — clamped to the type's
-    /// range), then counts, sums and bins of those values.
+    /// range), then their count and what the statistic reads of them (`GroupQuery.reads`).
     package func exactGroups(_ query: GroupQuery) async throws -> [ExactGroup] {
         let midpoint = (query.lower + query.upper) / 2
-        let personKey: String =
+        let personKey: String? =
             switch query.key {
             case .area: "p.home_area"
             case .ageBand: "p.band::text"
             case .sex: "p.sex"
-            default: "t.g"
+            default: nil
             }
-        // Every key's parts are bound, but only the CTEs its `totals` reads run: PostgreSQL skips
+        let wholePopulation = personKey == nil && query.areas.isEmpty && query.sex == nil && query.ageBands.isEmpty
+        // Every key's parts are bound, but only the CTEs the statement reads run: PostgreSQL skips
         // a WITH query nothing references. Week groups read the whole weeks as one range of
         // Mondays (none: an empty range) and the partial weeks' days as at most two ranges.
         let (firstWeek, lastWeek) = (query.weeks.first ?? "infinity", query.weeks.last ?? "-infinity")  // in order, contiguous
         let edge = (0..<2).map { $0 < query.weekEdges.count ? query.weekEdges[$0] : (from: "infinity", to: "-infinity") }
         let rows = try await database.withTransaction { connection in
             _ = try await connection.query("SET TRANSACTION READ ONLY", logger: database.logger)
-            // One round trip for both settings, local to the transaction: no JIT (compiling costs more
-            // than it saves here), and 64 MB of work_mem, since the planner sizes each group's member
-            // list (`data4help_collect_ids`) generously and would sort rather than hash at the
-            // default 4 MB (the real lists are a few MB for a time grouping of 10,000 people).
+            // One round trip for the settings, local to the transaction: no JIT (compiling costs
+            // more than it saves here); 64 MB of work_mem, since the planner sizes each group's
+            // member list (`data4help_collect_ids`) generously and would sort rather than hash at
+            // the default 4 MB (the real lists are a few MB for a time grouping of 10,000 people);
+            // and the random page cost of a solid-state disk (1.1 against the default 4, which
+            // models spinning disks): with 4, the planner read all of `weekly_rollups` rather
+            // than half of its covering index (a week grouping: 215 → 169 ms in `psql`).
             _ = try await connection.query(
-                "SELECT set_config('jit', 'off', true), set_config('work_mem', '64MB', true)", logger: database.logger
+                "SELECT set_config('jit', 'off', true), set_config('work_mem', '64MB', true), set_config('random_page_cost', '1.1', true)",
+                logger: database.logger
             ).collect()
             return try await connection.query(
                 """
                 WITH people AS (
-                    SELECT i.id, i.home_area, i.sex,
-                           least(floor(extract(year FROM age(\(query.from)::date, i.birth_date)) / 5)::int * 5, 90) AS band
-                    FROM individuals i
-                    WHERE NOT i.aggregates_opt_out   -- migration 0035
-                      AND (cardinality(\(query.areas)::text[]) = 0 OR i.home_area = ANY (\(query.areas)::text[]))
-                      AND (\(query.sex)::text IS NULL OR i.sex = \(query.sex)::text)
+                    SELECT * FROM (
+                        SELECT i.id, i.home_area, i.sex,
+                               least(floor(extract(year FROM age(\(query.from)::date, i.birth_date)) / 5)::int * 5, 90) AS band
+                        FROM individuals i
+                        WHERE NOT i.aggregates_opt_out   -- migration 0035
+                          AND (cardinality(\(query.areas)::text[]) = 0 OR i.home_area = ANY (\(query.areas)::text[]))
+                          AND (\(query.sex)::text IS NULL OR i.sex = \(query.sex)::text)
+                    ) AS i
+                    WHERE cardinality(\(query.ageBands)::int4[]) = 0 OR band = ANY (\(query.ageBands)::int4[])
                 ),
                 daily AS (   -- index only: daily_rollups_type_day_idx
                     SELECT individual_id, day, sample_count, value_sum FROM daily_rollups
@@ -157,10 +203,12 @@ package struct GroupAggregateStore: Sendable {
                     WHERE sample_type = \(query.sampleType) AND week BETWEEN \(firstWeek)::date AND \(lastWeek)::date
                       AND days > 0 AND sample_count > 0
                 ),
-                edges AS (
+                edges AS (   -- index only, each range on its own (an OR of the two made a bitmap heap scan)
                     SELECT individual_id, day, sample_count, value_sum FROM daily_rollups
-                    WHERE sample_type = \(query.sampleType) AND sample_count > 0
-                      AND (day BETWEEN \(edge[0].from)::date AND \(edge[0].to)::date OR day BETWEEN \(edge[1].from)::date AND \(edge[1].to)::date)
+                    WHERE sample_type = \(query.sampleType) AND sample_count > 0 AND day BETWEEN \(edge[0].from)::date AND \(edge[0].to)::date
+                    UNION ALL
+                    SELECT individual_id, day, sample_count, value_sum FROM daily_rollups
+                    WHERE sample_type = \(query.sampleType) AND sample_count > 0 AND day BETWEEN \(edge[1].from)::date AND \(edge[1].to)::date
                 ),
                 parts AS (   -- index: monthly_rollups_type_month_idx, daily_rollups_type_day_idx
                     -- Every scan by index conditions alone (no join to a list of ranges: with the
@@ -181,35 +229,39 @@ package struct GroupAggregateStore: Sendable {
                 totals AS (   -- each individual's totals per group, before meeting the people
                     \(unescaped: query.key == .day ? Self.dayParts : query.key == .week ? Self.weekParts : Self.sumParts)
                 ),
-                values AS (   -- one value per individual and group
-                    SELECT \(unescaped: personKey) AS g, p.id AS person,
-                           least(greatest(CASE WHEN \(query.dailyTotal) THEN t.value_sum / t.days ELSE t.value_sum / t.sample_count END,
-                                          \(query.lower)), \(query.upper)) AS v
-                    FROM totals t JOIN people p ON p.id = t.individual_id
-                    WHERE cardinality(\(query.ageBands)::int4[]) = 0 OR p.band = ANY (\(query.ageBands)::int4[])
+                -- One value per individual and group, and its fixed-point units. Not materialised
+                -- although `binned` names it too: a materialised WITH query is read by one process.
+                values AS NOT MATERIALIZED (
+                    SELECT g, person, v, round((v - \(midpoint)) * \(query.resolution)) AS centred, round(v * \(query.resolution)) AS units
+                    FROM (
+                        SELECT \(unescaped: personKey ?? "t.g") AS g, t.individual_id AS person,
+                               least(greatest(CASE WHEN \(query.dailyTotal) THEN t.value_sum / t.days ELSE t.value_sum / t.sample_count END,
+                                              \(query.lower)), \(query.upper)) AS v
+                        FROM totals t
+                        \(unescaped: wholePopulation ? Self.everyone : "JOIN people p ON p.id = t.individual_id")
+                    ) AS valued
+                ),
+                binned AS (
+                    SELECT g, person, least(floor((v - \(query.lower)) / \(query.binWidth))::int4, \(query.binCount) - 1) AS bin
+                    FROM values
+                ),
+                bins AS (
+                    SELECT bin FROM generate_series(0, \(query.binCount) - 1) AS bin
                 )
-                SELECT g::text, b.bin,
-                       count(*), sum(round((v - \(midpoint)) * \(query.resolution)))::int8, sum(round(v * \(query.resolution)))::int8,
-                       data4help_collect_ids(person)   -- migration 0047: collected by parallel workers too
-                FROM values
-                -- Each value's bin, joined to the list of bins rather than computed in GROUP BY: the
-                -- planner then knows there are groups × bins of them (not one per row), hashes
-                -- instead of sorting, and lets two workers aggregate.
-                JOIN generate_series(0, \(query.binCount) - 1) AS b(bin)
-                  ON b.bin = least(floor((v - \(query.lower)) / \(query.binWidth))::int4, \(query.binCount) - 1)
-                GROUP BY g, b.bin
+                \(unescaped: Self.figures(query.reads))
                 """, logger: database.logger
             ).collect()
         }
         var groups: [String: ExactGroup] = [:]
         for row in rows {
-            let (g, bin, count, centred, sum, members) = try row.decode((String, Int32, Int64, Int64, Int64, [Int64]).self)
-            var group = groups[g] ?? ExactGroup(key: g, individuals: 0, centredSum: 0, sum: 0, bins: Array(repeating: 0, count: Int(query.binCount)))
+            let (g, bin, count, centred, sum, members) = try row.decode((String, Int32, Int64, Int64, Int64, Int8ArrayColumn).self)
+            let bins = query.reads == .bins ? Array(repeating: Int64(0), count: Int(query.binCount)) : []
+            var group = groups[g] ?? ExactGroup(key: g, individuals: 0, centredSum: 0, sum: 0, bins: bins)
             group.individuals += count
             group.centredSum += centred
             group.sum += sum
-            group.bins[Int(bin)] += count
-            group.members += members
+            if query.reads == .bins { group.bins[Int(bin)] += count }
+            group.members += members.values
             groups[g] = group
         }
         return groups.values.sorted { $0.key < $1.key }

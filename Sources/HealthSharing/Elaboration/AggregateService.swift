@@ -162,6 +162,13 @@ package struct AggregateService: Sendable {
             resolution: domain.resolution
         )
         let (weeks, edges) = spec.wholeWeeks()
+        query.reads =
+            switch spec.statistic {
+            case .count: .individuals
+            case .mean: .centredSum
+            case .sum: .sum
+            case .histogram, .quantiles: .bins
+            }
         query.weeks = weeks.map(\.text)
         query.weekEdges = edges.map { ($0.from.text, $0.to.text) }
         return query
