@@ -136,6 +136,37 @@ struct AggregateTests {
         }
     }
 
+    /// Answers leave their members in the pending list of the privacy record's index; the merger,
+    /// woken by an answer, moves them into the index (so that no answer's insert has to).
+    @Test func thePopulationIndexIsMergedAfterAnswers() async throws {
+        try await withHarness { harness in
+            try await harness.people(60, area: "IT-MI", value: 70)
+            try await harness.database.query("CREATE EXTENSION IF NOT EXISTS pgstattuple")
+            @Sendable func pending() async throws -> Int64 {
+                try await harness.database.query(
+                    "SELECT pending_tuples FROM pgstatginindex('aggregate_populations_members_idx')"
+                )[0].decode(Int64.self)
+            }
+            let (answers, ready) = (ChangeSignal(), StartupGate())
+            ready.open()
+            let merger = PopulationIndexMerger(database: harness.database, answers: answers, schemaReady: ready, logger: TestPostgres.logger)
+            let running = Task { try await merger.run() }
+            defer { running.cancel() }
+            try await Task.sleep(for: .milliseconds(200))  // its first look, at start, found nothing
+            for _ in 0..<3 {  // each party's own budget
+                let answer = try await harness.service.run(try Self.spec(), for: try await harness.party())
+                #expect(answer.answer.status == .answered)
+            }
+            let waiting = try await pending()
+            #expect(waiting == 3, "three answers (rows) waiting: \(waiting)")
+            answers.notify()
+            let deadline = ContinuousClock.now + .seconds(20)
+            while try await pending() > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            #expect(try await pending() == 0)
+            #expect(try await AggregateQueryStore(database: harness.database).mergePopulationIndex() == 0)
+        }
+    }
+
     @Test func aDifferencingAttackLearnsNoMoreThanEpsilonAllows() async throws {
         try await withHarness { harness in
             try await harness.people(80, area: "IT-MI", value: 70)  // well above 20 + the margin of 27

@@ -128,6 +128,12 @@ package struct AggregateQueryStore: Sendable {
         }
     }
 
+    /// Merges the pending list of the populations' GIN index into the index (`PopulationIndexMerger`):
+    /// the pages it removed from the list, 0 when it was empty.
+    package func mergePopulationIndex() async throws -> Int64 {
+        try await database.query("SELECT gin_clean_pending_list('aggregate_populations_members_idx'::regclass)")[0].decode(Int64.self)
+    }
+
     /// Logs a repeated question (answered from the store, nothing spent).
     package func auditRepeat(_ query: AggregateQueryRecord, thirdParty: UUID, fingerprint: [UInt8]) async throws {
         try await database.withTransaction { connection in
