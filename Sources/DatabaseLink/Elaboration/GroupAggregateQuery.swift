@@ -125,10 +125,14 @@ package struct GroupAggregateStore: Sendable {
         """
 
     /// Everyone not opted out (migration 0035), when no area, sex or age band narrows the
-    /// population and none is the grouping: an anti-join to the few who opted out, where a join
-    /// to every individual cost a hash probe per value (half a million in a time grouping).
+    /// population and none is the grouping: the few who opted out (their partial index, migration
+    /// 0052) hashed once per process and each value checked against them, where a join to every
+    /// individual cost a hash probe per value (half a million in a time grouping). `NOT IN`, not
+    /// `NOT EXISTS`: the planner makes the first a hashed filter on the scan and the second a
+    /// hash anti-join above the parallel append, which cost a third more (`psql`, by week:
+    /// 185 → 138 ms). `id` is the primary key, so no NULL can make `NOT IN` empty.
     private static let everyone = """
-        WHERE NOT EXISTS (SELECT FROM individuals o WHERE o.id = t.individual_id AND o.aggregates_opt_out)
+        WHERE t.individual_id NOT IN (SELECT o.id FROM individuals o WHERE o.aggregates_opt_out)
         """
     /// The figures of each group and, for histograms and quantiles, bin. Each value's bin is
     /// joined to the list of bins rather than computed in GROUP BY: the planner then knows there

@@ -91,12 +91,9 @@ package struct AggregateService: Sendable {
                 let exact = try await groups.exactGroups(groupQuery(spec))
                 let (answer, releasedKeys) = mechanism.releasing(exact, spec: spec)
                 let text = String(decoding: try JSONEncoder.sorted.encode(answer), as: UTF8.self)
-                // Who the released groups included (a time grouping counts a person in several groups).
-                var population: Set<Int64> = []
-                for group in exact where releasedKeys.contains(group.key) { population.formUnion(group.members) }
                 let stored = try await queries.finish(
                     query, thirdParty: publicParty, status: answer.status, answer: text, fingerprint: spec.fingerprint,
-                    population: population.sorted())
+                    population: MemberUnion.population(of: exact, released: releasedKeys))
                 return (try AggregateResult(stored, repeated: false), stored.id)
             } catch {
                 try? await queries.fail(query)
