@@ -40,6 +40,9 @@ import Testing
             // A Wednesday to a Thursday: partial weeks at both ends, and several months.
             let wednesday = CalendarDay(ordinal: AggregateSpec.weekStart(CalendarDay(ordinal: today.ordinal - 120)).ordinal + 2)
             let thursday = CalendarDay(ordinal: AggregateSpec.weekStart(CalendarDay(ordinal: today.ordinal - 4)).ordinal - 4)
+            // A Monday to a Sunday: whole weeks only (the statement reads no days for them).
+            let monday = CalendarDay(ordinal: wednesday.ordinal - 2)
+            let sunday = CalendarDay(ordinal: thursday.ordinal + 3)
             // Each grouping over the whole population and over women only (the statement reads the
             // first without joining the people), and every statistic: each reads its own figure.
             let windows: [(AggregateDimension?, CalendarDay, CalendarDay, Sex?)] = [
@@ -47,6 +50,7 @@ import Testing
                 (.day, CalendarDay(ordinal: today.ordinal - 55), CalendarDay(ordinal: today.ordinal - 8), .female),
                 (.week, wednesday, thursday, nil), (.week, wednesday, thursday, .female),
                 (.week, CalendarDay(ordinal: wednesday.ordinal + 1), CalendarDay(ordinal: wednesday.ordinal + 3), nil),
+                (.week, monday, sunday, nil), (.week, monday, sunday, .female),
                 (nil, wednesday, thursday, nil), (nil, wednesday, thursday, .female), (.area, wednesday, thursday, nil),
                 (.sex, wednesday, thursday, nil),
             ]
@@ -59,6 +63,9 @@ import Testing
                             from: from, to: to, groupBy: groupBy,
                             epsilon: Epsilon(hundredths: 100))
                         let query = service.groupQuery(spec)
+                        if groupBy == .week, from == monday {
+                            #expect(query.weekEdges.isEmpty && query.weeks.count > 10, "whole weeks only: no days read")
+                        }
                         let exact = try await GroupAggregateStore(database: database).exactGroups(query)
                         let chosen = rows.filter { $0.type == type.storageCode && (sex == nil || $0.sex == sex?.rawValue) }
                         let expected = Self.reference(chosen, query, from: from, to: to)

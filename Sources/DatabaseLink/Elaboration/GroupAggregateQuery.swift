@@ -116,13 +116,21 @@ package struct GroupAggregateStore: Sendable {
     private static let dayParts = """
         SELECT individual_id, day AS g, 1::int8 AS days, sample_count::int8, value_sum FROM daily
         """
-    /// Week groups: whole weeks as they are, the window's partial weeks added up from their days.
-    private static let weekParts = """
+    /// Week groups of whole weeks only (a window from a Monday to a Sunday): the rows as they
+    /// are, one range of the index, which PostgreSQL reads in week order and aggregates week by
+    /// week as it goes. Adding the partial weeks' branch below, even empty, makes it hash every
+    /// value instead (`psql`, 49 weeks of 10,000 people: 165 → 145 ms).
+    private static let wholeWeekParts = """
         SELECT individual_id, week AS g, days::int8, sample_count, value_sum FROM weekly
-        UNION ALL
-        SELECT individual_id, date_trunc('week', day)::date, count(*), sum(sample_count), sum(value_sum) FROM edges
-        GROUP BY 1, 2
         """
+    /// Week groups: whole weeks as they are, the window's partial weeks added up from their days.
+    private static let weekParts =
+        wholeWeekParts + """
+
+            UNION ALL
+            SELECT individual_id, date_trunc('week', day)::date, count(*), sum(sample_count), sum(value_sum) FROM edges
+            GROUP BY 1, 2
+            """
 
     /// Everyone not opted out (migration 0035), when no area, sex or age band narrows the
     /// population and none is the grouping: the few who opted out (their partial index, migration
@@ -148,6 +156,15 @@ package struct GroupAggregateStore: Sendable {
         let (bin, from) = figure == .bins ? ("b.bin", "binned v JOIN bins b ON b.bin = v.bin GROUP BY g, b.bin") : ("0", "values GROUP BY g")
         // data4help_collect_ids (migration 0047): collected by parallel workers too.
         return "SELECT g::text, \(bin), count(*), \(sums), data4help_collect_ids(person) FROM \(from)"
+    }
+
+    /// Each individual's totals per group, as the grouping reads them.
+    private static func parts(_ query: GroupQuery) -> String {
+        switch query.key {
+        case .day: dayParts
+        case .week: query.weekEdges.isEmpty ? wholeWeekParts : weekParts
+        default: sumParts
+        }
     }
 
     package init(database: Database) {
@@ -231,7 +248,7 @@ package struct GroupAggregateStore: Sendable {
                     WHERE r.sample_type = \(query.sampleType) AND r.day = ANY (\(query.subtractedDays)::date[])
                 ),
                 totals AS (   -- each individual's totals per group, before meeting the people
-                    \(unescaped: query.key == .day ? Self.dayParts : query.key == .week ? Self.weekParts : Self.sumParts)
+                    \(unescaped: Self.parts(query))
                 ),
                 -- One value per individual and group, and its fixed-point units. Not materialised
                 -- although `binned` names it too: a materialised WITH query is read by one process.
