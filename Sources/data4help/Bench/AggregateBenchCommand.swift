@@ -66,6 +66,11 @@ struct AggregateBenchCommand: AsyncParsableCommand {
         let from = CalendarDay(ordinal: to.ordinal - days + 1)
         let last50 = CalendarDay(ordinal: to.ordinal - 49)
         let week = CalendarDay(ordinal: AggregateSpec.weekStart(CalendarDay(ordinal: to.ordinal - 48 * 7)).ordinal)
+        // The same 49 weeks ending on the last Sunday (today, on a Sunday): whole weeks only, which
+        // the statement reads without any day; the window ending today has a partial last week
+        // on the other six days.
+        let sunday = CalendarDay(ordinal: AggregateSpec.weekStart(CalendarDay(ordinal: to.ordinal + 1)).ordinal - 1)
+        let monday = CalendarDay(ordinal: sunday.ordinal - 49 * 7 + 1)
         let queries: [(String, String)] = [
             ("count, heart rate", #""type":"heartRate","statistic":"count","from":"\#(from.text)","to":"\#(to.text)""#),
             ("mean, heart rate", #""type":"heartRate","statistic":"mean","from":"\#(from.text)","to":"\#(to.text)""#),
@@ -84,6 +89,10 @@ struct AggregateBenchCommand: AsyncParsableCommand {
             (
                 "mean by week (49 weeks), heart rate",
                 #""type":"heartRate","statistic":"mean","groupBy":"week","from":"\#(week.text)","to":"\#(to.text)""#
+            ),
+            (
+                "mean by week (49 whole weeks), heart rate",
+                #""type":"heartRate","statistic":"mean","groupBy":"week","from":"\#(monday.text)","to":"\#(sunday.text)""#
             ),
             (
                 "mean by day (50 days), heart rate",
