@@ -29,6 +29,14 @@ struct UploadScannerTests {
                 + (0..<Int.random(in: 0...2, using: &random)).map { _ in "\"k\": " + randomValue(&random, depth: depth + 1) }.joined(separator: ",")
                 + "}"
         case 11: return #""""#
+        // Readings as devices write them (computed from their digits by the scanner), and numbers
+        // around its 15-digit limit (parsed from their text past it).
+        case 12: return String(format: "%.\(Int.random(in: 1...6, using: &random))f", Double.random(in: -300...300, using: &random))
+        case 13:
+            let digits = Int.random(in: 13...18, using: &random)
+            let text = (0..<digits).map { index in String(Int.random(in: index == 0 ? 1...9 : 0...9, using: &random)) }.joined()
+            let point = Int.random(in: 0...digits, using: &random)
+            return point == 0 || point == digits ? text : String(text.prefix(point)) + "." + String(text.dropFirst(point))
         default: return String(Int.random(in: 20...220, using: &random))
         }
     }

@@ -99,7 +99,7 @@ enum UploadScanner {
                 skipSpace()
             } while consume(UInt8(ascii: ","))
             guard consume(UInt8(ascii: "}")) else { return nil }
-            raw.fieldError = Field.decoderOrder.lazy.compactMap { problems[$0] }.first
+            if !problems.isEmpty { raw.fieldError = Field.decoderOrder.lazy.compactMap { problems[$0] }.first }
             return raw
         }
 
@@ -195,27 +195,54 @@ enum UploadScanner {
         }
 
         /// A number in strict JSON grammar.
+        ///
+        /// The usual readings (`72`, `36.6`, `0.97`: at most 15 digits, no exponent) are computed
+        /// from their digits: the digits as an integer are exact in a `Double` (below 2⁵³), and so
+        /// is the power of ten that divides them (at most 10¹⁵), so the one division rounds
+        /// correctly and gives the same `Double` as parsing the text would (Clinger's fast path).
+        /// The rest is parsed from its text.
         private mutating func number() -> Double? {
             let start = index
-            _ = consume(UInt8(ascii: "-"))
+            let negative = consume(UInt8(ascii: "-"))
             guard let first = peek(), first >= 0x30, first <= 0x39 else { return nil }
             index += 1
-            if first != 0x30 { skipDigits() }
+            var mantissa = Int64(first &- 0x30)
+            var digits = 1
+            if first != 0x30 { skipDigits(into: &mantissa, counting: &digits) }
+            var decimals = 0
             if consume(UInt8(ascii: ".")) {
                 guard let digit = peek(), digit >= 0x30, digit <= 0x39 else { return nil }
-                skipDigits()
+                let before = digits
+                skipDigits(into: &mantissa, counting: &digits)
+                decimals = digits - before
             }
             if let exponent = peek(), exponent == UInt8(ascii: "e") || exponent == UInt8(ascii: "E") {
                 index += 1
                 if let sign = peek(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { index += 1 }
                 guard let digit = peek(), digit >= 0x30, digit <= 0x39 else { return nil }
                 skipDigits()
+                digits = Int.max  // the text decides
             }
-            return Double(String(decoding: bytes[start..<index], as: UTF8.self))
+            guard digits <= 15 else { return Double(String(decoding: bytes[start..<index], as: UTF8.self)) }
+            let magnitude = Double(mantissa) / Self.powersOfTen[decimals]
+            return negative ? -magnitude : magnitude
         }
+
+        /// 10⁰ … 10¹⁵, each exact in a `Double`.
+        private static let powersOfTen: [Double] = (0...15).map { (0..<$0).reduce(1.0) { value, _ in value * 10 } }
 
         private mutating func skipDigits() {
             while let byte = peek(), byte >= 0x30, byte <= 0x39 { index += 1 }
+        }
+
+        /// Skips digits, adding the first 15 of the number to `mantissa` (beyond 15 only counted:
+        /// the caller then parses the text).
+        private mutating func skipDigits(into mantissa: inout Int64, counting digits: inout Int) {
+            while let byte = peek(), byte >= 0x30, byte <= 0x39 {
+                if digits < 15 { mantissa = mantissa &* 10 &+ Int64(byte &- 0x30) }
+                digits += 1
+                index += 1
+            }
         }
 
         /// Skips any JSON value; false on a syntax error or nesting deeper than 32.
@@ -258,9 +285,17 @@ enum UploadScanner {
 
         static let decoderOrder: [Field] = allCases
 
+        /// The fields by the length of their name, so that a key is compared with the one to three
+        /// names of its length only.
+        private static let byLength: [[(name: [UInt8], field: Field)]] = (0...9).map { length in
+            allCases.filter { $0.name.utf8.count == length }.map { (Array($0.name.utf8), $0) }
+        }
+
         init?(_ key: UnsafeRawBufferPointer.SubSequence) {
-            guard let field = Field.allCases.first(where: { key.elementsEqual($0.name.utf8) }) else { return nil }
-            self = field
+            guard key.count < Self.byLength.count,
+                let match = Self.byLength[key.count].first(where: { candidate in key.elementsEqual(candidate.name) })
+            else { return nil }
+            self = match.field
         }
 
         var bit: UInt32 { 1 << UInt32(rawValue) }
