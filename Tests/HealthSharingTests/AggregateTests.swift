@@ -308,6 +308,7 @@ struct AggregateTests {
             for edge in edges { for day in edge.from.ordinal...edge.to.ordinal { #expect(weekDays.insert(day).inserted) } }
             #expect(weekDays == Set(spec.from.ordinal...spec.to.ordinal), "weeks of \(from)…\(to)")
             #expect(weeks.allSatisfy { AggregateSpec.weekStart($0) == $0 })
+            #expect(edges.count <= 2 && edges.allSatisfy { AggregateSpec.weekStart($0.from) == AggregateSpec.weekStart($0.to) }, "\(from)…\(to)")
             let days = covered.filter { $0.value != 0 }
             let exact = days.values.allSatisfy { $0 == 1 }
             #expect(days.count == spec.days, "\(from)…\(to)")

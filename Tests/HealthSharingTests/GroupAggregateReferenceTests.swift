@@ -51,6 +51,8 @@ import Testing
                 (.week, wednesday, thursday, nil), (.week, wednesday, thursday, .female),
                 (.week, CalendarDay(ordinal: wednesday.ordinal + 1), CalendarDay(ordinal: wednesday.ordinal + 3), nil),
                 (.week, monday, sunday, nil), (.week, monday, sunday, .female),
+                // The ends of two weeks and no whole week between them: a Friday to a Tuesday.
+                (.week, CalendarDay(ordinal: wednesday.ordinal + 2), CalendarDay(ordinal: wednesday.ordinal + 6), nil),
                 (nil, wednesday, thursday, nil), (nil, wednesday, thursday, .female), (.area, wednesday, thursday, nil),
                 (.sex, wednesday, thursday, nil),
             ]

@@ -38,10 +38,11 @@ package struct GroupQuery: Sendable {
     package var addedDays: [String]
     package var subtractedDays: [String]
     /// Week groups: the window's whole weeks (Mondays, in order and contiguous: read as one range
-    /// of `weekly_rollups`), and the days of its partial weeks (at most two ranges, one at each
-    /// end, as `AggregateSpec.wholeWeeks` makes them), read from `daily_rollups`.
+    /// of `weekly_rollups`), and the days of its partial weeks (at most two ranges, each within
+    /// the week whose Monday it carries, as `AggregateSpec.wholeWeeks` makes them), read from
+    /// `daily_rollups`.
     package var weeks: [String] = []
-    package var weekEdges: [(from: String, to: String)] = []
+    package var weekEdges: [(from: String, to: String, week: String)] = []
     /// What the statistic reads; the other figures of `ExactGroup` stay 0 (bins: empty).
     package var reads: Figure = .individuals
     package var key: Key
@@ -128,7 +129,7 @@ package struct GroupAggregateStore: Sendable {
         wholeWeekParts + """
 
             UNION ALL
-            SELECT individual_id, date_trunc('week', day)::date, count(*), sum(sample_count), sum(value_sum) FROM edges
+            SELECT individual_id, week, count(*), sum(sample_count), sum(value_sum) FROM edges
             GROUP BY 1, 2
             """
 
@@ -188,7 +189,7 @@ package struct GroupAggregateStore: Sendable {
         // a WITH query nothing references. Week groups read the whole weeks as one range of
         // Mondays (none: an empty range) and the partial weeks' days as at most two ranges.
         let (firstWeek, lastWeek) = (query.weeks.first ?? "infinity", query.weeks.last ?? "-infinity")  // in order, contiguous
-        let edge = (0..<2).map { $0 < query.weekEdges.count ? query.weekEdges[$0] : (from: "infinity", to: "-infinity") }
+        let edge = (0..<2).map { $0 < query.weekEdges.count ? query.weekEdges[$0] : (from: "infinity", to: "-infinity", week: "infinity") }
         let rows = try await database.withTransaction { connection in
             _ = try await connection.query("SET TRANSACTION READ ONLY", logger: database.logger)
             // One round trip for the settings, local to the transaction: no JIT (compiling costs
@@ -225,10 +226,11 @@ package struct GroupAggregateStore: Sendable {
                       AND days > 0 AND sample_count > 0
                 ),
                 edges AS (   -- index only, each range on its own (an OR of the two made a bitmap heap scan)
-                    SELECT individual_id, day, sample_count, value_sum FROM daily_rollups
+                    -- Each range lies in one week, given: no date_trunc per row.
+                    SELECT individual_id, \(edge[0].week)::date AS week, sample_count, value_sum FROM daily_rollups
                     WHERE sample_type = \(query.sampleType) AND sample_count > 0 AND day BETWEEN \(edge[0].from)::date AND \(edge[0].to)::date
                     UNION ALL
-                    SELECT individual_id, day, sample_count, value_sum FROM daily_rollups
+                    SELECT individual_id, \(edge[1].week)::date, sample_count, value_sum FROM daily_rollups
                     WHERE sample_type = \(query.sampleType) AND sample_count > 0 AND day BETWEEN \(edge[1].from)::date AND \(edge[1].to)::date
                 ),
                 parts AS (   -- index: monthly_rollups_type_month_idx, daily_rollups_type_day_idx

@@ -167,7 +167,7 @@ package struct AggregateService: Sendable {
             case .histogram, .quantiles: .bins
             }
         query.weeks = weeks.map(\.text)
-        query.weekEdges = edges.map { ($0.from.text, $0.to.text) }
+        query.weekEdges = edges.map { ($0.from.text, $0.to.text, AggregateSpec.weekStart($0.from).text) }
         return query
     }
 

@@ -202,11 +202,16 @@ package struct AggregateSpec: Sendable, Hashable {
         return (months, added, subtracted)
     }
 
-    /// The window's whole weeks (their Mondays) and the days of its partial weeks.
+    /// The window's whole weeks (their Mondays) and the days of its partial weeks: at most two
+    /// ranges, each within one week (so that its days' week is known before they are read).
     package func wholeWeeks() -> (weeks: [CalendarDay], edges: [(from: CalendarDay, to: CalendarDay)]) {
         let firstMonday = Self.weekStart(from) == from ? from : CalendarDay(ordinal: Self.weekStart(from).ordinal + 7)
         let lastSunday = CalendarDay(ordinal: Self.weekStart(CalendarDay(ordinal: to.ordinal + 1)).ordinal - 1)
-        guard firstMonday < lastSunday else { return ([], [(from, to)]) }
+        guard firstMonday < lastSunday else {
+            // No whole week: the days of one week, or the ends of two.
+            let monday = Self.weekStart(to)
+            return ([], from < monday ? [(from, CalendarDay(ordinal: monday.ordinal - 1)), (monday, to)] : [(from, to)])
+        }
         let weeks = stride(from: firstMonday.ordinal, to: lastSunday.ordinal, by: 7).map(CalendarDay.init(ordinal:))
         var edges: [(from: CalendarDay, to: CalendarDay)] = []
         if from < firstMonday { edges.append((from, CalendarDay(ordinal: firstMonday.ordinal - 1))) }
