@@ -71,6 +71,8 @@ struct AggregateBenchCommand: AsyncParsableCommand {
         // on the other six days.
         let sunday = CalendarDay(ordinal: AggregateSpec.weekStart(CalendarDay(ordinal: to.ordinal + 1)).ordinal - 1)
         let monday = CalendarDay(ordinal: sunday.ordinal - 49 * 7 + 1)
+        // And a window with partial weeks at both ends whatever the day: a Wednesday to a Tuesday.
+        let (wednesday, tuesday) = (CalendarDay(ordinal: monday.ordinal + 2), CalendarDay(ordinal: sunday.ordinal - 5))
         let queries: [(String, String)] = [
             ("count, heart rate", #""type":"heartRate","statistic":"count","from":"\#(from.text)","to":"\#(to.text)""#),
             ("mean, heart rate", #""type":"heartRate","statistic":"mean","from":"\#(from.text)","to":"\#(to.text)""#),
@@ -93,6 +95,10 @@ struct AggregateBenchCommand: AsyncParsableCommand {
             (
                 "mean by week (49 whole weeks), heart rate",
                 #""type":"heartRate","statistic":"mean","groupBy":"week","from":"\#(monday.text)","to":"\#(sunday.text)""#
+            ),
+            (
+                "mean by week (Wed…Tue, 49 weeks), heart rate",
+                #""type":"heartRate","statistic":"mean","groupBy":"week","from":"\#(wednesday.text)","to":"\#(tuesday.text)""#
             ),
             (
                 "mean by day (50 days), heart rate",
