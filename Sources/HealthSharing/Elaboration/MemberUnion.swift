@@ -30,27 +30,24 @@ package enum MemberUnion {
         }
         guard total > 0 else { return [] }
         let (span, overflow) = highest.subtractingReportingOverflow(lowest)
-        let limit = max(minimumBitmapBits, total.multipliedReportingOverflow(by: maximumBitsPerId).partialValue)
+        let (scaled, scaledOverflow) = total.multipliedReportingOverflow(by: maximumBitsPerId)
+        let limit = max(minimumBitmapBits, scaledOverflow ? Int.max : scaled)
         guard !overflow, span < limit else {
             var seen = Set<Int64>(minimumCapacity: total)
             for members in parts { seen.formUnion(members) }
             return seen.sorted()
         }
         var words = [UInt64](repeating: 0, count: Int(span) / 64 + 1)
-        var distinct = 0
         words.withUnsafeMutableBufferPointer { words in
             for members in parts {
                 for id in members {
                     let offset = Int(id &- lowest)  // within 0...span: checked above
-                    let bit = UInt64(1) << UInt64(offset & 63)
-                    let word = words[offset >> 6]
-                    if word & bit == 0 { distinct += 1 }
-                    words[offset >> 6] = word | bit
+                    words[offset >> 6] |= UInt64(1) << UInt64(offset & 63)
                 }
             }
         }
         var population = [Int64]()
-        population.reserveCapacity(distinct)
+        population.reserveCapacity(words.reduce(0) { $0 + $1.nonzeroBitCount })
         for (index, word) in words.enumerated() where word != 0 {
             var rest = word
             while rest != 0 {
