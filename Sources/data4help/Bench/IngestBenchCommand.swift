@@ -14,11 +14,14 @@ import ServiceLifecycle
 import Synchronization
 
 /// `data4help bench ingest`: heart-rate uploads at 1 Hz from many individuals, over HTTP with a few
-/// concurrent clients, against the real server and a fresh embedded PostgreSQL; then the same
-/// rows written straight through the same SQL (no HTTP, no JSON) for the database's ceiling.
-/// Between them, the same uploads of the last hours three times: as they are, with everyone
-/// enrolled in AutomatedSOS (the detector reads each upload's context), and with 1,000
-/// subscribed grants (five organisations, each upload an event for each).
+/// concurrent clients, against the real server and a fresh embedded PostgreSQL, alternated with
+/// the same rows written straight through the same SQL (no HTTP, no JSON) for the database's
+/// ceiling: `--rounds` pairs, each on its own stretch of time, the order swapped every round, and
+/// the ratio taken per pair. One phase lasts a few seconds, and single phases minutes apart moved
+/// the ratio between 63 and 94 % for one build; a pair shares whatever the machine was doing.
+/// Then the same uploads of the last hours three times: as they are, with everyone enrolled in
+/// AutomatedSOS (the detector reads each upload's context), and with 1,000 subscribed grants (five
+/// organisations, each upload an event for each).
 struct IngestBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "ingest", abstract: "Ingestion throughput and latency.")
 
@@ -26,15 +29,18 @@ struct IngestBenchCommand: AsyncParsableCommand {
     @Option(help: "Uploads in each phase.") var batches = 600
     @Option(help: "Samples per upload.") var batchSize = 1_000
     @Option(help: "Concurrent clients.") var clients = 8
+    @Option(help: "Pairs of the end-to-end phase and the database's ceiling, alternated.") var rounds = 5
 
     func validate() throws {
-        guard individuals > 0, batches > 0, batchSize > 0, clients > 0 else {
-            throw ValidationError("--individuals, --batches, --batch-size and --clients must be positive")
+        guard individuals > 0, batches > 0, batchSize > 0, clients > 0, rounds > 0, rounds <= 20 else {
+            throw ValidationError("--individuals, --batches, --batch-size and --clients must be positive, --rounds 1 to 20")
         }
-        // The oldest upload starts 4 × span + 600 s ago (span = (uploads per individual + 1) ×
-        // batch size); it must be younger than DataManager.settledAfter (49 hours).
-        guard batchSize <= 10_000, batches / individuals + 1 <= 43_000 / batchSize else {
-            throw ValidationError("the uploads must stay within the last 49 hours: (--batches / --individuals + 1) × --batch-size at most 43000")
+        // The oldest upload starts (rounds + 3) × span + 600 s ago (span = (uploads per
+        // individual + 1) × batch size); it must be younger than DataManager.settledAfter (49
+        // hours), so that every phase writes what live uploads write.
+        guard batchSize <= 10_000, (rounds + 3) * (batches / individuals + 1) * batchSize <= 172_000 else {
+            throw ValidationError(
+                "the uploads must stay within the last 49 hours: (--rounds + 3) × (--batches / --individuals + 1) × --batch-size at most 172000")
         }
     }
 
@@ -42,15 +48,13 @@ struct IngestBenchCommand: AsyncParsableCommand {
         try await BenchServer.run { server in
             print("data4help bench ingest — \(batches) uploads × \(batchSize) heart-rate samples, \(individuals) individuals, \(clients) clients")
             let tokens = try await BenchServer.concurrently(individuals, clients) { try await server.individualSession($0) }
-            let bodies = makeBodies(secondsAgo: 4 * span + 600)
-            let decoding = try decodePhase(bodies)
-            let http = try await httpPhase(server.client, server.base, tokens: tokens, bodies: bodies)
+            let decoding = try decodePhase(makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0."))
+            let pairs = try await pairedPhases(server, tokens: tokens)
             let variants = try await variantPhases(server, tokens: tokens)
             let summaries = try await summaryPhase(server.client, server.base, token: tokens[0])
-            let raw = try await rawPhase(server.databaseURL, logger: server.logger)
             let size = try await bytesPerSample(server.databaseURL, logger: server.logger)
-            report(http: http, raw: raw, decoding: decoding, bytesPerSample: size)
-            reportVariants(variants, ceiling: raw)
+            report(pairs, decoding: decoding, bytesPerSample: size)
+            reportVariants(variants, ceiling: PhaseResult(pooling: pairs.map(\.raw)))
             print(
                 String(
                     format: "a year of daily summaries (365 buckets), %d requests: p50 %.1f ms, p99 %.1f ms",
@@ -65,17 +69,81 @@ struct IngestBenchCommand: AsyncParsableCommand {
         let samples: Int
         let elapsed: Double
         let latencies: [Double]
+        /// CPU seconds of this process (the server, the load generator and the ceiling's client)
+        /// and of the whole machine (nan where `/proc/stat` is missing) during the phase.
+        var processCPU = Double.nan
+        var machineCPU = Double.nan
         var throughput: Double { Double(samples) / elapsed }
+
+        init(samples: Int, elapsed: Double, latencies: [Double]) {
+            self.samples = samples
+            self.elapsed = elapsed
+            self.latencies = latencies
+        }
+
+        /// Several phases as one: their samples over their time, their latencies together.
+        init(pooling phases: [PhaseResult]) {
+            self.init(
+                samples: phases.reduce(0) { $0 + $1.samples }, elapsed: phases.reduce(0) { $0 + $1.elapsed },
+                latencies: phases.flatMap(\.latencies).sorted())
+            processCPU = phases.reduce(0) { $0 + $1.processCPU }
+            machineCPU = phases.reduce(0) { $0 + $1.machineCPU }
+        }
+
+        /// Microseconds of CPU per sample: this process's, and the rest of the machine's (there,
+        /// PostgreSQL's).
+        var cpuPerSample: (process: Double, rest: Double) {
+            (1e6 * processCPU / Double(samples), 1e6 * (machineCPU - processCPU) / Double(samples))
+        }
+    }
+
+    /// One round: the end-to-end phase and the database's ceiling on the same stretch of time
+    /// (different individuals), one right after the other.
+    struct Pair {
+        let http: PhaseResult
+        let raw: PhaseResult
+        var ratio: Double { http.throughput / raw.throughput }
     }
 
     /// Seconds one phase's uploads cover per individual.
     private var span: Double { Double(batches / individuals + 1) * Double(batchSize) }
 
+    /// Where round `round`'s stretch starts: before the three variant phases' stretches, the
+    /// first round oldest.
+    private func roundSecondsAgo(_ round: Int) -> Double { Double(rounds + 3 - round) * span + 600 }
+
+    /// `rounds` pairs, the end-to-end phase first in even rounds and the ceiling first in odd
+    /// ones, so that neither always runs on the emptier tables or the warmer caches. Each round's
+    /// uploads are built before it starts (not timed).
+    private func pairedPhases(_ server: BenchServer, tokens: [String]) async throws -> [Pair] {
+        let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: clients + 2), logger: server.logger)
+        return try await database.whileRunning {
+            let rawIndividuals = try await BenchServer.insertIndividuals(individuals, named: "raw", database: database)
+            var pairs: [Pair] = []
+            for round in 0..<rounds {
+                let secondsAgo = roundSecondsAgo(round)
+                let bodies = makeBodies(secondsAgo: secondsAgo, prefix: "m\(round).")
+                let columns = rawColumns(secondsAgo: secondsAgo, prefix: "m\(round).")
+                let http: PhaseResult
+                let raw: PhaseResult
+                if round.isMultiple(of: 2) {
+                    http = try await httpPhase(server.client, server.base, tokens: tokens, bodies: bodies)
+                    raw = try await rawPhase(database, individuals: rawIndividuals, columns: columns)
+                } else {
+                    raw = try await rawPhase(database, individuals: rawIndividuals, columns: columns)
+                    http = try await httpPhase(server.client, server.base, tokens: tokens, bodies: bodies)
+                }
+                pairs.append(Pair(http: http, raw: raw))
+            }
+            return pairs
+        }
+    }
+
     /// The first sample of every upload: individual i's k-th upload covers the k-th stretch of
     /// `batchSize` seconds from `secondsAgo`, so uploads never overlap and all are accepted. The
-    /// main phase and the database's ceiling upload from `4 * span + 600` seconds ago, the
-    /// variant phases after it: recent hours, stored in minute blocks as live uploads are (a
-    /// settled hour, older than `DataManager.settledAfter`, goes into an hour block).
+    /// rounds upload from `roundSecondsAgo(round)`, the variant phases after them: recent hours,
+    /// stored in minute blocks as live uploads are (a settled hour, older than
+    /// `DataManager.settledAfter`, goes into an hour block).
     private func batchStart(_ batch: Int, secondsAgo: Double) -> Date {
         let origin = (Date().timeIntervalSince1970 - secondsAgo).rounded(.down)
         return Date(timeIntervalSince1970: origin + Double((batch / individuals) * batchSize))
@@ -214,6 +282,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
     private func runConcurrently(_ upload: @escaping @Sendable (Int) async throws -> Void) async throws -> PhaseResult {
         let (batches, batchSize) = (self.batches, self.batchSize)
         let next = WorkCounter()
+        let (processBefore, machineBefore) = (processCPUSeconds(), machineBusySeconds() ?? .nan)
         let started = ContinuousClock.now
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for _ in 0..<clients {
@@ -229,34 +298,33 @@ struct IngestBenchCommand: AsyncParsableCommand {
             }
             return try await group.reduce(into: []) { $0 += $1 }
         }
-        return PhaseResult(samples: batches * batchSize, elapsed: (ContinuousClock.now - started).inSeconds, latencies: latencies.sorted())
+        var phase = PhaseResult(samples: batches * batchSize, elapsed: (ContinuousClock.now - started).inSeconds, latencies: latencies.sorted())
+        (phase.processCPU, phase.machineCPU) = (processCPUSeconds() - processBefore, (machineBusySeconds() ?? .nan) - machineBefore)
+        return phase
+    }
+
+    /// The rows `makeBodies` uploads, as the ingest statement takes them.
+    private func rawColumns(secondsAgo: Double, prefix: String) -> [SampleColumns] {
+        (0..<batches).map { batch in
+            var columns = SampleColumns()
+            let start = batchStart(batch, secondsAgo: secondsAgo)
+            for second in 0..<batchSize {
+                columns.append(
+                    type: SampleType.heartRate.storageCode, start: start.addingTimeInterval(Double(second)),
+                    value: Float(55 + (batch * 7 + second) % 60), durationMs: nil, key: DedupeKey.forClientId("\(prefix)\(batch)-\(second)")
+                )
+            }
+            return columns
+        }
     }
 
     /// The same uploads written through `HealthDataStore` directly, for other individuals.
-    private func rawPhase(_ url: DatabaseURL, logger: Logger) async throws -> PhaseResult {
-        let (batches, batchSize, individuals) = (self.batches, self.batchSize, self.individuals)
-        let batchStarts = (0..<batches).map { batchStart($0, secondsAgo: 4 * span + 600) }
-        let database = Database(configuration: url.clientConfiguration(maximumConnections: clients + 2), logger: logger)
-        return try await database.whileRunning {
-            let ids = try await BenchServer.insertIndividuals(individuals, named: "raw", database: database)
-            let writer = HealthDataStore(database: database, partitions: PartitionMaintainer(database: database))
-            let columns: [SampleColumns] = (0..<batches).map { batch in
-                var columns = SampleColumns()
-                let start = batchStarts[batch]
-                for second in 0..<batchSize {
-                    columns.append(
-                        type: SampleType.heartRate.storageCode, start: start.addingTimeInterval(Double(second)),
-                        value: Float(55 + (batch * 7 + second) % 60), durationMs: nil, key: DedupeKey.forClientId("b\(batch)-\(second)")
-                    )
-                }
-                return columns
-            }
-            let identifiers = ids
-            return try await runConcurrently { batch in
-                let outcome = try await writer.ingest(
-                    individualId: identifiers[batch % individuals], samples: columns[batch], locations: LocationColumns())
-                guard outcome.newSamples.count == batchSize else { throw ValidationError("raw upload \(batch) stored \(outcome.newSamples.count)") }
-            }
+    private func rawPhase(_ database: Database, individuals ids: [Int64], columns: [SampleColumns]) async throws -> PhaseResult {
+        let (batchSize, individuals) = (self.batchSize, self.individuals)
+        let writer = HealthDataStore(database: database, partitions: PartitionMaintainer(database: database))
+        return try await runConcurrently { batch in
+            let outcome = try await writer.ingest(individualId: ids[batch % individuals], samples: columns[batch], locations: LocationColumns())
+            guard outcome.newSamples.count == batchSize else { throw ValidationError("raw upload \(batch) stored \(outcome.newSamples.count)") }
         }
     }
 
@@ -269,18 +337,46 @@ struct IngestBenchCommand: AsyncParsableCommand {
         }
     }
 
-    private func report(http: PhaseResult, raw: PhaseResult, decoding: PhaseResult, bytesPerSample: (bytes: Double, samples: Int)) {
+    private func report(_ pairs: [Pair], decoding: PhaseResult, bytesPerSample: (bytes: Double, samples: Int)) {
         func row(_ name: String, _ phase: PhaseResult) -> String {
             let rate = String(format: "%10.0f", phase.throughput)
             let p50 = String(format: "%8.1f", percentile(phase.latencies, 0.5))
             let p99 = String(format: "%8.1f", percentile(phase.latencies, 0.99))
             return "\(name.padding(toLength: 40, withPad: " ", startingAt: 0)) \(rate)  \(p50)  \(p99)"
         }
+        let (http, raw) = (PhaseResult(pooling: pairs.map(\.http)), PhaseResult(pooling: pairs.map(\.raw)))
+        let ratios = pairs.map(\.ratio).sorted()
         print("")
-        print("phase                                     samples/s  p50 (ms)  p99 (ms)   per upload of \(batchSize)")
+        print("round  first     end to end  ceiling (samples/s)  end to end / ceiling   CPU µs per sample, this process + the rest:")
+        print("                                                                             end to end     ceiling")
+        for (round, pair) in pairs.enumerated() {
+            let (http, raw) = (pair.http.cpuPerSample, pair.raw.cpuPerSample)
+            print(
+                String(
+                    format: "%5d  %@ %10.0f %10.0f  %19.0f %%           %4.2f + %4.2f    %4.2f + %4.2f", round + 1,
+                    round.isMultiple(of: 2) ? "HTTP   " : "ceiling", pair.http.throughput, pair.raw.throughput, 100 * pair.ratio, http.process,
+                    http.rest, raw.process, raw.rest))
+        }
+        print("")
+        print("phase, \(pairs.count) rounds together              samples/s  p50 (ms)  p99 (ms)   per upload of \(batchSize)")
         print(row("HTTP + JSON, end to end", http))
         print(row("database ceiling (same SQL, no HTTP)", raw))
-        print(String(format: "end to end / ceiling: %.0f %%", 100 * http.throughput / raw.throughput))
+        print(
+            String(
+                format: "end to end / ceiling: median of the rounds %.0f %% (lowest %.0f %%, highest %.0f %%); all rounds together %.0f %%",
+                100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1], 100 * http.throughput / raw.throughput))
+        let (httpCPU, rawCPU) = (http.cpuPerSample, raw.cpuPerSample)
+        print(
+            String(
+                format:
+                    "CPU per sample, all rounds: end to end %.2f µs in this process (server and load generator) + %.2f µs in the rest of the machine; ceiling %.2f + %.2f µs",
+                httpCPU.process, httpCPU.rest, rawCPU.process, rawCPU.rest))
+        BenchSummary.record(
+            "ingest", "end to end / ceiling, median of \(pairs.count) alternated rounds (lowest, highest)", format: "%.0f %% (%.0f, %.0f)",
+            100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1])
+        BenchSummary.record(
+            "ingest", "CPU µs per sample, this process + the rest: end to end / ceiling", format: "%.2f + %.2f / %.2f + %.2f", httpCPU.process,
+            httpCPU.rest, rawCPU.process, rawCPU.rest)
         print(
             String(
                 format: "decoding and validating uploads alone, one thread, median of 5 passes: %.0f samples/s (%.2f µs per sample)",
