@@ -83,32 +83,9 @@ package struct WebhookStore: Sendable {
     /// A delivery waits while an earlier one of the same request is pending, so each grant's
     /// events arrive in order; `SKIP LOCKED` lets several instances claim side by side.
     package func claim(limit: Int, lease: Duration) async throws -> [ClaimedDelivery] {
-        let rows = try await database.query(
-            """
-            WITH due AS (   -- index: webhook_deliveries_due_idx, webhook_deliveries_order_idx
-                SELECT d.id FROM webhook_deliveries d
-                WHERE d.state = 'pending' AND d.next_attempt_at <= now()
-                  AND NOT EXISTS (
-                      SELECT 1 FROM webhook_deliveries earlier
-                      WHERE earlier.endpoint_id = d.endpoint_id AND earlier.request_id = d.request_id
-                        AND earlier.state = 'pending' AND earlier.id < d.id)
-                ORDER BY d.next_attempt_at, d.id
-                LIMIT \(limit)
-                FOR UPDATE SKIP LOCKED
-            )
-            UPDATE webhook_deliveries d
-            SET attempts = d.attempts + 1, round_attempts = d.round_attempts + 1,
-                next_attempt_at = now() + \(lease.wholeMilliseconds) * interval '1 millisecond'
-            FROM due, webhook_endpoints w
-            WHERE d.id = due.id AND w.id = d.endpoint_id
-            RETURNING d.id, d.public_id, d.attempts, d.round_attempts, d.event_type, d.created_at, d.event_id, d.payload::text, w.url, w.secret
-            """)
-        return try rows.map { row in
-            let r = try row.decode((Int64, UUID, Int32, Int32, String, Date, Int64?, String?, String, String).self)
-            return ClaimedDelivery(
-                id: r.0, publicId: r.1, attempt: Int(r.2), roundAttempt: Int(r.3), eventType: r.4, createdAt: r.5,
-                eventId: r.6, payload: r.7, url: r.8, secret: r.9
-            )
+        let statement = WebhookClaimStatement(limit: limit, leaseMs: lease.wholeMilliseconds)
+        return try await database.withConnection { connection in
+            try await connection.execute(statement, logger: database.logger)
         }
     }
 
@@ -250,5 +227,51 @@ package struct WebhookStore: Sendable {
             return true
         }
         return try await delivery(owner: owner, publicId: publicId) == nil ? nil : false
+    }
+}
+
+/// `WebhookStore.claim`: a prepared statement, since every dispatcher worker of every instance runs
+/// it whenever an event or a delivery is announced, mostly to find nothing (parse and plan were
+/// 0.6 of its 0.7 ms).
+struct WebhookClaimStatement: PostgresPreparedStatement {
+    static let name = "data4help_webhook_claim"
+    static let sql = """
+        WITH due AS (   -- index: webhook_deliveries_due_idx, webhook_deliveries_order_idx
+            SELECT d.id FROM webhook_deliveries d
+            WHERE d.state = 'pending' AND d.next_attempt_at <= now()
+              AND NOT EXISTS (
+                  SELECT 1 FROM webhook_deliveries earlier
+                  WHERE earlier.endpoint_id = d.endpoint_id AND earlier.request_id = d.request_id
+                    AND earlier.state = 'pending' AND earlier.id < d.id)
+            ORDER BY d.next_attempt_at, d.id
+            LIMIT $1
+            FOR UPDATE SKIP LOCKED
+        )
+        UPDATE webhook_deliveries d
+        SET attempts = d.attempts + 1, round_attempts = d.round_attempts + 1,
+            next_attempt_at = now() + $2 * interval '1 millisecond'
+        FROM due, webhook_endpoints w
+        WHERE d.id = due.id AND w.id = d.endpoint_id
+        RETURNING d.id, d.public_id, d.attempts, d.round_attempts, d.event_type, d.created_at, d.event_id, d.payload::text, w.url, w.secret
+        """
+
+    typealias Row = ClaimedDelivery
+
+    let limit: Int
+    let leaseMs: Int64
+
+    func makeBindings() throws -> PostgresBindings {
+        var bindings = PostgresBindings(capacity: 2)
+        bindings.append(limit)
+        bindings.append(leaseMs)
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> Row {
+        let r = try row.decode((Int64, UUID, Int32, Int32, String, Date, Int64?, String?, String, String).self)
+        return ClaimedDelivery(
+            id: r.0, publicId: r.1, attempt: Int(r.2), roundAttempt: Int(r.3), eventType: r.4, createdAt: r.5,
+            eventId: r.6, payload: r.7, url: r.8, secret: r.9
+        )
     }
 }

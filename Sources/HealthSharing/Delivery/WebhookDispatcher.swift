@@ -91,9 +91,10 @@ package struct WebhookDispatcher: Service {
         let client = Self.client(through: proxy, timeout: settings.timeout, connectionsPerHost: settings.workers)
         await cancelWhenGracefulShutdown {
             await schemaReady.wait()
+            let crew = WorkerCrew(signal: signal)
             await withDiscardingTaskGroup { group in
                 for _ in 0..<settings.workers {
-                    group.addTask { await work(client) }
+                    group.addTask { await work(client, crew: crew) }
                 }
             }
         }
@@ -122,9 +123,11 @@ package struct WebhookDispatcher: Service {
         return HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
     }
 
-    /// One worker: claim one due delivery, attempt it, repeat; sleep until notified when idle.
-    private func work(_ client: HTTPClient) async {
-        await signal.repeatWhileBusy(pollInterval: settings.pollInterval) {
+    /// One worker: claim one due delivery, attempt it, repeat; when idle, sleep until a
+    /// notification wakes this worker of the crew (one per notification) or another worker found
+    /// a delivery.
+    private func work(_ client: HTTPClient, crew: WorkerCrew) async {
+        await crew.repeatWhileBusy(pollInterval: settings.pollInterval) {
             do {
                 guard let delivery = try await store.claim(limit: 1, lease: settings.lease).first else { return false }
                 attemptsInFlight.enter()
