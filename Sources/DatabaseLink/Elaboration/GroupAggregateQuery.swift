@@ -206,7 +206,7 @@ package struct GroupAggregateStore: Sendable {
             return try await connection.query(
                 """
                 WITH people AS (
-                    SELECT * FROM (
+                    SELECT id, home_area, sex, band FROM (
                         SELECT i.id, i.home_area, i.sex,
                                least(floor(extract(year FROM age(\(query.from)::date, i.birth_date)) / 5)::int * 5, 90) AS band
                         FROM individuals i
