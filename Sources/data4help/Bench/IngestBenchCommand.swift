@@ -53,8 +53,9 @@ struct IngestBenchCommand: AsyncParsableCommand {
             let variants = try await variantPhases(server, tokens: tokens)
             let summaries = try await summaryPhase(server.client, server.base, token: tokens[0])
             let size = try await bytesPerSample(server.databaseURL, logger: server.logger)
-            report(pairs, decoding: decoding, bytesPerSample: size)
-            reportVariants(variants, ceiling: PhaseResult(pooling: pairs.map(\.raw)))
+            let (http, ceiling) = (PhaseResult(pooling: pairs.map(\.http)), PhaseResult(pooling: pairs.map(\.raw)))
+            report(pairs, http: http, raw: ceiling, decoding: decoding, bytesPerSample: size)
+            reportVariants(variants, ceiling: ceiling)
             print(
                 String(
                     format: "a year of daily summaries (365 buckets), %d requests: p50 %.1f ms, p99 %.1f ms",
@@ -282,7 +283,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
     private func runConcurrently(_ upload: @escaping @Sendable (Int) async throws -> Void) async throws -> PhaseResult {
         let (batches, batchSize) = (self.batches, self.batchSize)
         let next = WorkCounter()
-        let (processBefore, machineBefore) = (processCPUSeconds(), machineBusySeconds() ?? .nan)
+        let cpuAtStart = CPUTime.now
         let started = ContinuousClock.now
         let latencies = try await withThrowingTaskGroup(of: [Double].self) { group in
             for _ in 0..<clients {
@@ -299,7 +300,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
             return try await group.reduce(into: []) { $0 += $1 }
         }
         var phase = PhaseResult(samples: batches * batchSize, elapsed: (ContinuousClock.now - started).inSeconds, latencies: latencies.sorted())
-        (phase.processCPU, phase.machineCPU) = (processCPUSeconds() - processBefore, (machineBusySeconds() ?? .nan) - machineBefore)
+        (phase.processCPU, phase.machineCPU) = CPUTime.now.since(cpuAtStart)
         return phase
     }
 
@@ -337,14 +338,14 @@ struct IngestBenchCommand: AsyncParsableCommand {
         }
     }
 
-    private func report(_ pairs: [Pair], decoding: PhaseResult, bytesPerSample: (bytes: Double, samples: Int)) {
+    /// `http` and `raw`: the pairs' phases pooled.
+    private func report(_ pairs: [Pair], http: PhaseResult, raw: PhaseResult, decoding: PhaseResult, bytesPerSample: (bytes: Double, samples: Int)) {
         func row(_ name: String, _ phase: PhaseResult) -> String {
             let rate = String(format: "%10.0f", phase.throughput)
             let p50 = String(format: "%8.1f", percentile(phase.latencies, 0.5))
             let p99 = String(format: "%8.1f", percentile(phase.latencies, 0.99))
             return "\(name.padding(toLength: 40, withPad: " ", startingAt: 0)) \(rate)  \(p50)  \(p99)"
         }
-        let (http, raw) = (PhaseResult(pooling: pairs.map(\.http)), PhaseResult(pooling: pairs.map(\.raw)))
         let ratios = pairs.map(\.ratio).sorted()
         print("")
         print("round  first     end to end  ceiling (samples/s)  end to end / ceiling   CPU µs per sample, this process + the rest:")

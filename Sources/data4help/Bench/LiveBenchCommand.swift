@@ -150,7 +150,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
         let speeds = (0..<runners).map { 2.5 + 2.0 * Double($0) / Double(max(1, runners - 1)) }
         let every = Double(fixEvery.milliseconds) / 1000
         let rounds = max(1, Int(exactly: (Double(seconds) / every).rounded(.down)) ?? 1)
-        let begin = ContinuousClock.now, cpuAtBegin = processCPUSeconds(), machineAtBegin = machineBusySeconds()
+        let begin = ContinuousClock.now, cpuAtBegin = CPUTime.now
         let generatorAtBegin = ThreadCPU.seconds(of: generatorThreads)
         let deliveredAtBegin = watchers.reduce(0) { $0 + $1.stateCount }
         let next = WorkCounter()
@@ -189,9 +189,8 @@ struct LiveBenchCommand: AsyncParsableCommand {
             }
             try await group.waitForAll()
         }
-        let streamed = ContinuousClock.now - begin, cpu = processCPUSeconds() - cpuAtBegin
+        let streamed = ContinuousClock.now - begin, (cpu, machine) = CPUTime.now.since(cpuAtBegin)
         let generatorCPU = ThreadCPU.seconds(of: generatorThreads) - generatorAtBegin
-        let machine = machineBusySeconds().map { end in machineAtBegin.map { end - $0 } ?? .nan } ?? .nan
         let delivered = watchers.reduce(0) { $0 + $1.stateCount } - deliveredAtBegin
         try await Task.sleep(for: .seconds(3 + Double(fieldEvery.milliseconds) / 1000))  // the last updates, and the field's
         let open = watchers.filter(\.open).count
@@ -273,51 +272,6 @@ struct BenchDuration: ExpressibleByArgument, CustomStringConvertible, Sendable {
     }
 
     var description: String { milliseconds % 1_000 == 0 ? "\(milliseconds / 1_000) s" : "\(milliseconds) ms" }
-}
-
-/// CPU time of chosen threads of this process (`/proc/self/task/TID/stat`).
-enum ThreadCPU {
-    /// The thread ids of a group's event loops.
-    static func threads(of group: MultiThreadedEventLoopGroup) async throws -> [Int] {
-        var ids: [Int] = []
-        for loop in group.makeIterator() {
-            let link = try await loop.submit { try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/thread-self") }.get()
-            if let id = link.split(separator: "/").last.flatMap({ Int($0) }) { ids.append(id) }
-        }
-        return ids
-    }
-
-    /// User and system seconds of `threads` so far.
-    static func seconds(of threads: [Int]) -> Double {
-        threads.reduce(0) { total, thread in
-            guard let stat = try? String(contentsOfFile: "/proc/self/task/\(thread)/stat", encoding: .utf8),
-                let close = stat.lastIndex(of: ")")
-            else { return total }
-            let fields = stat[stat.index(after: close)...].split(separator: " ")
-            guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return total }
-            return total + (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-        }
-    }
-}
-
-/// User and system CPU time of this process so far.
-func processCPUSeconds() -> Double {
-    var usage = rusage()
-    getrusage(RUSAGE_SELF.rawValue, &usage)
-    func seconds(_ time: timeval) -> Double { Double(time.tv_sec) + Double(time.tv_usec) / 1_000_000 }
-    return seconds(usage.ru_utime) + seconds(usage.ru_stime)
-}
-
-/// CPU time every core of the machine has spent busy so far (`/proc/stat`: all but idle and
-/// iowait), nil where there is no such file.
-func machineBusySeconds() -> Double? {
-    guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
-        let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") })
-    else { return nil }
-    let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
-    guard ticks.count >= 5 else { return nil }
-    let busy = ticks.reduce(0, +) - ticks[3] - ticks[4]  // idle, iowait
-    return busy / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
 /// What the posting side and the measuring spectators note down. A state's key is
