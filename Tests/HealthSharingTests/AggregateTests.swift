@@ -136,8 +136,10 @@ struct AggregateTests {
         }
     }
 
-    /// Answers leave their members in the pending list of the privacy record's index; the merger,
-    /// woken by an answer, moves them into the index (so that no answer's insert has to).
+    /// Answers leave their members in the pending list of the privacy record's index; the merger
+    /// moves them into the index when it starts, and afterwards when an answer wakes it (so that
+    /// no answer's insert has to). Each step is observed, never assumed after a sleep: under the
+    /// full suite's load the merger's first look came after the answers meant for its wake-up.
     @Test func thePopulationIndexIsMergedAfterAnswers() async throws {
         try await withHarness { harness in
             try await harness.people(60, area: "IT-MI", value: 70)
@@ -147,21 +149,31 @@ struct AggregateTests {
                     "SELECT pending_tuples FROM pgstatginindex('aggregate_populations_members_idx')"
                 )[0].decode(Int64.self)
             }
+            @Sendable func answerThree() async throws {
+                for _ in 0..<3 {  // each party's own budget
+                    let answer = try await harness.service.run(try Self.spec(), for: try await harness.party())
+                    #expect(answer.answer.status == .answered)
+                }
+            }
+            @Sendable func waitUntilMerged() async throws {
+                let deadline = ContinuousClock.now + .seconds(20)
+                while try await pending() > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            try await answerThree()
+            #expect(try await pending() == 3, "three answers (rows) waiting before the merger runs")
             let (answers, ready) = (ChangeSignal(), StartupGate())
             ready.open()
             let merger = PopulationIndexMerger(database: harness.database, answers: answers, schemaReady: ready, logger: TestPostgres.logger)
             let running = Task { try await merger.run() }
             defer { running.cancel() }
-            try await Task.sleep(for: .milliseconds(200))  // its first look, at start, found nothing
-            for _ in 0..<3 {  // each party's own budget
-                let answer = try await harness.service.run(try Self.spec(), for: try await harness.party())
-                #expect(answer.answer.status == .answered)
-            }
-            let waiting = try await pending()
-            #expect(waiting == 3, "three answers (rows) waiting: \(waiting)")
+            try await waitUntilMerged()
+            #expect(try await pending() == 0, "merged by the merger's look at start")
+            // Now it waits for an answer (its poll is a minute away): these three stay pending until one wakes it.
+            try await answerThree()
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await pending() == 3, "three answers (rows) waiting for the wake-up")
             answers.notify()
-            let deadline = ContinuousClock.now + .seconds(20)
-            while try await pending() > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            try await waitUntilMerged()
             #expect(try await pending() == 0)
             #expect(try await AggregateQueryStore(database: harness.database).mergePopulationIndex() == 0)
         }
