@@ -10,6 +10,7 @@ import Logging
 import NIOCore
 import NIOHTTP1
 import Prometheus
+import SOSManager
 import ServiceLifecycle
 import Synchronization
 
@@ -319,12 +320,20 @@ struct IngestBenchCommand: AsyncParsableCommand {
         }
     }
 
-    /// The same uploads written through `HealthDataStore` directly, for other individuals.
+    /// The same uploads written through `HealthDataStore` directly, for other individuals, with
+    /// the statements an upload runs in its transaction: the lock, the ingest statement and the
+    /// Anomaly Detection module's lookup (`AnomalyDetector`, as the server runs it after storing).
     private func rawPhase(_ database: Database, individuals ids: [Int64], columns: [SampleColumns]) async throws -> PhaseResult {
         let (batchSize, individuals) = (self.batchSize, self.individuals)
         let writer = HealthDataStore(database: database, partitions: PartitionMaintainer(database: database))
+        let detector = AnomalyDetector(logger: database.logger)
         return try await runConcurrently { batch in
-            let outcome = try await writer.ingest(individualId: ids[batch % individuals], samples: columns[batch], locations: LocationColumns())
+            let outcome = try await writer.ingest(
+                individualId: ids[batch % individuals], samples: columns[batch], locations: LocationColumns()
+            ) { readings, transaction in
+                guard !readings.isEmpty else { return }
+                try await detector.samplesStored(readings, in: transaction)
+            }
             guard outcome.newSamples.count == batchSize else { throw ValidationError("raw upload \(batch) stored \(outcome.newSamples.count)") }
         }
     }
