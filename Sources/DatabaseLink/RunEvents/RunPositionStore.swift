@@ -47,16 +47,29 @@ package struct RunPositionStore: Sendable {
     package static let channel = "data4help_runs"
 
     let database: Database
+    /// Live updates go out after the post's commit, not inside it (see `AnnouncementSender`).
+    let announcements: AnnouncementSender
 
     package init(database: Database) {
         self.database = database
+        self.announcements = AnnouncementSender(database: database, channel: Self.channel)
     }
 
     /// Applies a runner's batch in one transaction with their enrolment row locked: `decide`
     /// gets the event, the runner's current state and the database's clock, and answers what to
-    /// write. Answers the write and how many positions were new (the rest were stored already).
+    /// write. Answers the write and how many positions were new (the rest were stored already),
+    /// once committed; the write's announcement is then queued for every instance's spectators.
     /// Throws `RunRefusal.notFound` without such an event, `.notEnrolled` when the asker does not run in it.
     package func apply(
+        publicId: UUID, individualId: Int64,
+        decide: (RunEventRecord, RunnerStateRecord, Date) throws -> RunPositionWrite
+    ) async throws -> (write: RunPositionWrite, stored: Int) {
+        let applied = try await write(publicId: publicId, individualId: individualId, decide: decide)
+        if let announcement = applied.write.announcement { announcements.send(announcement) }
+        return (applied.write, applied.stored)
+    }
+
+    private func write(
         publicId: UUID, individualId: Int64,
         decide: (RunEventRecord, RunnerStateRecord, Date) throws -> RunPositionWrite
     ) async throws -> (write: RunPositionWrite, stored: Int) {
@@ -71,7 +84,7 @@ package struct RunPositionStore: Sendable {
             let write = try decide(event, state, try row.makeRandomAccess()[25].decode(Date.self))
             let rowsBack = try await connection.execute(
                 RunPositionWriteStatement(runId: event.id, individualId: individualId, write: write), logger: database.logger)
-            guard let (stored, _, _) = rowsBack.first else { return (write, 0) }
+            guard let (stored, _) = rowsBack.first else { return (write, 0) }
             if var workout = write.finishedWorkout {
                 workout.runId = event.id
                 _ = try await WorkoutStore.insert(
@@ -177,9 +190,9 @@ struct RunnerLockStatement: PostgresPreparedStatement {
 }
 
 /// A runner's batch in one statement (one round trip at hundreds of posts a second): the new
-/// positions, the runner's state (fixes already stored count as dropped) and the announcement,
-/// sent on commit. Answers how many positions were new, whether the state row was updated, and
-/// whether an announcement was sent.
+/// positions and the runner's state (fixes already stored count as dropped). Answers how many
+/// positions were new and whether the state row was updated. The announcement is not sent here
+/// but after the commit (`AnnouncementSender`).
 struct RunPositionWriteStatement: PostgresPreparedStatement {
     static let name = "data4help_run_position_write"
     static let sql = """
@@ -197,11 +210,10 @@ struct RunPositionWriteStatement: PostgresPreparedStatement {
             WHERE run_id = $1 AND individual_id = $2
             RETURNING 1
         )
-        SELECT (SELECT n FROM stored), (SELECT count(*) FROM updated)::int4,
-               (SELECT count(*) FROM (SELECT pg_notify($17::text, $18::text) WHERE $18::text IS NOT NULL) n)::int4
+        SELECT (SELECT n FROM stored), (SELECT count(*) FROM updated)::int4
         """
 
-    typealias Row = (Int32, Int32, Int32)
+    typealias Row = (Int32, Int32)
 
     let runId: Int64
     let individualId: Int64
@@ -209,7 +221,7 @@ struct RunPositionWriteStatement: PostgresPreparedStatement {
 
     func makeBindings() throws -> PostgresBindings {
         let (positions, state) = (write.positions, write.state)
-        var bindings = PostgresBindings(capacity: 18)
+        var bindings = PostgresBindings(capacity: 16)
         bindings.append(runId)
         bindings.append(individualId)
         bindings.append(positions.map(\.timeMs))
@@ -226,8 +238,6 @@ struct RunPositionWriteStatement: PostgresPreparedStatement {
         bindings.append(state.offCourse)
         bindings.append(state.finishedAt)
         bindings.append(Int32(clamping: write.dropped + positions.count))
-        bindings.append(RunPositionStore.channel)
-        bindings.append(write.announcement)
         return bindings
     }
 
