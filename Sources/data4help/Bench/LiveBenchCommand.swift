@@ -217,7 +217,9 @@ struct LiveBenchCommand: AsyncParsableCommand {
         )
         let posts = tally.postLatencies.withLock { $0 }.sorted()
         print(
-            String(format: "post round trip (fix stored, announcement queued): p50 %.1f ms   p99 %.1f ms", percentile(posts, 0.5), percentile(posts, 0.99)))
+            String(
+                format: "post round trip (fix stored, announcement queued): p50 %.1f ms   p99 %.1f ms", percentile(posts, 0.5),
+                percentile(posts, 0.99)))
         print(
             String(
                 format: "fix posted → update received (%d measuring spectators, %d samples%@): p50 %.1f ms   p99 %.1f ms   max %.1f ms", measured,
