@@ -37,17 +37,15 @@ package final class AnnouncementSender: Sendable {
             queue.pending.append(payload)
             let excess = max(0, queue.pending.count - limit)
             queue.pending.removeFirst(excess)
-            defer { queue.sending = true }
-            return (!queue.sending, excess)
+            let start = !queue.sending
+            queue.sending = true
+            return (start, excess)
         }
         if dropped > 0 {
             database.logger.warning("announcements dropped: too many waiting", metadata: ["channel": "\(channel)", "dropped": "\(dropped)"])
         }
         if start { Task { await drain() } }
     }
-
-    /// Announcements queued and not yet sent (tests).
-    package var waiting: Int { queue.withLock { $0.pending.count } }
 
     private func drain() async {
         while let batch = queue.withLock({ queue -> [String]? in
