@@ -39,12 +39,11 @@ struct LiveCompact: LiveWireFormat {
         var run = LiveJSON.encode(LiveRunBody(event))
         message.writeBuffer(&run)
         message.writeString(#","epoch":\#(Self.whole(event.startsAt.timeIntervalSince1970 * 1_000)),"runners":"#)
-        let names = Dictionary(board.ranked.map { ($0.runnerId, $0.displayName) }) { first, _ in first }
-        var entries = LiveJSON.encode(board.roster.map { [$0.wireString, names[$0] ?? ""] })
+        var entries = LiveJSON.encode(zip(board.roster, board.states).map { id, state in [id.wireString, state.displayName] })
         message.writeBuffer(&entries)
         message.writeString(#","states":"#)
         LiveJSON.writeArray(runners.filter { $0.readableBytes > 0 }, to: &message)
-        let order = board.ranked.compactMap { board.indices[$0.runnerId] }.map(String.init).joined(separator: ",")
+        let order = board.order.map(String.init).joined(separator: ",")
         message.writeString(#","order":[\#(order)]}"#)
         return message
     }

@@ -199,9 +199,13 @@ final class LiveRun: Sendable {
     private let now: @Sendable () -> Date
     private let load: LiveRunHub.Loader
 
-    private struct Viewer {
+    /// One spectator, changed only under the run's lock (a class, so that a take changes it in
+    /// place rather than copying it out of the dictionary and back).
+    private final class Viewer {
         let subscription: LiveRunHub.Subscription
         var view: LiveView
+        /// The followed runners' indices on the board of its last snapshot, in index order.
+        var followed: [Int] = []
         /// The board generation this spectator has been sent (0: nothing yet), the batch its
         /// last field message brought it to, and the batch of its last message of any kind.
         var generation = 0
@@ -212,10 +216,16 @@ final class LiveRun: Sendable {
         /// It was told to come back for the field (`Take.fieldIn`) and has not yet.
         var fieldDeferred = false
 
-        /// Whether a batch that changed `moved` and the ranks of `reranked` is worth waking it for.
-        func wantsWake(moved: Set<UUID>, leadersChanged: Bool) -> Bool {
+        init(subscription: LiveRunHub.Subscription, view: LiveView) {
+            self.subscription = subscription
+            self.view = view
+        }
+
+        /// Whether a batch that changed the runners marked in `changed` (by index) is worth
+        /// waking it for.
+        func wantsWake(changed: [Bool], leadersChanged: Bool) -> Bool {
             guard view.fieldEvery != nil else { return true }
-            return leadersChanged || !fieldDeferred || !view.follow.isDisjoint(with: moved)
+            return leadersChanged || !fieldDeferred || followed.contains { $0 < changed.count && changed[$0] }
         }
     }
 
@@ -227,17 +237,17 @@ final class LiveRun: Sendable {
         var reloadWanted = false
         /// Announced states not applied yet.
         var pending: [RunnerStateRecord] = []
-        /// Each runner's full state as it is now and the batch that last changed it (not
-        /// counting rank-only changes)…
-        var rendered: [UUID: ByteBuffer] = [:]
-        var changedIn: [UUID: UInt64] = [:]
+        /// By runner index (the board's): each runner's full state as it is now and the batch
+        /// that last changed it (not counting rank-only changes)…
+        var rendered: [ByteBuffer] = []
+        var changedIn: [UInt64] = []
         /// …and its rank entry, the batch that last changed its rank alone, and the batch that
         /// last changed its rank at all.
-        var renderedRank: [UUID: ByteBuffer] = [:]
-        var rerankedIn: [UUID: UInt64] = [:]
-        var rankChangedIn: [UUID: UInt64] = [:]
-        /// The leaders, rendered, and the batch that last changed them.
-        var leaders: [UUID] = []
+        var renderedRank: [ByteBuffer?] = []
+        var rerankedIn: [UInt64] = []
+        var rankChangedIn: [UInt64] = []
+        /// The leaders' indices, rendered, and the batch that last changed them.
+        var leaders: [Int] = []
         var renderedLeaders: ByteBuffer?
         var leadersChangedIn: UInt64 = 0
         /// The newest batch.
@@ -252,6 +262,17 @@ final class LiveRun: Sendable {
         var waiting: [CheckedContinuation<Void, any Error>] = []
         /// The worker (loading and batching) is running.
         var working = false
+
+        /// Makes room for runners that joined the board (their indices follow the known ones).
+        mutating func grow(to count: Int) {
+            let missing = count - rendered.count
+            guard missing > 0 else { return }
+            rendered.append(contentsOf: repeatElement(ByteBuffer(), count: missing))
+            changedIn.append(contentsOf: repeatElement(0, count: missing))
+            renderedRank.append(contentsOf: repeatElement(nil, count: missing))
+            rerankedIn.append(contentsOf: repeatElement(0, count: missing))
+            rankChangedIn.append(contentsOf: repeatElement(0, count: missing))
+        }
     }
 
     private let state = Mutex(State())
@@ -280,11 +301,10 @@ final class LiveRun: Sendable {
     /// A new view starts with a snapshot, like a new connection.
     func change(_ subscription: LiveRunHub.Subscription, to view: LiveView) {
         state.withLock { state in
-            guard var viewer = state.viewers[ObjectIdentifier(subscription)] else { return }
+            guard let viewer = state.viewers[ObjectIdentifier(subscription)] else { return }
             viewer.view = view
             viewer.generation = 0
             viewer.fieldDeferred = false
-            state.viewers[ObjectIdentifier(subscription)] = viewer
         }
     }
 
@@ -380,20 +400,20 @@ final class LiveRun: Sendable {
             for continuation in waiting { continuation.resume(throwing: error) }
             return
         }
-        let rendered = Dictionary(
-            uniqueKeysWithValues: loaded.ranked.map { ($0.runnerId, wire.state($0, index: loaded.indices[$0.runnerId] ?? 0, of: loaded.event)) })
-        let leaders = loaded.ranked.prefix(LiveView.leaderCount).map(\.runnerId)
-        let renderedLeaders = wire.leaders(leaders.compactMap { loaded.indices[$0] })
+        let rendered = loaded.states.enumerated().map { index, runner in wire.state(runner, index: index, of: loaded.event) }
+        let leaders = Array(loaded.order.prefix(LiveView.leaderCount))
+        let renderedLeaders = wire.leaders(leaders)
         let (waiting, viewers) = state.withLock { state in
             defer { state.waiting = [] }
             state.board = loaded
             state.generation += 1
             state.batch += 1
+            let count = rendered.count
             state.rendered = rendered
-            state.changedIn = rendered.mapValues { _ in state.batch }
-            state.renderedRank = [:]
-            state.rerankedIn = [:]
-            state.rankChangedIn = [:]
+            state.changedIn = Array(repeating: state.batch, count: count)
+            state.renderedRank = Array(repeating: nil, count: count)
+            state.rerankedIn = Array(repeating: 0, count: count)
+            state.rankChangedIn = Array(repeating: 0, count: count)
             (state.leaders, state.renderedLeaders, state.leadersChangedIn) = (leaders, renderedLeaders, state.batch)
             state.lastBatchAt = .now
             return (state.waiting, state.viewers.values.map(\.subscription))
@@ -414,43 +434,47 @@ final class LiveRun: Sendable {
         else { return }
         var updated = board
         let changed = updated.apply(records)
-        let index = { (runner: UUID) in updated.indices[runner] ?? 0 }
-        let moved = changed.moved.map { ($0.runnerId, wire.state($0, index: index($0.runnerId), of: updated.event)) }
-        let rankOnly = Set(changed.reranked.map(\.runnerId))
-        let ranks = changed.ranksChanged.map { state in
-            let index = index(state.runnerId)
-            return (
-                state.runnerId, rankOnly.contains(state.runnerId) ? wire.state(state, index: index, of: updated.event) : nil,
-                wire.rank(state, index: index)
-            )
+        let count = updated.states.count
+        let moved = changed.moved.map { index in (index, wire.state(updated.states[index], index: index, of: updated.event)) }
+        // A runner whose rank alone changed is rendered again only where its state carries the rank.
+        var rankOnly = [Bool](repeating: false, count: count)
+        if wire.stateCarriesRank {
+            for index in changed.reranked { rankOnly[index] = true }
         }
-        let leaders = updated.ranked.prefix(LiveView.leaderCount).map(\.runnerId)
-        let movedIds = Set(changed.moved.map(\.runnerId)).union(changed.ranksChanged.map(\.runnerId))
+        let ranks = changed.ranksChanged.map { index in
+            let runner = updated.states[index]
+            return (index, rankOnly[index] ? wire.state(runner, index: index, of: updated.event) : nil, wire.rank(runner, index: index))
+        }
+        let leaders = Array(updated.order.prefix(LiveView.leaderCount))
+        var touched = [Bool](repeating: false, count: count)
+        for index in changed.moved { touched[index] = true }
+        for index in changed.ranksChanged { touched[index] = true }
         let viewers = state.withLock { state -> [LiveRunHub.Subscription] in
             state.lastBatchAt = .now
             if changed.joined, !wire.stateNamesRunner { state.reloadWanted = true }  // spectators learn the new runners' indices from a snapshot
             guard !changed.isEmpty else { return [] }
             state.board = updated
             state.batch += 1
-            for (runner, bytes) in moved {
-                state.rendered[runner] = bytes
-                state.changedIn[runner] = state.batch
+            state.grow(to: count)
+            for (index, bytes) in moved {
+                state.rendered[index] = bytes
+                state.changedIn[index] = state.batch
             }
-            for (runner, bytes, rank) in ranks {
+            for (index, bytes, rank) in ranks {
                 if let bytes {
-                    state.rendered[runner] = bytes  // for spectators that have not had its last change yet (when states carry ranks)
-                    state.rerankedIn[runner] = state.batch
+                    state.rendered[index] = bytes  // for spectators that have not had its last change yet (when states carry ranks)
+                    state.rerankedIn[index] = state.batch
                 }
-                state.renderedRank[runner] = rank
-                state.rankChangedIn[runner] = state.batch
+                state.renderedRank[index] = rank
+                state.rankChangedIn[index] = state.batch
             }
             let leadersChanged = leaders != state.leaders
             if leadersChanged {
                 state.leaders = leaders
-                state.renderedLeaders = wire.leaders(leaders.compactMap { updated.indices[$0] })
+                state.renderedLeaders = wire.leaders(leaders)
                 state.leadersChangedIn = state.batch
             }
-            return state.viewers.values.filter { $0.wantsWake(moved: movedIds, leadersChanged: leadersChanged) }.map(\.subscription)
+            return state.viewers.values.filter { $0.wantsWake(changed: touched, leadersChanged: leadersChanged) }.map(\.subscription)
         }
         for subscription in viewers { subscription.wake() }
     }
@@ -461,12 +485,11 @@ final class LiveRun: Sendable {
     /// that changed since its last message.
     func take(for subscription: LiveRunHub.Subscription) -> LiveRunHub.Subscription.Take {
         state.withLock { state in
-            let key = ObjectIdentifier(subscription)
-            guard let board = state.board, var viewer = state.viewers[key] else { return .nothing }
-            defer { state.viewers[key] = viewer }
+            guard let viewer = state.viewers[ObjectIdentifier(subscription)], let board = state.board else { return .nothing }
             if viewer.generation != state.generation {
                 viewer.generation = state.generation
                 (viewer.seen, viewer.followSeen) = (state.batch, state.batch)
+                viewer.followed = viewer.view.follow.compactMap { board.indices[$0] }.sorted()
                 if let every = viewer.view.fieldEvery { viewer.fieldPeriod = period(every).current }
                 return .message(snapshot(&state, board: board))
             }
@@ -475,7 +498,7 @@ final class LiveRun: Sendable {
                 let (period, next) = period(every)
                 if period <= viewer.fieldPeriod {
                     defer { viewer.followSeen = state.batch }
-                    if viewer.followSeen < state.batch, let message = followed(&state, viewer.view.follow, since: viewer.followSeen) {
+                    if viewer.followSeen < state.batch, let message = followed(&state, viewer.followed, since: viewer.followSeen) {
                         return .message(message)
                     }
                     viewer.fieldDeferred = true
@@ -488,7 +511,7 @@ final class LiveRun: Sendable {
             if state.sharedUpdates.to != state.batch { state.sharedUpdates = (state.batch, [:]) }
             let since = viewer.seen
             if let shared = state.sharedUpdates.from[since] { return .message(shared) }
-            let message = update(&state, runners: board.ranked.lazy.map(\.runnerId), since: since)
+            let message = update(&state, runners: board.order, since: since)
             state.sharedUpdates.from[since] = message
             return .message(message)
         }
@@ -502,23 +525,25 @@ final class LiveRun: Sendable {
         return (now / milliseconds, .milliseconds(milliseconds - now % milliseconds))
     }
 
-    /// The states and rank entries of `runners` changed since `since`, and the leaders if they changed.
-    private func update(_ state: inout State, runners: some Sequence<UUID>, since: UInt64) -> ByteBuffer {
+    /// The states and rank entries of `runners` (indices) changed since `since`, and the leaders
+    /// if they changed.
+    private func update(_ state: inout State, runners: [Int], since: UInt64) -> ByteBuffer {
         var states: [ByteBuffer] = [], ranks: [ByteBuffer] = []
-        for runner in runners {
-            let moved = (state.changedIn[runner] ?? 0) > since
-            if moved, let bytes = state.rendered[runner], bytes.readableBytes > 0 { states.append(bytes) }
-            let reranked = (wire.stateCarriesRank ? state.rerankedIn[runner] : state.rankChangedIn[runner]) ?? 0
-            if reranked > since, !(moved && wire.stateCarriesRank), let rank = state.renderedRank[runner] { ranks.append(rank) }
+        let carriesRank = wire.stateCarriesRank
+        for index in runners {
+            let moved = state.changedIn[index] > since
+            if moved, state.rendered[index].readableBytes > 0 { states.append(state.rendered[index]) }
+            let reranked = carriesRank ? state.rerankedIn[index] : state.rankChangedIn[index]
+            if reranked > since, !(moved && carriesRank), let rank = state.renderedRank[index] { ranks.append(rank) }
         }
         return wire.update(runners: states, ranks: ranks, leaders: state.leadersChangedIn > since ? state.renderedLeaders : nil)
     }
 
-    /// `update` for the followed runners, nil when none of them and not the leaders changed.
-    private func followed(_ state: inout State, _ follow: Set<UUID>, since: UInt64) -> ByteBuffer? {
-        let changed = follow.filter { max(state.changedIn[$0] ?? 0, state.rankChangedIn[$0] ?? 0) > since }
+    /// `update` for the followed runners (indices), nil when none of them and not the leaders changed.
+    private func followed(_ state: inout State, _ follow: [Int], since: UInt64) -> ByteBuffer? {
+        let changed = follow.filter { index in index < state.changedIn.count && max(state.changedIn[index], state.rankChangedIn[index]) > since }
         guard !changed.isEmpty || state.leadersChangedIn > since else { return nil }
-        return update(&state, runners: changed.sorted(), since: since)
+        return update(&state, runners: changed, since: since)
     }
 
     private func snapshot(_ state: inout State, board: LiveBoard) -> ByteBuffer {
@@ -527,7 +552,7 @@ final class LiveRun: Sendable {
         if let shared = state.sharedSnapshot, shared.generation == state.generation, shared.batch == state.batch, shared.phase == event.phase {
             return shared.message
         }
-        let message = wire.snapshot(board, event: event, runners: board.ranked.compactMap { state.rendered[$0.runnerId] })
+        let message = wire.snapshot(board, event: event, runners: board.order.map { state.rendered[$0] })
         state.sharedSnapshot = (state.generation, state.batch, event.phase, message)
         return message
     }

@@ -50,25 +50,36 @@ package struct RunnerState: Sendable, Equatable, Codable {
     /// taken at different moments: two runners side by side would swap places every time one of
     /// them reports, and every swap would be sent to every spectator.
     package static func ranked(_ states: [RunnerState], startsAt: Date) -> [RunnerState] {
-        let newest = states.lazy.filter { !$0.finished }.compactMap(\.time).max()
-        func standing(_ state: RunnerState) -> Double {
-            guard let newest, let time = state.time, case let elapsed = time.timeIntervalSince(startsAt), elapsed > 0 else {
-                return state.distanceMeters
-            }
-            return state.distanceMeters * (1 + min(newest.timeIntervalSince(time), rankingCarry) / elapsed)
-        }
-        let ordered = states.map { (state: $0, standing: standing($0)) }.sorted { a, b in
-            switch (a.state.finishedAt, b.state.finishedAt) {
-            case let (x?, y?): x != y ? x < y : a.state.runnerId < b.state.runnerId
-            case (.some, nil): true
-            case (nil, .some): false
-            case (nil, nil): a.standing != b.standing ? a.standing > b.standing : a.state.runnerId < b.state.runnerId
-            }
+        let newest = newestFix(of: states)
+        let ordered = states.map { (state: $0, standing: $0.standing(at: newest, startsAt: startsAt)) }.sorted { a, b in
+            ranksAhead(a.state, a.standing, of: b.state, b.standing)
         }
         return ordered.enumerated().map { index, entry in
             var state = entry.state
             state.rank = index + 1
             return state
+        }
+    }
+
+    /// The newest fix among the runners still running (what `standing` carries the others to).
+    static func newestFix(of states: some Sequence<RunnerState>) -> Date? {
+        states.lazy.filter { !$0.finished }.compactMap(\.time).max()
+    }
+
+    /// Where the runner is estimated to be at `newest` (see `ranked`), in metres.
+    func standing(at newest: Date?, startsAt: Date) -> Double {
+        guard let newest, let time, case let elapsed = time.timeIntervalSince(startsAt), elapsed > 0 else { return distanceMeters }
+        return distanceMeters * (1 + min(newest.timeIntervalSince(time), Self.rankingCarry) / elapsed)
+    }
+
+    /// Whether `a` (standing at `aStanding`) ranks ahead of `b`: finished runners first, by
+    /// finishing time; the others by standing; ties by runner id.
+    static func ranksAhead(_ a: RunnerState, _ aStanding: Double, of b: RunnerState, _ bStanding: Double) -> Bool {
+        switch (a.finishedAt, b.finishedAt) {
+        case let (x?, y?): x != y ? x < y : a.runnerId < b.runnerId
+        case (.some, nil): true
+        case (nil, .some): false
+        case (nil, nil): aStanding != bStanding ? aStanding > bStanding : a.runnerId < b.runnerId
         }
     }
 }
