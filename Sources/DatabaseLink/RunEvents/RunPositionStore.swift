@@ -168,7 +168,7 @@ package struct RunPositionStore: Sendable {
 struct RunnerLockStatement: PostgresPreparedStatement {
     static let name = "data4help_run_runner_lock"
     static let sql = """
-        SELECT \(RunEventRecord.columns), \(RunnerStateRecord.columns), now()
+        SELECT \(RunEventRecord.uncountedColumns), \(RunnerStateRecord.columns), now()
         FROM run_events e JOIN run_participants p ON p.run_id = e.id AND p.individual_id = $1
         WHERE e.public_id = $2
         FOR UPDATE OF p
