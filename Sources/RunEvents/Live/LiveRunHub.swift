@@ -135,7 +135,9 @@ package final class LiveRunHub: Sendable {
             for run in runs.withLock({ Array($0.values) }) { run.reload() }
             return
         }
-        guard let announcement = LiveAnnouncement.decode(payload),
+        // Every instance hears every announcement, and each hub (one per protocol version) is
+        // told of it: one with no event watched skips the decoding.
+        guard runs.withLock({ !$0.isEmpty }), let announcement = LiveAnnouncement.decode(payload),
             let run = runs.withLock({ $0[announcement.runId] })
         else { return }
         if let state = announcement.state { run.announce(state) } else { run.reload() }
