@@ -84,7 +84,7 @@ package struct RunPositionStore: Sendable {
             let write = try decide(event, state, try row.makeRandomAccess()[25].decode(Date.self))
             let rowsBack = try await connection.execute(
                 RunPositionWriteStatement(runId: event.id, individualId: individualId, write: write), logger: database.logger)
-            guard let (stored, _) = rowsBack.first else { return (write, 0) }
+            guard let stored = rowsBack.first else { return (write, 0) }
             if var workout = write.finishedWorkout {
                 workout.runId = event.id
                 _ = try await WorkoutStore.insert(
@@ -191,8 +191,8 @@ struct RunnerLockStatement: PostgresPreparedStatement {
 
 /// A runner's batch in one statement (one round trip at hundreds of posts a second): the new
 /// positions and the runner's state (fixes already stored count as dropped). Answers how many
-/// positions were new and whether the state row was updated. The announcement is not sent here
-/// but after the commit (`AnnouncementSender`).
+/// positions were new. The announcement is not sent here but after the commit
+/// (`AnnouncementSender`).
 struct RunPositionWriteStatement: PostgresPreparedStatement {
     static let name = "data4help_run_position_write"
     static let sql = """
@@ -203,17 +203,16 @@ struct RunPositionWriteStatement: PostgresPreparedStatement {
             ON CONFLICT DO NOTHING
             RETURNING 1
         ), stored AS (SELECT count(*)::int4 AS n FROM inserted),
-        updated AS (
+        updated AS (   -- a data-modifying WITH runs whether or not it is read
             UPDATE run_participants SET last_fix_at = $9::timestamptz, latitude = $10::float8, longitude = $11::float8,
                 distance_meters = $12::float8, first_fix_at = $13::timestamptz, off_course = $14::bool, finished_at = $15::timestamptz,
                 dropped_fixes = dropped_fixes + $16::int4 - (SELECT n FROM stored)
             WHERE run_id = $1 AND individual_id = $2
-            RETURNING 1
         )
-        SELECT (SELECT n FROM stored), (SELECT count(*) FROM updated)::int4
+        SELECT n FROM stored
         """
 
-    typealias Row = (Int32, Int32)
+    typealias Row = Int32
 
     let runId: Int64
     let individualId: Int64
