@@ -268,10 +268,10 @@ struct Components {
         directory = OrganisationDirectory(database: database)
         runEvents = RunEventService(database: database)
         livePositions = LivePositions(database: database)
-        liveHub = LiveRunHub(interval: configuration.liveUpdateInterval, wire: LiveCompact()) { [livePositions] in
+        liveHub = LiveRunHub(interval: configuration.liveUpdateInterval, wire: WebSocketFramedWire(inner: LiveCompact())) { [livePositions] in
             try await livePositions.snapshot(of: $0)
         }
-        liveHubV1 = LiveRunHub(interval: configuration.liveUpdateInterval, wire: LiveJSON()) { [livePositions] in
+        liveHubV1 = LiveRunHub(interval: configuration.liveUpdateInterval, wire: WebSocketFramedWire(inner: LiveJSON())) { [livePositions] in
             try await livePositions.snapshot(of: $0)
         }
         sosChanges = ChangeSignal()
