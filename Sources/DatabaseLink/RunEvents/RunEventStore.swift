@@ -22,21 +22,20 @@ package struct RunEventRecord: Sendable {
     /// 0 where the statement did not count them (`uncountedColumns`).
     package var participantCount: Int
 
-    /// The select list, a constant spliced into the queries below (alias `e`).
-    static let columns = """
+    /// The event's own columns (alias `e`), without the participant count.
+    private static let eventColumns = """
         e.id, e.public_id, e.organiser_id, e.created_at, e.updated_at, e.name, e.description, e.starts_at, e.ends_at,
-        e.enrolment_deadline, e.max_participants, e.path::text, e.length_meters, e.cancelled_at,
-        (SELECT count(*) FROM run_participants p WHERE p.run_id = e.id)::int4
+        e.enrolment_deadline, e.max_participants, e.path::text, e.length_meters, e.cancelled_at
         """
+
+    /// The select list, a constant spliced into the queries below (alias `e`).
+    static let columns = eventColumns + ", (SELECT count(*) FROM run_participants p WHERE p.run_id = e.id)::int4"
 
     /// `columns` with 0 for the participant count, for a runner's position post
     /// (`RunnerLockStatement`), which never uses it: counting every participant at every post was
     /// most of that statement's time (0.69 ms at the median with 5,000 runners, PostgreSQL's log of
     /// `bench live`'s city race).
-    static let uncountedColumns = """
-        e.id, e.public_id, e.organiser_id, e.created_at, e.updated_at, e.name, e.description, e.starts_at, e.ends_at,
-        e.enrolment_deadline, e.max_participants, e.path::text, e.length_meters, e.cancelled_at, 0::int4
-        """
+    static let uncountedColumns = eventColumns + ", 0::int4"
 
     init(row: PostgresRow) throws {
         let cells = row.makeRandomAccess()

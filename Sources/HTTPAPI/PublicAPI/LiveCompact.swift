@@ -39,7 +39,7 @@ struct LiveCompact: LiveWireFormat {
         var run = LiveJSON.encode(LiveRunBody(event))
         message.writeBuffer(&run)
         message.writeString(#","epoch":\#(Self.whole(event.startsAt.timeIntervalSince1970 * 1_000)),"runners":"#)
-        var entries = LiveJSON.encode(zip(board.roster, board.states).map { id, state in [id.wireString, state.displayName] })
+        var entries = LiveJSON.encode(board.states.map { [$0.runnerId.wireString, $0.displayName] })
         message.writeBuffer(&entries)
         message.writeString(#","states":"#)
         LiveJSON.writeArray(runners.filter { $0.readableBytes > 0 }, to: &message)

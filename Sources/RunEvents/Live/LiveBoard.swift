@@ -18,15 +18,13 @@ package struct LiveBoard: Sendable {
     package private(set) var states: [RunnerState]
     /// Every index, leader first.
     package private(set) var order: [Int]
-    /// Every runner's id by index.
-    package private(set) var roster: [UUID]
+    /// Every runner's index by id.
     package private(set) var indices: [UUID: Int]
 
     package init(event: RunEvent, records: [RunnerStateRecord]) {
         self.event = event
         states = []
         order = []
-        roster = []
         indices = [:]
         _ = apply(records)
     }
@@ -65,9 +63,8 @@ package struct LiveBoard: Sendable {
                 if state != shown { touched.append((index, 1)) }
                 states[index] = state
             } else {
-                let index = roster.count
+                let index = states.count
                 indices[record.runnerId] = index
-                roster.append(record.runnerId)
                 states.append(state)
                 order.append(index)
                 touched.append((index, 2))
