@@ -22,5 +22,14 @@ struct PoolStopTests {
         let started = ContinuousClock.now
         #expect(await Database.ended(stubborn, within: .milliseconds(300)) == false)
         #expect(ContinuousClock.now - started < .seconds(10))
+
+        // A caller cancelled while it waits (a shutdown past its bound) stops waiting at once.
+        let waiting = Task { await Database.ended(stubborn, within: .seconds(600)) }
+        try await Task.sleep(for: .milliseconds(100))
+        let cancelled = ContinuousClock.now
+        waiting.cancel()
+        #expect(await waiting.value == false)
+        #expect(ContinuousClock.now - cancelled < .seconds(10))
+        stubborn.cancel()
     }
 }

@@ -35,8 +35,11 @@ struct SelfContainedBinaryTests {
             "LOG_LEVEL": "info", "MAIL_PICKUP_DIR": Mailbox.directory.path, "PATH": "/usr/bin:/bin",
         ]
         process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: log)
-        process.standardError = try FileHandle(forWritingTo: log)
+        // One handle for both: two would each write from offset 0, and a crash report on standard
+        // error overwrote the log lines that said what the process was doing.
+        let logHandle = try FileHandle(forWritingTo: log)
+        process.standardOutput = logHandle
+        process.standardError = logHandle
         try process.run()
         defer { if process.isRunning { process.terminate() } }
         try await BalancedPairTests.waitReady(reservation.port)
@@ -61,11 +64,12 @@ struct SelfContainedBinaryTests {
 
         await process.stop()
         let output = try String(contentsOf: log, encoding: .utf8)
+        let lines = output.split(separator: "\n")
         // JSON lines when the output is not a terminal (`"level":"info"`), text on one.
         let levels = ["warning", "error", "critical"]
-        let loud = output.split(separator: "\n").filter { line in levels.contains { line.contains("\"level\":\"\($0)\"") || line.contains(" \($0) ") }
+        let loud = lines.filter { line in levels.contains { line.contains("\"level\":\"\($0)\"") || line.contains(" \($0) ") }
         }
-        #expect(loud.isEmpty, "\(loud)")
+        #expect(loud.isEmpty, "\(loud)\nthe log's last lines:\n\(lines.suffix(20).joined(separator: "\n"))")
         #expect(output.contains("\"message\":\"applied migration\""), "the log is read: \(output.prefix(300))")
     }
 }

@@ -61,30 +61,30 @@ package struct Database: Sendable {
     /// seen to never return from `run()` after being cancelled with every connection already
     /// closed (issue 18: a test server's pool; a test's pool after a replica's replay was paused and
     /// resumed): a process that awaited it hung for good. Past the limit this logs it and returns
-    /// without the pool — nothing is left open by then but the pool's own task. True when it stopped.
+    /// without the pool — nothing is left open by then but the pool's own task. A cancelled caller
+    /// stops waiting at once. True when it stopped.
     @discardableResult
     package func stop(_ pool: Task<Void, Never>, within limit: Duration = Database.stopLimit) async -> Bool {
         pool.cancel()
         let stopped = await Self.ended(pool, within: limit)
-        if !stopped {
+        if stopped {
+            return true
+        } else if Task.isCancelled {
+            // The caller was cancelled (a shutdown past its bound): it does not wait any longer.
+            logger.notice("the connection pool was asked to stop; not awaited, its caller was cancelled", metadata: ["pool": "\(client)"])
+        } else {
             logger.error("the connection pool did not stop within \(limit) of being asked; left behind", metadata: ["pool": "\(client)"])
         }
-        return stopped
+        return false
     }
 
-    /// Whether `task` ends within `limit` (it is not awaited past it).
+    /// Whether `task` ends within `limit` (it is not awaited past it), or before the caller is
+    /// cancelled: a group cancelled at the end of its shutdown bound ends the wait at once.
     package static func ended(_ task: Task<Void, Never>, within limit: Duration) async -> Bool {
-        await withCheckedContinuation { (continuation: CheckedContinuation<Bool, Never>) in
-            let once = ResumeOnce(continuation)
-            Task {
-                await task.value
-                once.resume(true)
-            }
-            Task {
-                try? await Task.sleep(for: limit)
-                once.resume(false)
-            }
-        }
+        (try? await withTimeout(limit) {
+            await task.value
+            return true
+        }) ?? false
     }
 
     /// Runs the pool in a task of its own; leases wait until it has started.
@@ -168,19 +168,6 @@ package struct Database: Sendable {
         try await withConnection { connection in
             try await connection.query(query, logger: logger).collect()
         }
-    }
-}
-
-/// Resumes a continuation with the first answer; later ones are dropped.
-private final class ResumeOnce: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Bool, Never>?>
-
-    init(_ continuation: CheckedContinuation<Bool, Never>) {
-        self.continuation = Mutex(continuation)
-    }
-
-    func resume(_ value: Bool) {
-        continuation.withLock { $0.take() }?.resume(returning: value)
     }
 }
 

@@ -17,11 +17,13 @@ import ServiceLifecycle
 /// application ready to run. `data4help serve` and the tests build it the same way.
 ///
 /// Migrations run before the server accepts connections (`beforeServerStarts`), with the
-/// connection pool already running as a service of the application.
+/// connection pool already running as a service of the application. Each service reports
+/// its run to `roster` (see `ShutdownWatch`).
 package func buildApplication(
     configuration: AppConfiguration,
     databaseURL: DatabaseURL,
     metrics: PrometheusCollectorRegistry,
+    roster: ServiceRoster = ServiceRoster(),
     logger: Logger
 ) throws -> some ApplicationProtocol {
     let database = Database(
@@ -128,7 +130,7 @@ package func buildApplication(
                 ))
         },
         configuration: .init(address: .hostname(configuration.host, port: configuration.port), serverName: "data4help"),
-        services: services,
+        services: services.map { roster.watching($0) },
         logger: logger
     )
     app.beforeServerStarts {

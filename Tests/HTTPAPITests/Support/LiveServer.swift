@@ -1,4 +1,6 @@
+import DatabaseLink
 import Foundation
+import HTTPAPI
 import Hummingbird
 import HummingbirdCore
 import HummingbirdTesting
@@ -65,16 +67,10 @@ enum LiveServer {
     private static func waitForShutdown<Base>(
         of app: PortReportingApplication<Base>, _ server: Task<Void, any Error>, limit: Duration, diagnostics: @Sendable () -> [String]
     ) async -> Result<Void, any Error>? {
-        let outcome = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, any Error>?, Never>) in
-            let first = FirstResume(continuation)
-            Task { first.resume(with: await server.result) }
-            Task {
-                try? await Task.sleep(for: limit)
-                first.resume(with: nil)
-            }
-        }
+        // `withTimeout` answers at the limit without waiting for the server; nil when it passed.
+        let outcome = try? await withTimeout(limit) { await server.result }
         if outcome == nil {
-            let lines = ["the test's server did not stop within \(limit) of being asked; still running: \(app.running.names)"] + diagnostics()
+            let lines = ["the test's server did not stop within \(limit) of being asked; still running: \(app.roster.stillRunning)"] + diagnostics()
             Issue.record(Comment(rawValue: lines.joined(separator: "\n")))
             server.cancel()
         }
@@ -136,9 +132,9 @@ struct PortReportingApplication<Base: ApplicationProtocol>: ApplicationProtocol,
     var eventLoopGroup: any EventLoopGroup { base.eventLoopGroup }
     var configuration: ApplicationConfiguration { base.configuration }
     var logger: Logger { base.logger }
-    var services: [any Service] { base.services.map { TrackedService($0, in: running) } }
+    var services: [any Service] { base.services.map { roster.watching($0) } }
     /// The application's services that have started and not yet returned.
-    let running = RunningServices()
+    let roster = ServiceRoster()
     var processesRunBeforeServerStart: [@Sendable () async throws -> Void] { base.processesRunBeforeServerStart }
 
     @Sendable func onServerRunning(_ channel: any Channel) async {
@@ -170,46 +166,5 @@ final class PortPromise: Sendable {
             }
             if let known { continuation.resume(returning: known) }
         }
-    }
-}
-
-/// The services of a test's server that are running, by type name.
-final class RunningServices: Sendable {
-    private let state = Mutex<[String: Int]>([:])
-
-    var names: [String] { state.withLock { $0.filter { $0.value > 0 }.keys.sorted() } }
-
-    func started(_ name: String) { state.withLock { $0[name, default: 0] += 1 } }
-    func ended(_ name: String) { state.withLock { $0[name, default: 0] -= 1 } }
-}
-
-/// A service that tells `RunningServices` when it starts and when it returns.
-struct TrackedService: Service {
-    let base: any Service
-    let running: RunningServices
-
-    init(_ base: any Service, in running: RunningServices) {
-        self.base = base
-        self.running = running
-    }
-
-    func run() async throws {
-        let name = String(describing: type(of: base))
-        running.started(name)
-        defer { running.ended(name) }
-        try await base.run()
-    }
-}
-
-/// Resumes a continuation with the first of several outcomes; the later ones are dropped.
-final class FirstResume<Value: Sendable>: Sendable {
-    private let continuation: Mutex<CheckedContinuation<Value, Never>?>
-
-    init(_ continuation: CheckedContinuation<Value, Never>) {
-        self.continuation = Mutex(continuation)
-    }
-
-    func resume(with value: Value) {
-        continuation.withLock { $0.take() }?.resume(returning: value)
     }
 }
