@@ -15,27 +15,40 @@ package struct RunEventRecord: Sendable {
     package var endsAt: Date
     package var enrolmentDeadline: Date
     package var maxParticipants: Int
-    /// GeoJSON coordinates, `[[lon, lat], ...]`.
+    /// GeoJSON coordinates, `[[lon, lat], ...]`; empty where the statement left out a course
+    /// its caller already holds (`postColumns`).
     package var path: String
     package var lengthMeters: Double
     package var cancelledAt: Date?
-    /// 0 where the statement did not count them (`uncountedColumns`).
+    /// 0 where the statement did not count them (`postColumns`).
     package var participantCount: Int
 
-    /// The event's own columns (alias `e`), without the participant count.
-    private static let eventColumns = """
-        e.id, e.public_id, e.organiser_id, e.created_at, e.updated_at, e.name, e.description, e.starts_at, e.ends_at,
-        e.enrolment_deadline, e.max_participants, e.path::text, e.length_meters, e.cancelled_at
+    /// The event's own columns (alias `e`), without the participant count; `path` is the
+    /// course's expression.
+    private static func eventColumns(path: String = "e.path::text") -> String {
         """
+        e.id, e.public_id, e.organiser_id, e.created_at, e.updated_at, e.name, e.description, e.starts_at, e.ends_at,
+        e.enrolment_deadline, e.max_participants, \(path), e.length_meters, e.cancelled_at
+        """
+    }
 
     /// The select list, a constant spliced into the queries below (alias `e`).
-    static let columns = eventColumns + ", (SELECT count(*) FROM run_participants p WHERE p.run_id = e.id)::int4"
+    static let columns = eventColumns() + ", (SELECT count(*) FROM run_participants p WHERE p.run_id = e.id)::int4"
 
-    /// `columns` with 0 for the participant count, for a runner's position post
-    /// (`RunnerLockStatement`), which never uses it: counting every participant at every post was
-    /// most of that statement's time (0.69 ms at the median with 5,000 runners, PostgreSQL's log of
-    /// `bench live`'s city race).
-    static let uncountedColumns = eventColumns + ", 0::int4"
+    /// The version of an event's course that a caller keeps parsed: its last change, in
+    /// microseconds since the epoch (exact, where a `Date` read back and sent again may be off by
+    /// one microsecond).
+    static let courseVersion = "(extract(epoch FROM e.updated_at) * 1000000)::int8"
+
+    /// `columns` for a runner's position post (`RunnerLockStatement`), whose parameter `$3` is the
+    /// course version the server holds parsed (or NULL):
+    /// - the course only when it is not that version, else an empty path. A course has up to
+    ///   20,000 points: sent as text at every post, it would be up to a megabyte a post for a
+    ///   course the server parsed already.
+    /// - 0 for the participant count, which the post never uses: counting every participant at
+    ///   every post was most of that statement's time (0.69 ms at the median with 5,000 runners,
+    ///   PostgreSQL's log of `bench live`'s city race).
+    static let postColumns = eventColumns(path: "CASE WHEN \(courseVersion) = $3 THEN '' ELSE e.path::text END") + ", 0::int4"
 
     init(row: PostgresRow) throws {
         let cells = row.makeRandomAccess()

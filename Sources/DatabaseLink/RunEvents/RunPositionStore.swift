@@ -56,32 +56,35 @@ package struct RunPositionStore: Sendable {
     }
 
     /// Applies a runner's batch in one transaction with their enrolment row locked: `decide`
-    /// gets the event, the runner's current state and the database's clock, and answers what to
-    /// write. Answers the write and how many positions were new (the rest were stored already),
+    /// gets the event, the runner's current state, the database's clock and the version of the
+    /// event's course, and answers what to write. `knownCourse` is the course version the caller
+    /// holds parsed: when it is current, the event's `path` comes empty. Answers the write and how many positions were new (the rest were stored already),
     /// once committed; the write's announcement is then queued for every instance's spectators.
     /// Throws `RunRefusal.notFound` without such an event, `.notEnrolled` when the asker does not run in it.
     package func apply(
-        publicId: UUID, individualId: Int64,
-        decide: (RunEventRecord, RunnerStateRecord, Date) throws -> RunPositionWrite
+        publicId: UUID, individualId: Int64, knownCourse: Int64?,
+        decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
     ) async throws -> (write: RunPositionWrite, stored: Int) {
-        let applied = try await write(publicId: publicId, individualId: individualId, decide: decide)
+        let applied = try await write(publicId: publicId, individualId: individualId, knownCourse: knownCourse, decide: decide)
         if let announcement = applied.write.announcement { announcements.send(announcement) }
         return (applied.write, applied.stored)
     }
 
     private func write(
-        publicId: UUID, individualId: Int64,
-        decide: (RunEventRecord, RunnerStateRecord, Date) throws -> RunPositionWrite
+        publicId: UUID, individualId: Int64, knownCourse: Int64?,
+        decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
     ) async throws -> (write: RunPositionWrite, stored: Int) {
         try await database.withTransaction { connection in
-            let rows = try await connection.execute(RunnerLockStatement(individualId: individualId, publicId: publicId), logger: database.logger)
+            let rows = try await connection.execute(
+                RunnerLockStatement(individualId: individualId, publicId: publicId, knownCourse: knownCourse), logger: database.logger)
             guard let row = rows.first else {
                 let event = try await connection.query("SELECT 1 FROM run_events WHERE public_id = \(publicId)", logger: database.logger).collect()
                 throw event.isEmpty ? RunRefusal.notFound : RunRefusal.notEnrolled
             }
             let event = try RunEventRecord(row: row)
             let state = try RunnerStateRecord(row: row, from: 15)
-            let write = try decide(event, state, try row.makeRandomAccess()[25].decode(Date.self))
+            let cells = row.makeRandomAccess()
+            let write = try decide(event, state, try cells[25].decode(Date.self), try cells[26].decode(Int64.self))
             let rowsBack = try await connection.execute(
                 RunPositionWriteStatement(runId: event.id, individualId: individualId, write: write), logger: database.logger)
             guard let stored = rowsBack.first else { return (write, 0) }
@@ -161,14 +164,16 @@ package struct RunPositionStore: Sendable {
     }
 }
 
-/// The event and the runner's state, their enrolment row locked (`RunPositionStore.apply`): a
+/// The event (its course only when the server does not hold it: `RunEventRecord.postColumns`),
+/// the runner's state, the time and the course's version, their enrolment row locked
+/// (`RunPositionStore.apply`): a
 /// prepared statement, like the write after it, since every runner posts every second or few and
 /// parsing and planning the two cost PostgreSQL more than running them (0.8 of about 1.3 ms a
 /// post, `bench live`'s PostgreSQL log).
 struct RunnerLockStatement: PostgresPreparedStatement {
     static let name = "data4help_run_runner_lock"
     static let sql = """
-        SELECT \(RunEventRecord.uncountedColumns), \(RunnerStateRecord.columns), now()
+        SELECT \(RunEventRecord.postColumns), \(RunnerStateRecord.columns), now(), \(RunEventRecord.courseVersion)
         FROM run_events e JOIN run_participants p ON p.run_id = e.id AND p.individual_id = $1
         WHERE e.public_id = $2
         FOR UPDATE OF p
@@ -178,11 +183,13 @@ struct RunnerLockStatement: PostgresPreparedStatement {
 
     let individualId: Int64
     let publicId: UUID
+    let knownCourse: Int64?
 
     func makeBindings() throws -> PostgresBindings {
-        var bindings = PostgresBindings(capacity: 2)
+        var bindings = PostgresBindings(capacity: 3)
         bindings.append(individualId)
         bindings.append(publicId)
+        bindings.append(knownCourse)
         return bindings
     }
 

@@ -96,12 +96,14 @@ package struct LivePositions: Sendable {
         var announced: RunnerStateRecord?
         var lengthAndStart: (Double, Date) = (0, Date())
         do {
-            let (write, stored) = try await store.apply(publicId: runId, individualId: individualId) { event, current, now in
+            let known = courses.known(runId)
+            let (write, stored) = try await store.apply(publicId: runId, individualId: individualId, knownCourse: known?.version) {
+                event, current, now, courseVersion in
                 guard event.cancelledAt == nil, event.startsAt <= now, now <= event.endsAt else {
                     throw RunEventError.invalid(
                         field: "positions", reason: "the event is not under way (positions are taken from its start to its end)")
                 }
-                let projection = try courses.projection(for: event)
+                let projection = try courses.projection(for: event, version: courseVersion, known: known)
                 lengthAndStart = (event.lengthMeters, event.startsAt)
                 var state = current
                 var positions: [RunPositionRecord] = []
@@ -222,18 +224,26 @@ extension JSONEncoder {
     }
 }
 
-/// Parsed courses by event, kept while the event is unchanged: applying a batch must not
-/// re-read a course of thousands of points.
+/// Parsed courses by event (its public id), kept while the event is unchanged: a post names the
+/// version it holds, and the course comes from the database only when that is not current.
 final class CourseCache: Sendable {
-    private let entries = Mutex<[Int64: (updatedAt: Date, projection: CourseProjection)]>([:])
+    typealias Entry = (version: Int64, projection: CourseProjection)
+    private let entries = Mutex<[UUID: Entry]>([:])
 
-    func projection(for event: RunEventRecord) throws -> CourseProjection {
-        if let entry = entries.withLock({ $0[event.id] }), entry.updatedAt == event.updatedAt { return entry.projection }
+    /// The course held for the event, to name in the post's statement and pass back below.
+    func known(_ publicId: UUID) -> Entry? {
+        entries.withLock { $0[publicId] }
+    }
+
+    /// The event's course at `version`: `known`'s if that is the version (the event's `path` is
+    /// then empty), else parsed from the path and kept.
+    func projection(for event: RunEventRecord, version: Int64, known: Entry?) throws -> CourseProjection {
+        if let known, known.version == version { return known.projection }
         let coordinates = try JSONDecoder().decode([[Double]].self, from: Data(event.path.utf8))
         let projection = CourseProjection(path: try GeoPath(coordinates: coordinates))
         entries.withLock { entries in
             if entries.count > 1_000 { entries.removeAll() }
-            entries[event.id] = (event.updatedAt, projection)
+            entries[event.publicId] = (version, projection)
         }
         return projection
     }

@@ -38,12 +38,15 @@ struct LiveBenchCommand: AsyncParsableCommand {
     @Option(help: "Runners each spectator follows (0: every spectator takes the whole field at every update).") var follow = 0
     @Option(help: "With --follow: how often a spectator takes the whole field (0: at every update).") var fieldEvery = BenchDuration(milliseconds: 0)
     @Option(help: "Protocol versions to run one after the other, comma-separated (default 1,2; with --follow 2).") var protocols: String?
+    @Option(help: "Points of the course (the same out-and-back line, sampled evenly; a marathon's drawn course has thousands).")
+    var coursePoints = 3
 
     func validate() throws {
         guard runners > 0, spectators > 0, seconds > 0, fixEvery.milliseconds > 0 else {
             throw ValidationError("runners, spectators, seconds and --fix-every must be positive")
         }
         guard follow <= min(50, runners) else { throw ValidationError("--follow is at most 50 and at most --runners") }
+        guard (3...GeoPath.maximumPoints).contains(coursePoints) else { throw ValidationError("--course-points is 3 to \(GeoPath.maximumPoints)") }
     }
 
     func run() async throws {
@@ -63,7 +66,8 @@ struct LiveBenchCommand: AsyncParsableCommand {
             print(
                 "data4help bench live — \(runners) runners posting every \(fixEvery) for \(seconds) s, \(spectators) spectators over 2 instances (\(measured) measuring)"
                     + (follow > 0 ? ", each following \(follow) with the field every \(fieldEvery)" : ", each taking the whole field")
-                    + ", batches every ≥ \(intervalMs) ms; protocol versions \(versions.map(String.init).joined(separator: " then "))")
+                    + ", batches every ≥ \(intervalMs) ms, a course of \(coursePoints) points; protocol versions \(versions.map(String.init).joined(separator: " then "))"
+            )
             let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: 4), logger: server.logger)
             let seeding = ContinuousClock.now
             let tokens = try await database.whileRunning { () -> [String] in
@@ -95,6 +99,16 @@ struct LiveBenchCommand: AsyncParsableCommand {
         }
     }
 
+    /// The course as GeoJSON coordinates: 2.5 km north from the Arco della Pace and back, in
+    /// `coursePoints` points evenly spaced (the turning point included when the count is odd).
+    private var courseCoordinates: String {
+        let points = (0..<coursePoints).map { index in
+            let along = 2 * Double(index) / Double(coursePoints - 1)  // 0 at the start, 1 at the turn, 2 back
+            return String(format: "[9.1725,%.7f]", 45.4755 + 0.0225 * (along <= 1 ? along : 2 - along))
+        }
+        return "[" + points.joined(separator: ",") + "]"
+    }
+
     /// One event watched with protocol `version`: set-up, the race, the figures.
     private func scenario(
         version: Int, server: BenchServer, tokens: [String], poster: HTTPClient, generator: MultiThreadedEventLoopGroup, generatorThreads: [Int]
@@ -109,7 +123,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
             json: """
                 {"name":"Bench v\(version)","startsAt":"\(startsAt.wireTime)","endsAt":"\(startsAt.addingTimeInterval(7200).wireTime)",
                  "enrolmentDeadline":"\(startsAt.wireTime)","maxParticipants":\(runners),
-                 "path":{"type":"LineString","coordinates":[[9.1725,45.4755],[9.1725,45.498],[9.1725,45.4755]]}}
+                 "path":{"type":"LineString","coordinates":\(courseCoordinates)}}
                 """)
         guard created == .created, let id = event["id"] as? String else { throw ValidationError("event not created: \(created)") }
         let runnerIds = try await BenchServer.concurrently(runners, 16) { index -> String in
