@@ -99,6 +99,7 @@ package struct LivePositions: Sendable {
             let known = courses.known(runId)
             let (write, stored) = try await store.apply(publicId: runId, individualId: individualId, knownCourse: known?.version) {
                 event, current, now, courseVersion in
+                dropped = PositionBatchResult.Dropped()  // a post that met another of the same runner's is decided again
                 guard event.cancelledAt == nil, event.startsAt <= now, now <= event.endsAt else {
                     throw RunEventError.invalid(
                         field: "positions", reason: "the event is not under way (positions are taken from its start to its end)")
