@@ -168,7 +168,13 @@ struct AggregateTests {
             defer { running.cancel() }
             try await waitUntilMerged()
             #expect(try await pending() == 0, "merged by the merger's look at start")
-            // Now it waits for an answer (its poll is a minute away): these three stay pending until one wakes it.
+            // A merge that moved something is followed at once by another look; only after one that
+            // found nothing does it wait for an answer (its poll a minute away). Under the whole
+            // suite's load that second look came after the next three answers and merged them too.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while answers.waiterCount == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+            #expect(answers.waiterCount == 1, "the merger waits for an answer")
+            // Now these three stay pending until an answer wakes it.
             try await answerThree()
             try await Task.sleep(for: .milliseconds(300))
             #expect(try await pending() == 3, "three answers (rows) waiting for the wake-up")
