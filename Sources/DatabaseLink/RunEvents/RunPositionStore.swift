@@ -106,7 +106,7 @@ package struct RunPositionStore: Sendable {
             let select = RunnerLockStatement(individualId: individualId, publicId: publicId, knownCourse: knownCourse)
             let (write, runId, _) = try await decided(select, on: connection, decide: decide)
             let outcome = try await written(write, runId: runId, individualId: individualId, ifStill: nil, on: connection)
-            if var workout = write.finishedWorkout, outcome.updated {
+            if var workout = write.finishedWorkout {  // the row is locked: the write applied
                 workout.runId = runId
                 _ = try await WorkoutStore.insert(
                     [workout], importId: nil, individualId: individualId, announce: true, on: connection, logger: database.logger)
