@@ -9,7 +9,12 @@ import Testing
 
 @Suite("The upload byte scanner agrees with Foundation's decoder")
 struct UploadScannerTests {
-    static let fields = ["id", "type", "value", "unit", "start", "end", "source", "latitude", "longitude", "accuracy", "altitude", "time", "extra"]
+    /// Every field, an unknown key, and near misses of the field names (a prefix, a longer name,
+    /// another case) that both paths must skip as unknown.
+    static let fields = [
+        "id", "type", "value", "unit", "start", "end", "source", "latitude", "longitude", "accuracy", "altitude", "time", "extra",
+        "typ", "Time", "values", "starts", "i", "altitudes", "longitud",
+    ]
 
     static func randomValue(_ random: inout SplitMix64, depth: Int = 0) -> String {
         switch Int.random(in: 0..<16, using: &random) {

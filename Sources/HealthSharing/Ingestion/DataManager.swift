@@ -116,9 +116,9 @@ package struct DataManager: Sendable {
 
     private func validate(_ items: [RawIngestItem], now: Date) -> ValidatedBatch {
         var batch = ValidatedBatch()
-        for (index, raw) in items.enumerated() {
+        for index in items.indices {
             do {
-                switch try rules.validate(raw, now: now) {
+                switch try rules.validate(items[index], now: now) {
                 case .sample(let sample): batch.samples.append(sample)
                 case .location(let fix): batch.fixes.append(fix)
                 }

@@ -7,38 +7,32 @@ import Foundation
 /// using `ISO8601FormatStyle` because ingestion parses hundreds of thousands per second.
 package enum RFC3339Timestamp {
     package static func parse(_ text: String) -> Date? {
-        var utf8 = text.utf8.makeIterator()
-        func digits(_ count: Int) -> Int? {
-            var value = 0
-            for _ in 0..<count {
-                guard let byte = utf8.next(), byte >= 48, byte <= 57 else { return nil }
-                value = value * 10 + Int(byte - 48)
-            }
-            return value
-        }
-        // A test of the next byte, not a set of bytes: a Set literal here was built for every
-        // call, 5 % of reading an Apple Health export (perf, bench import).
-        func expect(_ allowed: (UInt8) -> Bool) -> Bool {
-            guard let byte = utf8.next() else { return false }
-            return allowed(byte)
-        }
-        guard let year = digits(4), expect({ $0 == 45 }), let month = digits(2), expect({ $0 == 45 }), let day = digits(2),
-            expect({ $0 == 84 || $0 == 116 || $0 == 32 }), let hour = digits(2), expect({ $0 == 58 }), let minute = digits(2),
-            expect({ $0 == 58 }), let second = digits(2)
+        var text = text
+        return text.withUTF8 { parse(utf8: $0) }
+    }
+
+    /// The same parse over the text's UTF-8 bytes (a native string's own storage, or a scanner's
+    /// slice of a request body), by index: the string's UTF-8 iterator and a closure per byte
+    /// were 11 % of decoding and validating an upload (perf, `bench ingest`).
+    package static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+        var cursor = Cursor(bytes: bytes)
+        guard let year = cursor.digits(4), cursor.take(45), let month = cursor.digits(2), cursor.take(45), let day = cursor.digits(2),
+            cursor.takeSeparator(), let hour = cursor.digits(2), cursor.take(58), let minute = cursor.digits(2),
+            cursor.take(58), let second = cursor.digits(2)
         else { return nil }
         guard (1...12).contains(month), (1...daysIn(month: month, year: year)).contains(day),
             hour < 24, minute < 60, second < 61
         else { return nil }
         var milliseconds = 0
-        var next = utf8.next()
+        var next = cursor.next()
         if next == 46 {  // '.': fraction, any number of digits, kept to milliseconds
             var scale = 100, sawDigit = false
-            next = utf8.next()
+            next = cursor.next()
             while let byte = next, byte >= 48, byte <= 57 {
-                milliseconds += Int(byte - 48) * scale
+                milliseconds += Int(byte &- 48) * scale
                 scale /= 10
                 sawDigit = true
-                next = utf8.next()
+                next = cursor.next()
             }
             guard sawDigit else { return nil }
         }
@@ -47,17 +41,54 @@ package enum RFC3339Timestamp {
         case 90, 122:  // 'Z' or 'z'
             break
         case 43, 45:  // '+' or '-'
-            guard let offsetHours = digits(2), expect({ $0 == 58 }), let offsetMinutes = digits(2), offsetHours < 24, offsetMinutes < 60 else {
-                return nil
-            }
+            guard let offsetHours = cursor.digits(2), cursor.take(58), let offsetMinutes = cursor.digits(2), offsetHours < 24, offsetMinutes < 60
+            else { return nil }
             offsetSeconds = (offsetHours * 3600 + offsetMinutes * 60) * (next == 43 ? 1 : -1)
         default:
             return nil
         }
-        guard utf8.next() == nil else { return nil }
+        guard cursor.atEnd else { return nil }
         let days = CivilDate(year: year, month: month, day: day).daysSince1970
         let seconds = days * 86_400 + hour * 3600 + minute * 60 + min(second, 59) - offsetSeconds
         return Date(timeIntervalSince1970: Double(seconds) + Double(milliseconds) / 1000)
+    }
+
+    /// Reads the bytes in order; every read checks the end.
+    private struct Cursor {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var index = 0
+
+        var atEnd: Bool { index == bytes.count }
+
+        mutating func next() -> UInt8? {
+            guard index < bytes.count else { return nil }
+            defer { index += 1 }
+            return bytes[index]
+        }
+
+        /// `count` decimal digits as a number (at most 4: no overflow).
+        mutating func digits(_ count: Int) -> Int? {
+            guard bytes.count - index >= count else { return nil }
+            var value = 0
+            for offset in index..<(index + count) {
+                let digit = bytes[offset] &- 48
+                guard digit <= 9 else { return nil }
+                value = value * 10 + Int(digit)
+            }
+            index += count
+            return value
+        }
+
+        mutating func take(_ byte: UInt8) -> Bool {
+            guard index < bytes.count, bytes[index] == byte else { return false }
+            index += 1
+            return true
+        }
+
+        /// `T`, `t` or a space between the date and the time.
+        mutating func takeSeparator() -> Bool {
+            take(84) || take(116) || take(32)
+        }
     }
 
     private static func daysIn(month: Int, year: Int) -> Int {
