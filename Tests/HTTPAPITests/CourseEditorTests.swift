@@ -34,6 +34,9 @@ struct CourseEditorTests {
         """
 
     @Test(.timeLimit(.minutes(20))) func drawDragSaveEditAndReadAFile() async throws {
+        // Checked first: a missing file would otherwise show up only as a wait timing out at the end.
+        let courseFile = TestPostgres.repositoryRoot.appendingPathComponent(".build/device-fixtures/fit-tool-course.fit").path
+        _ = try ImportTests.deviceFixture("fit-tool-course.fit")
         try await TestServer.run { api in
             let (organiser, account) = try await api.individualSession()
             let email = try #require(account["email"] as? String)
@@ -94,8 +97,7 @@ struct CourseEditorTests {
                 try await PortalBrowserTests.text(session, at: "/me/runs/\(id)", of: "#course-points") { $0 == "2" }
 
                 // A course file fit-tool wrote: read by the server, drawn to edit (not saved here).
-                let file = TestPostgres.repositoryRoot.appendingPathComponent(".build/device-fixtures/fit-tool-course.fit").path
-                try await PortalBrowserTests.chooseFile(session, "#course-file", file)
+                try await PortalBrowserTests.chooseFile(session, "#course-file", courseFile)
                 _ = try await session.wait(for: Self.figures) { Self.parse($0)["points"] as? Int == 40 }
                 // A file with no path: the server's problem is shown beside the field, the course stays.
                 let empty = FileManager.default.temporaryDirectory.appendingPathComponent("empty-\(UUID().uuidString).gpx")
