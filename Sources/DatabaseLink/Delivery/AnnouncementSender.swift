@@ -47,7 +47,10 @@ package final class AnnouncementSender: Sendable {
         if dropped > 0 {
             database.logger.warning("announcements dropped: too many waiting", metadata: ["channel": "\(channel)", "dropped": "\(dropped)"])
         }
-        if start { Task { await drain() } }
+        // Detached: the drain outlives the post that started it and sends others' announcements
+        // too, so it must not carry that request's priority or task-local values (its logger
+        // metadata, its trace span).
+        if start { Task.detached { await self.drain() } }
     }
 
     private func drain() async {
