@@ -41,6 +41,25 @@ struct LiveIngestsTests {
         await live.quiet(atMost: .seconds(3_600))
         #expect(live.inFlight == 0)
     }
+
+    /// Imported history is stored in smaller batches while others' uploads arrive: one being
+    /// stored, or one started within the window; not before any upload, and not once the window
+    /// has passed since the last one started.
+    @Test func uploadsArrivingWhileOneIsStoredOrOneStartedWithinTheWindow() async throws {
+        let live = LiveIngests()
+        #expect(!live.active(within: .seconds(1)))
+        live.enter()
+        #expect(live.active(within: .seconds(1)))
+        try await Task.sleep(for: .milliseconds(1_100))
+        #expect(live.active(within: .seconds(1)))  // still being stored
+        live.leave()
+        #expect(!live.active(within: .seconds(1)))  // started 1.1 s ago
+        #expect(live.active(within: .seconds(60)))
+        #expect(!live.active(within: .milliseconds(900)))
+        live.enter()
+        live.leave()
+        #expect(live.active(within: .seconds(1)) && live.active(within: .milliseconds(900)))  // a window under a second counts too
+    }
 }
 
 private final class Flag: Sendable {

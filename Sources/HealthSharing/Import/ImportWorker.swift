@@ -142,7 +142,7 @@ package struct ImportWorker: Service {
                 batch.add(.unreadable(type: "workout route \(route.name)", reason: "a workout route \(error.reason)"))
             }
             checkpoint.routesRead = index + 1
-            if batch.isFull(settings) || index == routes.count - 1 {
+            if batch.isFull(settings, shared: dataManager.liveUploadsArriving) || index == routes.count - 1 {
                 try await commit(&batch, checkpoint: checkpoint, processed: processed)
             }
         }
@@ -221,7 +221,7 @@ package struct ImportWorker: Service {
                     start = end
                     // Let other work of the reading thread in (a commit's, another import's).
                     await Task.yield()
-                    if batch.isFull(settings), let checkpoint = reader.checkpoint {
+                    if batch.isFull(settings, shared: dataManager.liveUploadsArriving), let checkpoint = reader.checkpoint {
                         try await commit(&batch, checkpoint: ImportCheckpoint(checkpoint), processed: checkpoint.offset, wait: false)
                     }
                 }
@@ -366,8 +366,13 @@ package struct ImportSettings: Sendable {
     /// Bytes fed to a reader at once: between two chances to commit, and for other work to run
     /// (64 KiB of an export is about 250 records, 1 ms of reading).
     package var feedBytes = 64 * 1024
-    /// Records in one committed batch.
+    /// Records in one committed batch…
     package var batchRecords = 5_000
+    /// …and while others' uploads arrive at this instance (`DataManager.liveUploadsArriving`):
+    /// an upload that arrives while a batch's statement runs waits for it (the statement's CPU
+    /// and its WAL, ahead of the upload's commit in the same flush), so a shorter statement is a
+    /// shorter wait.
+    package var sharedBatchRecords = 1_000
     /// Claims of one import before it fails (each after a worker died or lost its lease).
     package var maximumAttempts = 5
     /// An `export.xml` still uploading is claimed and read as it arrives once this much of it
@@ -426,7 +431,9 @@ struct ImportBatch {
         }
     }
 
-    func isFull(_ settings: ImportSettings) -> Bool { samples.count >= settings.batchRecords }
+    func isFull(_ settings: ImportSettings, shared: Bool) -> Bool {
+        samples.count >= (shared ? settings.sharedBatchRecords : settings.batchRecords)
+    }
 
     /// Waits for the commit in flight, if any; its figures become the committed ones.
     mutating func settle() async throws {

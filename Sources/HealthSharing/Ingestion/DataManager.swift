@@ -99,6 +99,10 @@ package struct DataManager: Sendable {
         return committed
     }
 
+    /// Whether others' uploads are arriving at this instance (one is being stored, or one started
+    /// within the last second): imported history is then stored in smaller batches.
+    package var liveUploadsArriving: Bool { live.active(within: .seconds(1)) }
+
     /// The longest a batch of imported history waits for live uploads to finish.
     package static let historyYield: Duration = .milliseconds(250)
 
@@ -184,11 +188,27 @@ extension SampleType {
 /// How many live uploads this instance is storing, for imported history to give way to them.
 final class LiveIngests: Sendable {
     private let count = Atomic<Int>(0)
+    /// When the last live upload started (`DispatchTime`'s uptime, nanoseconds).
+    private let lastEntered = Atomic<UInt64>(0)
 
-    func enter() { count.add(1, ordering: .relaxed) }
+    func enter() {
+        count.add(1, ordering: .relaxed)
+        lastEntered.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+    }
     func leave() { count.subtract(1, ordering: .relaxed) }
 
     var inFlight: Int { count.load(ordering: .relaxed) }
+
+    /// Whether a live upload is being stored or started within `window`.
+    func active(within window: Duration) -> Bool {
+        guard inFlight == 0 else { return true }
+        let last = lastEntered.load(ordering: .relaxed)
+        let (seconds, attoseconds) = window.components
+        let windowNanoseconds =
+            UInt64(clamping: seconds).multipliedReportingOverflow(by: 1_000_000_000).partialValue
+            &+ UInt64(clamping: attoseconds / 1_000_000_000)
+        return last > 0 && DispatchTime.now().uptimeNanoseconds &- last < windowNanoseconds
+    }
 
     /// Returns once no live upload is in flight, or after `limit`.
     func quiet(atMost limit: Duration) async {
