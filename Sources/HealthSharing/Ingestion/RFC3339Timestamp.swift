@@ -11,10 +11,9 @@ package enum RFC3339Timestamp {
         return text.withUTF8 { parse(utf8: $0) }
     }
 
-    /// The same parse over the text's UTF-8 bytes (a native string's own storage, or a scanner's
-    /// slice of a request body), by index: the string's UTF-8 iterator and a closure per byte
-    /// were 11 % of decoding and validating an upload (perf, `bench ingest`).
-    package static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Date? {
+    /// The parse over the string's own UTF-8 storage, by index: the string's UTF-8 iterator and a
+    /// closure per byte were 11 % of decoding and validating an upload (perf, `bench ingest`).
+    private static func parse(utf8 bytes: UnsafeBufferPointer<UInt8>) -> Date? {
         var cursor = Cursor(bytes: bytes)
         guard let year = cursor.digits(4), cursor.take(45), let month = cursor.digits(2), cursor.take(45), let day = cursor.digits(2),
             cursor.takeSeparator(), let hour = cursor.digits(2), cursor.take(58), let minute = cursor.digits(2),
