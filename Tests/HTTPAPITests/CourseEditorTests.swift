@@ -35,8 +35,7 @@ struct CourseEditorTests {
 
     @Test(.timeLimit(.minutes(20))) func drawDragSaveEditAndReadAFile() async throws {
         // Checked first: a missing file would otherwise show up only as a wait timing out at the end.
-        let courseFile = TestPostgres.repositoryRoot.appendingPathComponent(".build/device-fixtures/fit-tool-course.fit").path
-        _ = try ImportTests.deviceFixture("fit-tool-course.fit")
+        let courseFile = try ImportTests.deviceFixturePath("fit-tool-course.fit")
         try await TestServer.run { api in
             let (organiser, account) = try await api.individualSession()
             let email = try #require(account["email"] as? String)

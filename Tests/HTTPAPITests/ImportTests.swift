@@ -256,11 +256,18 @@ struct ImportTests {
 
     /// A file `make device-fixtures` wrote with an encoder we did not write.
     static func deviceFixture(_ name: String) throws -> Data {
-        let url = TestPostgres.repositoryRoot.appendingPathComponent(".build/device-fixtures/\(name)")
-        guard let data = FileManager.default.contents(atPath: url.path) else {
+        let path = try deviceFixturePath(name)
+        guard let data = FileManager.default.contents(atPath: path) else { throw MissingFixture(description: "\(name) could not be read") }
+        return data
+    }
+
+    /// Where `make device-fixtures` wrote `name`; throws when it is not there.
+    static func deviceFixturePath(_ name: String) throws -> String {
+        let path = TestPostgres.repositoryRoot.appendingPathComponent(".build/device-fixtures/\(name)").path
+        guard FileManager.default.fileExists(atPath: path) else {
             throw MissingFixture(description: "\(name) is missing: run `make device-fixtures` (make test does)")
         }
-        return data
+        return path
     }
 
     struct MissingFixture: Error, CustomStringConvertible {

@@ -296,23 +296,26 @@ enum UploadScanner {
 
         static let decoderOrder: [Field] = allCases
 
-        /// The field a key names, by its first byte and then one or two comparisons of whole
+        /// The field a key names, told by its first byte and then one or two comparisons of whole
         /// names (the generic `elementsEqual` over a table of names was 8 % of decoding an upload).
         init?(_ key: UnsafeRawBufferPointer.SubSequence) {
-            func named(_ name: StaticString) -> Bool {
-                guard key.count == name.utf8CodeUnitCount, let base = key.base.baseAddress else { return false }
-                return memcmp(base + key.startIndex, name.utf8Start, key.count) == 0
+            func named(_ field: Field) -> Field? {
+                let name = field.name
+                guard key.count == name.utf8CodeUnitCount, let base = key.base.baseAddress,
+                    memcmp(base + key.startIndex, name.utf8Start, key.count) == 0
+                else { return nil }
+                return field
             }
             let field: Field? =
                 switch key.first {
-                case UInt8(ascii: "i"): named("id") ? .id : nil
-                case UInt8(ascii: "t"): named("type") ? .type : named("time") ? .time : nil
-                case UInt8(ascii: "u"): named("unit") ? .unit : nil
-                case UInt8(ascii: "s"): named("start") ? .start : named("source") ? .source : nil
-                case UInt8(ascii: "e"): named("end") ? .end : nil
-                case UInt8(ascii: "v"): named("value") ? .value : nil
-                case UInt8(ascii: "l"): named("latitude") ? .latitude : named("longitude") ? .longitude : nil
-                case UInt8(ascii: "a"): named("accuracy") ? .accuracy : named("altitude") ? .altitude : nil
+                case UInt8(ascii: "i"): named(.id)
+                case UInt8(ascii: "t"): named(.type) ?? named(.time)
+                case UInt8(ascii: "u"): named(.unit)
+                case UInt8(ascii: "s"): named(.start) ?? named(.source)
+                case UInt8(ascii: "e"): named(.end)
+                case UInt8(ascii: "v"): named(.value)
+                case UInt8(ascii: "l"): named(.latitude) ?? named(.longitude)
+                case UInt8(ascii: "a"): named(.accuracy) ?? named(.altitude)
                 default: nil
                 }
             guard let field else { return nil }
@@ -321,7 +324,7 @@ enum UploadScanner {
 
         var bit: UInt32 { 1 << UInt32(rawValue) }
 
-        var name: String {
+        var name: StaticString {
             switch self {
             case .id: "id"
             case .type: "type"

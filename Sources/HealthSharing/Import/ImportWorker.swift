@@ -142,7 +142,7 @@ package struct ImportWorker: Service {
                 batch.add(.unreadable(type: "workout route \(route.name)", reason: "a workout route \(error.reason)"))
             }
             checkpoint.routesRead = index + 1
-            if batch.isFull(settings, shared: dataManager.liveUploadsArriving) || index == routes.count - 1 {
+            if batch.isFull(settings, othersUploading: dataManager.liveUploadsArriving) || index == routes.count - 1 {
                 try await commit(&batch, checkpoint: checkpoint, processed: processed)
             }
         }
@@ -221,7 +221,7 @@ package struct ImportWorker: Service {
                     start = end
                     // Let other work of the reading thread in (a commit's, another import's).
                     await Task.yield()
-                    if batch.isFull(settings, shared: dataManager.liveUploadsArriving), let checkpoint = reader.checkpoint {
+                    if batch.isFull(settings, othersUploading: dataManager.liveUploadsArriving), let checkpoint = reader.checkpoint {
                         try await commit(&batch, checkpoint: ImportCheckpoint(checkpoint), processed: checkpoint.offset, wait: false)
                     }
                 }
@@ -372,7 +372,7 @@ package struct ImportSettings: Sendable {
     /// an upload that arrives while a batch's statement runs waits for it (the statement's CPU
     /// and its WAL, ahead of the upload's commit in the same flush), so a shorter statement is a
     /// shorter wait.
-    package var sharedBatchRecords = 1_000
+    package var batchRecordsWhileOthersUpload = 1_000
     /// Claims of one import before it fails (each after a worker died or lost its lease).
     package var maximumAttempts = 5
     /// An `export.xml` still uploading is claimed and read as it arrives once this much of it
@@ -431,8 +431,8 @@ struct ImportBatch {
         }
     }
 
-    func isFull(_ settings: ImportSettings, shared: Bool) -> Bool {
-        samples.count >= (shared ? settings.sharedBatchRecords : settings.batchRecords)
+    func isFull(_ settings: ImportSettings, othersUploading: Bool) -> Bool {
+        samples.count >= (othersUploading ? settings.batchRecordsWhileOthersUpload : settings.batchRecords)
     }
 
     /// Waits for the commit in flight, if any; its figures become the committed ones.

@@ -188,12 +188,14 @@ extension SampleType {
 /// How many live uploads this instance is storing, for imported history to give way to them.
 final class LiveIngests: Sendable {
     private let count = Atomic<Int>(0)
-    /// When the last live upload started (`DispatchTime`'s uptime, nanoseconds).
-    private let lastEntered = Atomic<UInt64>(0)
+    /// When the last live upload started, in nanoseconds after `origin` (-1: none yet).
+    private let lastEntered = Atomic<Int64>(-1)
+    private let origin = ContinuousClock.now
 
     func enter() {
         count.add(1, ordering: .relaxed)
-        lastEntered.store(DispatchTime.now().uptimeNanoseconds, ordering: .relaxed)
+        let (seconds, attoseconds) = (ContinuousClock.now - origin).components
+        lastEntered.store(seconds &* 1_000_000_000 &+ attoseconds / 1_000_000_000, ordering: .relaxed)
     }
     func leave() { count.subtract(1, ordering: .relaxed) }
 
@@ -203,11 +205,7 @@ final class LiveIngests: Sendable {
     func active(within window: Duration) -> Bool {
         guard inFlight == 0 else { return true }
         let last = lastEntered.load(ordering: .relaxed)
-        let (seconds, attoseconds) = window.components
-        let windowNanoseconds =
-            UInt64(clamping: seconds).multipliedReportingOverflow(by: 1_000_000_000).partialValue
-            &+ UInt64(clamping: attoseconds / 1_000_000_000)
-        return last > 0 && DispatchTime.now().uptimeNanoseconds &- last < windowNanoseconds
+        return last >= 0 && ContinuousClock.now - (origin + .nanoseconds(last)) < window
     }
 
     /// Returns once no live upload is in flight, or after `limit`.
