@@ -1,3 +1,5 @@
+import Foundation
+
 /// The attributes of one start tag, decoded when asked for.
 ///
 /// The reader checks every attribute when it reads the tag — names, quoting, UTF-8, that each
@@ -20,14 +22,30 @@ package struct XMLAttributes: Sequence {
 
     /// The value of the attribute named `name` (as written, prefix included), decoded.
     package subscript(name: String) -> String? {
-        var position = 0
-        while position < bounds.count {
-            if name.utf8.elementsEqual(bytes[bounds[position]..<bounds[position + 1]]) {
-                return Self.value(bytes[bounds[position + 2]..<bounds[position + 3]])
+        guard let position = position(of: name) else { return nil }
+        return Self.value(bytes[bounds[position + 2]..<bounds[position + 3]])
+    }
+
+    /// Where `name`'s bounds start in `bounds`, compared as bytes: the generic `elementsEqual` of
+    /// a `String.UTF8View` with the tag's bytes was 7 % of the import's reading thread (perf), for
+    /// six lookups a record.
+    private func position(of name: String) -> Int? {
+        var name = name
+        return name.withUTF8 { key in
+            bytes.withUnsafeBytes { tag in
+                var position = 0
+                while position < bounds.count {
+                    let start = bounds[position] - bytes.startIndex, length = bounds[position + 1] - bounds[position]
+                    if length == key.count, let keyBase = key.baseAddress, let tagBase = tag.baseAddress,
+                        memcmp(tagBase + start, keyBase, length) == 0
+                    {
+                        return position
+                    }
+                    position += 4
+                }
+                return nil
             }
-            position += 4
         }
-        return nil
     }
 
     package func makeIterator() -> AnyIterator<(key: String, value: String)> {

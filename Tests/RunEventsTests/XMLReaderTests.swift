@@ -25,6 +25,26 @@ struct XMLReaderTests {
         #expect(try Self.events(text) == ["<gpx a=1 b=x & <y>>", "<name>", "Café <1>", "</name>", "<raw>", "<e>", "</e>", "</gpx>"])
     }
 
+    /// A value looked up by name is the one iterating the attributes finds, and a name that only
+    /// starts or ends like an attribute's, or differs in case, finds nothing.
+    @Test func attributesAreFoundByTheirWholeName() throws {
+        let text = #"<r type="HK" typeName='x' t="1" ns:unit="mg&amp;dL" é="ü" startDate="2023-05-01 08:30:00 +0200"/>"#
+        var checked = 0
+        try XMLReader.read(Data(text.utf8)) { event in
+            guard case .start(_, let attributes) = event else { return }
+            for (name, value) in attributes {
+                #expect(attributes[name] == value, "\(name)")
+                for miss in [String(name.dropLast()), name + "e", name.uppercased(), "x" + name] where !attributes.contains(where: { $0.key == miss })
+                {
+                    #expect(attributes[miss] == nil, "\(miss)")
+                }
+                checked += 1
+            }
+            #expect(attributes["unit"] == nil && attributes["ns:unit"] == "mg&dL" && attributes[""] == nil)
+        }
+        #expect(checked == 6)
+    }
+
     @Test(arguments: [
         "<a><b></a></b>", "<a>", "<a></a><b></b>", "text", "<a b=1/>", "<a b='1' b='2'/>", "<a>&unknown;</a>", "<a>&#0;</a>",
         "<a>&#x110000;</a>", "<a>& b</a>", "<1a/>", "<a b='<'/>", "<a/>trailing", "",
