@@ -192,24 +192,48 @@ package struct ImportStore: Sendable {
     // MARK: - Workers
 
     /// Claims the oldest queued import, a running one whose worker's lease ran out (it died), or
-    /// an `export.xml` still uploading that has `followAhead` bytes or more beyond where its
-    /// reading stands and nobody following it (it stays `uploading`), for `leaseFor`; the
-    /// worker renews the lease with every commit (and, following, with every look for more).
+    /// else an `export.xml` still uploading that has `followAhead` bytes or more beyond where its
+    /// reading stands and nobody following it (it stays `uploading`), for `leaseFor`; the worker
+    /// renews the lease with every commit (and, following, with every look for more).
+    ///
+    /// An import another worker is claiming is skipped (`SKIP LOCKED`), except an upload: each of
+    /// its chunks is appended with its row locked, which during a fast upload is nearly all the
+    /// time, so skipping it missed the one wake-up its upload sends and left it unread until the
+    /// upload ended (`bench import` showed rounds with nothing read during the upload). That
+    /// claim waits for the chunk's commit instead, then sees the row as committed: if another
+    /// worker took it meanwhile, it is no longer followable and nothing is claimed.
     package func claim(leaseFor: Duration, followAhead: Int64) async throws -> ClaimedImport? {
         let seconds = Double(leaseFor.components.seconds)
-        let rows = try await database.query(
+        let queued = try await database.query(
             """
-            UPDATE imports SET state = CASE WHEN state = 'uploading' THEN 'uploading' ELSE 'running' END, attempts = attempts + 1,
-                               started_at = coalesce(started_at, now()), lease_until = now() + make_interval(secs => \(seconds))
+            UPDATE imports SET state = 'running', attempts = attempts + 1, started_at = coalesce(started_at, now()),
+                               lease_until = now() + make_interval(secs => \(seconds))
+            WHERE id = (
+                SELECT id FROM imports WHERE state = 'queued' OR (state = 'running' AND lease_until < now())
+                ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
+            RETURNING \(unescaped: Self.claimed)
+            """)  // index: imports_queue_idx
+        if let row = queued.first { return try Self.claim(row) }
+        let upload = try await database.query(
+            """
+            UPDATE imports SET attempts = attempts + 1, started_at = coalesce(started_at, now()),
+                               lease_until = now() + make_interval(secs => \(seconds))
             WHERE id = (
                 SELECT id FROM imports
-                WHERE state = 'queued' OR (state = 'running' AND lease_until < now())
-                   OR (state = 'uploading' AND \(unescaped: Self.followable) AND bytes_received - bytes_processed >= \(followAhead))
-                ORDER BY id LIMIT 1 FOR UPDATE SKIP LOCKED)
-            RETURNING id, public_id, individual_id, format, attempts, attempts - released, state = 'uploading',
-                      checkpoint::text, figures::text, bytes_processed, records, bytes_received
+                WHERE state = 'uploading' AND \(unescaped: Self.followable) AND bytes_received - bytes_processed >= \(followAhead)
+                ORDER BY id LIMIT 1 FOR UPDATE)
+            RETURNING \(unescaped: Self.claimed)
             """)  // index: imports_queue_idx
-        guard let row = rows.first else { return nil }
+        return try upload.first.map(Self.claim)
+    }
+
+    /// What a claim answers (`claim(_:)`).
+    private static let claimed = """
+        id, public_id, individual_id, format, attempts, attempts - released, state = 'uploading',
+        checkpoint::text, figures::text, bytes_processed, records, bytes_received
+        """
+
+    private static func claim(_ row: PostgresRow) throws -> ClaimedImport {
         let (id, publicId, individualId, format, attempt, tries, uploading, checkpoint, figures, processed, records, received) = try row.decode(
             (Int64, UUID, Int64, ImportFormat, Int32, Int32, Bool, String?, String, Int64, Int64, Int64).self
         )
