@@ -26,16 +26,19 @@ struct ImportClaimTests {
 
             // A chunk's append in progress: the row locked until its commit, a moment later.
             let (locked, lock) = AsyncStream<Void>.makeStream()
-            let appending = Task {
-                try await database.withTransaction { connection in
-                    try await connection.query(
-                        "SELECT 1 FROM imports WHERE id = \(upload.id) FOR UPDATE", logger: TestPostgres.logger)
-                    lock.yield()
-                    try await Task.sleep(for: .milliseconds(300))
-                    try await connection.query(
-                        "UPDATE imports SET bytes_received = bytes_received WHERE id = \(upload.id)", logger: TestPostgres.logger)
+            /// Holds the import's row locked for 300 ms in a transaction of its own, as an append does.
+            func appendingAChunk() -> Task<Void, any Error> {
+                Task {
+                    try await database.withTransaction { connection in
+                        try await connection.query("SELECT 1 FROM imports WHERE id = \(upload.id) FOR UPDATE", logger: TestPostgres.logger)
+                        lock.yield()
+                        try await Task.sleep(for: .milliseconds(300))
+                        try await connection.query(
+                            "UPDATE imports SET bytes_received = bytes_received WHERE id = \(upload.id)", logger: TestPostgres.logger)
+                    }
                 }
             }
+            let appending = appendingAChunk()
             var waits = locked.makeAsyncIterator()
             await waits.next()
             let claimed = try await store.claim(leaseFor: .seconds(60), followAhead: 1_024)
@@ -43,14 +46,7 @@ struct ImportClaimTests {
             #expect(claimed?.id == upload.id && claimed?.uploading == true && claimed?.bytesReceived == 4_096)
 
             // Followed now: a second worker, also waiting for a chunk's commit, claims nothing.
-            let again = Task {
-                try await database.withTransaction { connection in
-                    try await connection.query(
-                        "SELECT 1 FROM imports WHERE id = \(upload.id) FOR UPDATE", logger: TestPostgres.logger)
-                    lock.yield()
-                    try await Task.sleep(for: .milliseconds(300))
-                }
-            }
+            let again = appendingAChunk()
             await waits.next()
             #expect(try await store.claim(leaseFor: .seconds(60), followAhead: 1_024) == nil)
             try await again.value
