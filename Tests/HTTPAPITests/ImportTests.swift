@@ -425,6 +425,44 @@ struct ImportTests {
         }
     }
 
+    /// Batches of a few dozen records, each cut where an hour's samples end or — when no hour
+    /// ends within `cutSearchRecords` past the batch's size — where the reading stands: the sample
+    /// held back at a cut goes with the next batch, and every record is stored and counted once.
+    @Test func smallBatchesCutWhereHoursEndStoreAndCountEveryRecordOnce() async throws {
+        let database = try await TestPostgres.shared.migratedDatabase()
+        let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+        try await direct.whileRunning {
+            let configure: (inout AppConfiguration) -> Void = {
+                $0.importSettings.batchRecords = 45
+                $0.importSettings.batchRecordsWhileOthersUpload = 45
+                $0.importSettings.cutSearchRecords = 30
+                $0.importSettings.feedBytes = 1_024  // about five records: a batch is full with 45 to 50
+            }
+            try await TestServer.run(database: database, configure: configure) { api in
+                let (person, _) = try await api.individualSession()
+                // One a minute from 13 minutes into an hour: some batches find the hour's end
+                // within 30 samples, others do not.
+                let file = String(decoding: Self.heartRateExport(records: 1_000), as: UTF8.self)
+                let id = try #require(try await Self.post(api, person, file).string("id"))
+                let job = try await Self.finished(api, person, id)
+                #expect(job["state"] as? String == "done" && Self.countsAddUp(job), "\(job)")
+                #expect(job["records"] as? Int == 1_000 && Self.types(job)["heartRate"] == ["accepted": 1_000, "duplicates": 0])
+                let publicId = try #require(UUID(uuidString: id))
+                let stored = try await direct.query(
+                    """
+                    SELECT sum(cardinality(vals))::int8, count(*)::int8, count(DISTINCT (sample_type, block_start))::int8 FROM sample_blocks
+                    WHERE individual_id = (SELECT individual_id FROM imports WHERE public_id = \(publicId))
+                    """)
+                let (samples, blocks, places) = try #require(try stored.first?.decode((Int64, Int64, Int64).self))
+                #expect(samples == 1_000 && blocks == places, "\(samples) samples in \(blocks) blocks at \(places) places")
+
+                let again = try #require(try await Self.post(api, person, file).string("id"))
+                let second = try await Self.finished(api, person, again)
+                #expect(second["records"] as? Int == 1_000 && Self.types(second)["heartRate"] == ["accepted": 0, "duplicates": 1_000])
+            }
+        }
+    }
+
     /// Waits until workers have given back claims of followed uploads `releases` times in all.
     static func waitForRelease(_ direct: Database, releases: Int32) async throws {
         let deadline = ContinuousClock.now + .seconds(90)
