@@ -29,10 +29,10 @@ struct ImportBenchCommand: AsyncParsableCommand {
     @Option(
         help: """
             Uploads a second each other individual starts on a fixed schedule, each timed from when it was due (an open \
-            loop: a stall shows in the latency instead of slowing the load); 0: each uploads again as soon as it is \
-            answered (a closed loop that takes whatever the machine has left).
+            loop, as phones upload: a stall shows in the latency instead of slowing the load); 0: each uploads again as \
+            soon as it is answered (a closed loop that takes whatever the machine has left).
             """)
-    var othersRate = 0.0
+    var othersRate = 10.0
     @Flag(
         inversion: .prefixedNo,
         help: "Whether the worker reads the export while it arrives (--no-follow: only once it has arrived, the baseline).")
@@ -81,6 +81,22 @@ struct ImportBenchCommand: AsyncParsableCommand {
             // pause until the end: the windows without and with an import alternate under one load.
             let others = try await BenchServer.concurrently(uploaders, uploaders) { try await server.individualSession(1 + $0) }
             let people = try await BenchServer.concurrently(rounds, 1) { try await server.individualSession(1 + uploaders + $0) }
+            // The import's own speed first, nobody else uploading: then, with the others, what it
+            // leaves them and how much it gives way.
+            var aloneRate: Double?
+            if uploaders > 0 {
+                let solo = try await server.individualSession(1 + uploaders + rounds)
+                let memory = ResidentMemoryPeak.start()
+                let started = ContinuousClock.now
+                let id = try await upload(file, size: size, server: server, token: solo)
+                let job = try await waitForDone(id, server: server, token: solo)
+                let rate = Double(job["records"] as? Int ?? 0) / (ContinuousClock.now - started).inSeconds
+                print(
+                    String(
+                        format: "the import alone (nobody else uploading): %.0f records/s end to end, server resident memory at most %.0f MiB "
+                            + "above idle", rate, memory.end()))
+                aloneRate = rate
+            }
             let timeline = Timeline()
             let disk = try DiskProbe(directory: URL(fileURLWithPath: NSTemporaryDirectory()))
             defer { disk.stop() }
@@ -117,7 +133,14 @@ struct ImportBenchCommand: AsyncParsableCommand {
 
             let importing = windows.uploading + windows.reading
             let without = timeline.durations(in: windows.without), during = timeline.durations(in: importing)
-            print(String(format: "records/s end to end (upload + reading), all rounds: %.0f", Double(read) / importSeconds))
+            if let aloneRate {
+                print(
+                    String(
+                        format: "records/s end to end (upload + reading): alone %.0f; with the others uploading, all rounds, %.0f", aloneRate,
+                        Double(read) / importSeconds))
+            } else {
+                print(String(format: "records/s end to end (upload + reading), all rounds: %.0f", Double(read) / importSeconds))
+            }
             print(String(format: "server resident memory: peak during an import %.0f MiB above its idle size before it", above))
             print(String(format: "storage: %.1f bytes per stored sample, indexes and TOAST included (%d samples)", storage.bytes, storage.samples))
             print("other individuals' uploads of 100 (ms), and the disk probe's 8 KiB fdatasync (ms), all rounds:")
@@ -134,7 +157,10 @@ struct ImportBenchCommand: AsyncParsableCommand {
                             latencies.count, percentile(latencies, 0.5), percentile(latencies, 0.95), percentile(latencies, 0.99),
                             percentile(latencies, 0.99) / percentile(without, 0.99), percentile(syncs, 0.99), syncs.last ?? .nan))
             }
-            BenchSummary.record("import", "records/s end to end (upload + reading)", format: "%.0f", Double(read) / importSeconds)
+            if let aloneRate { BenchSummary.record("import", "records/s end to end alone (upload + reading)", format: "%.0f", aloneRate) }
+            BenchSummary.record(
+                "import", aloneRate == nil ? "records/s end to end (upload + reading)" : "records/s end to end with the others uploading",
+                format: "%.0f", Double(read) / importSeconds)
             BenchSummary.record("import", "resident memory above idle during the import (MiB)", format: "%.0f", above)
             BenchSummary.record(
                 "import", "others' upload p99 during / without the import", format: "× %.2f", percentile(during, 0.99) / percentile(without, 0.99))
@@ -162,16 +188,8 @@ struct ImportBenchCommand: AsyncParsableCommand {
     ) async throws -> Round {
         let quiet = ContinuousClock.now
         try await Task.sleep(for: .seconds(baselineSeconds))
-        let idle = HeldResourceGauges.residentBytes()
-        let peak = Mutex(idle)
-        let sampling = Task {
-            while !Task.isCancelled {
-                let now = HeldResourceGauges.residentBytes()
-                peak.withLock { $0 = max($0, now) }
-                try? await Task.sleep(for: .milliseconds(200))
-            }
-        }
-        defer { sampling.cancel() }  // when the round fails
+        let memory = ResidentMemoryPeak.start()
+        defer { _ = memory.end() }  // when the round fails
         let started = ContinuousClock.now
         let id = try await upload(file, size: size, server: server, token: person)
         let uploaded = ContinuousClock.now
@@ -179,8 +197,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
         let recordsAtUpload = (try await server.send(.GET, "/api/users/imports/\(id)", token: person).body["records"] as? Int) ?? 0
         let job = try await waitForDone(id, server: server, token: person)
         let finished = ContinuousClock.now
-        sampling.cancel()
-        let aboveIdle = Double(peak.withLock { $0 } - idle) / 1_048_576
+        let aboveIdle = memory.end()
         let records = job["records"] as? Int ?? 0
         let without = timeline.durations(in: [quiet..<started]), during = timeline.durations(in: [started..<finished])
         print(
@@ -349,6 +366,33 @@ private final class DiskProbe: Sendable {
 /// Writes a synthetic `export.xml` in the Health app's shape, a record at a time (never held
 /// whole): the types in the proportions of a heavy Watch user's year, sorted by type as the app
 /// writes them, over the 365 days before yesterday.
+/// The server's resident memory at its peak from `start()` until `end()`, sampled every 200 ms.
+private final class ResidentMemoryPeak: Sendable {
+    private let idle = HeldResourceGauges.residentBytes()
+    private let peak = Mutex(0)
+    private let sampling = Atomic(true)
+
+    static func start() -> ResidentMemoryPeak {
+        let memory = ResidentMemoryPeak()
+        Task { await memory.sample() }
+        return memory
+    }
+
+    private func sample() async {
+        while sampling.load(ordering: .relaxed) {
+            let now = HeldResourceGauges.residentBytes()
+            peak.withLock { $0 = max($0, now) }
+            try? await Task.sleep(for: .milliseconds(200))
+        }
+    }
+
+    /// Stops sampling; the peak above the size at the start, in MiB.
+    func end() -> Double {
+        sampling.store(false, ordering: .relaxed)
+        return Double(max(peak.withLock { $0 }, idle) - idle) / 1_048_576
+    }
+}
+
 private struct ExportWriter {
     let records: Int
     let workouts: Int
