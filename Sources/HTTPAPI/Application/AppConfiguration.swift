@@ -208,10 +208,6 @@ package struct AppConfiguration: Sendable {
             try Self.integer(
                 reader, "import.lease.seconds", env: "IMPORT_LEASE_SECONDS", default: Int(importSettings.lease.components.seconds), range: 5...3600
             ))
-        let pace = try Self.integer(
-            reader, "import.upload.pace.mib", env: "IMPORT_UPLOAD_PACE_MIB",
-            default: (importSettings.uploadBytesPerSecondWhileOthersUpload ?? 0) >> 20, range: 0...4_096)
-        importSettings.uploadBytesPerSecondWhileOthersUpload = pace > 0 ? pace << 20 : nil
         requestTimeout = .seconds(try Self.integer(reader, "request.timeout.seconds", env: "REQUEST_TIMEOUT_SECONDS", default: 30, range: 1...3600))
         idleTimeout = .seconds(try Self.integer(reader, "http.idle.timeout.seconds", env: "HTTP_IDLE_TIMEOUT_SECONDS", default: 75, range: 1...3600))
         if let text = reader.string(forKey: "trust.proxy.headers") {

@@ -242,11 +242,7 @@ struct Components {
         dataManager = DataManager(
             database: database, partitions: partitions, events: storedData,
             checks: [AnomalyDetector(logger: logger)])
-        imports = ImportService(
-            database: database, maximumBytes: configuration.importMaxBytes, followAhead: configuration.importSettings.followAhead,
-            pace: ImportUploadPace(bytesPerSecond: configuration.importSettings.uploadBytesPerSecondWhileOthersUpload) { [dataManager] in
-                dataManager.liveUploadsArriving
-            })
+        imports = ImportService(database: database, maximumBytes: configuration.importMaxBytes, followAhead: configuration.importSettings.followAhead)
         workouts = WorkoutService(database: database)
         ownData = OwnDataReader(database: database)
         sources = SourcePreferences(database: database)

@@ -19,28 +19,20 @@ package struct ImportService: Sendable {
     /// How far an upload that a worker may follow gets ahead of its reading before the workers
     /// are woken for it (`ImportSettings.followAhead`).
     let followAhead: Int64
-    /// How fast the uploads' bytes are stored while others' live uploads arrive.
-    let pace: ImportUploadPace
 
-    package init(
-        database: Database, maximumBytes: Int64, followAhead: Int64 = ImportSettings().followAhead,
-        pace: ImportUploadPace = ImportUploadPace(bytesPerSecond: nil, othersUploading: { false })
-    ) {
+    package init(database: Database, maximumBytes: Int64, followAhead: Int64 = ImportSettings().followAhead) {
         self.store = ImportStore(database: database)
         self.maximumBytes = maximumBytes
         self.followAhead = followAhead
-        self.pace = pace
     }
 
     package func create(for individual: IndividualID, format: ImportFormat) async throws -> ImportRecord {
         try await store.create(individualId: individual.rowId, format: format)
     }
 
-    /// Adds a piece of the file at `offset`, at the instance's pace while others upload; answers
-    /// the new end.
+    /// Adds a piece of the file at `offset`; answers the new end.
     package func append(_ id: UUID, for individual: IndividualID, at offset: Int64, bytes: [UInt8]) async throws -> Int64 {
-        await pace.admit(bytes.count)
-        return try await store.append(id, individualId: individual.rowId, at: offset, bytes: bytes, limit: maximumBytes, followAhead: followAhead)
+        try await store.append(id, individualId: individual.rowId, at: offset, bytes: bytes, limit: maximumBytes, followAhead: followAhead)
     }
 
     /// The file is whole: queue it. An empty file fails at once (there is nothing to read).

@@ -403,10 +403,6 @@ package struct ImportSettings: Sendable {
     package var followPoll: Duration = .milliseconds(50)
     /// …and gives the claim back when nothing more arrived for this long.
     package var followIdle: Duration = .seconds(2)
-    /// Bytes a second at which this instance stores import uploads while others' live uploads
-    /// arrive (`ImportUploadPace`; nil: as fast as they come). 32 MiB/s is about 130,000 records
-    /// of an `export.xml` a second, faster than they are read while others upload.
-    package var uploadBytesPerSecondWhileOthersUpload: Int? = 32 << 20
 
     package init() {}
 }

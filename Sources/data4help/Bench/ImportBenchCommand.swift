@@ -37,16 +37,12 @@ struct ImportBenchCommand: AsyncParsableCommand {
         inversion: .prefixedNo,
         help: "Whether the worker reads the export while it arrives (--no-follow: only once it has arrived, the baseline).")
     var follow = true
-    @Option(
-        help: "MiB a second at which the server stores the export's upload while others upload (0: as fast as it arrives; the server's default 32).")
-    var uploadPace = 32
 
     func validate() throws {
         guard othersRate == 0 || (0.1...1_000).contains(othersRate) else {
             throw ValidationError("--others-rate is 0 (a closed loop) or 0.1 to 1000 uploads a second")
         }
         guard (1...100).contains(rounds) else { throw ValidationError("--rounds is 1 to 100") }
-        guard (0...4_096).contains(uploadPace) else { throw ValidationError("--upload-pace is 0 (none) to 4096 MiB a second") }
     }
 
     func run() async throws {
@@ -75,7 +71,6 @@ struct ImportBenchCommand: AsyncParsableCommand {
         try await BenchServer.run(configure: {
             $0.rateLimitRequests = 1_000_000
             if !follow { $0.importSettings.followAhead = .max }
-            $0.importSettings.uploadBytesPerSecondWhileOthersUpload = uploadPace > 0 ? uploadPace << 20 : nil
         }) { server in
             // Everyone registers first (a password hash each), then the others upload without a
             // pause until the end: the windows without and with an import alternate under one load.
