@@ -358,9 +358,6 @@ private final class DiskProbe: Sendable {
     func stop() { stopped.store(true, ordering: .relaxed) }
 }
 
-/// Writes a synthetic `export.xml` in the Health app's shape, a record at a time (never held
-/// whole): the types in the proportions of a heavy Watch user's year, sorted by type as the app
-/// writes them, over the 365 days before yesterday.
 /// The server's resident memory at its peak from `start()` until `end()`, sampled every 200 ms.
 private final class ResidentMemoryPeak: Sendable {
     private let idle = HeldResourceGauges.residentBytes()
@@ -388,6 +385,9 @@ private final class ResidentMemoryPeak: Sendable {
     }
 }
 
+/// Writes a synthetic `export.xml` in the Health app's shape, a record at a time (never held
+/// whole): the types in the proportions of a heavy Watch user's year, sorted by type as the app
+/// writes them, over the 365 days before yesterday.
 private struct ExportWriter {
     let records: Int
     let workouts: Int
