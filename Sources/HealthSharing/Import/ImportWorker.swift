@@ -217,7 +217,8 @@ package struct ImportWorker: Service {
                 while start < piece.endIndex {
                     // A full batch is cut where an hour's samples end (see `cutFeedBytes`): read a
                     // record at a time until one starts another hour, and cut just before it.
-                    let cutting = batch.isFull(settings, othersUploading: dataManager.liveUploadsArriving)
+                    let othersUploading = dataManager.liveUploadsArriving
+                    let cutting = batch.isFull(settings, othersUploading: othersUploading)
                     let end = min(piece.endIndex, start + (cutting ? settings.cutFeedBytes : settings.feedBytes))
                     let before = (checkpoint: reader.checkpoint, samples: batch.samples.count, records: batch.records)
                     try reader.feed(piece[start..<end]) { batch.add($0) }
@@ -234,7 +235,7 @@ package struct ImportWorker: Service {
                         let next = batch.holdBackLastSample()
                         try await commit(&batch, checkpoint: ImportCheckpoint(checkpoint), processed: checkpoint.offset, wait: false)
                         batch.add(.sample(next))
-                    } else if batch.isOverfull(settings, othersUploading: dataManager.liveUploadsArriving), let checkpoint = reader.checkpoint {
+                    } else if batch.isOverfull(settings, othersUploading: othersUploading), let checkpoint = reader.checkpoint {
                         // No hour ends near (1 Hz data): cut here, the next batch merges the hour.
                         try await commit(&batch, checkpoint: ImportCheckpoint(checkpoint), processed: checkpoint.offset, wait: false)
                     }
@@ -405,6 +406,9 @@ package struct ImportSettings: Sendable {
     package var followIdle: Duration = .seconds(2)
 
     package init() {}
+
+    /// Records in one committed batch, as others' uploads arrive or not.
+    func batchSize(othersUploading: Bool) -> Int { othersUploading ? batchRecordsWhileOthersUpload : batchRecords }
 }
 
 /// Why an import failed, in words for its owner.
@@ -453,12 +457,12 @@ struct ImportBatch {
     }
 
     func isFull(_ settings: ImportSettings, othersUploading: Bool) -> Bool {
-        samples.count >= (othersUploading ? settings.batchRecordsWhileOthersUpload : settings.batchRecords)
+        samples.count >= settings.batchSize(othersUploading: othersUploading)
     }
 
     /// Full, and no hour ended within `cutSearchRecords` samples after: cut wherever it stands.
     func isOverfull(_ settings: ImportSettings, othersUploading: Bool) -> Bool {
-        samples.count >= (othersUploading ? settings.batchRecordsWhileOthersUpload : settings.batchRecords) + settings.cutSearchRecords
+        samples.count >= settings.batchSize(othersUploading: othersUploading) + settings.cutSearchRecords
     }
 
     /// Whether the last sample read begins a block of its own: it is of another type than the
