@@ -108,7 +108,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
             // Not counted: the first seconds of the load (its first partitions, caches, plans).
             try await Task.sleep(for: .seconds(5))
             for (index, person) in people.enumerated() {
-                let round = try await runRound(index + 1, by: person, file: file, size: size, server: server, timeline: timeline)
+                let round = try await runRound(index + 1, by: person, file: file, size: size, server: server, timeline: timeline, disk: disk.timeline)
                 windows.without.append(round.quiet)
                 windows.uploading.append(round.uploading)
                 windows.reading.append(round.reading)
@@ -177,9 +177,10 @@ struct ImportBenchCommand: AsyncParsableCommand {
     }
 
     /// A window of `baselineSeconds` without an import, then one import by `person`, timed by
-    /// phase; prints the round's line.
+    /// phase; prints the round's line, and when the others' slow uploads came and what the disk
+    /// probe saw meanwhile (a stall of the disk shows in both at once).
     private func runRound(
-        _ number: Int, by person: String, file: URL, size: Int64, server: BenchServer, timeline: Timeline
+        _ number: Int, by person: String, file: URL, size: Int64, server: BenchServer, timeline: Timeline, disk: Timeline
     ) async throws -> Round {
         let quiet = ContinuousClock.now
         try await Task.sleep(for: .seconds(baselineSeconds))
@@ -203,6 +204,24 @@ struct ImportBenchCommand: AsyncParsableCommand {
                 number, (uploaded - started).inSeconds, Double(size) / 1e6 / (uploaded - started).inSeconds, (finished - uploaded).inSeconds,
                 Double(records) / (finished - started).inSeconds, recordsAtUpload, percentile(without, 0.5), percentile(without, 0.99),
                 percentile(during, 0.5), percentile(during, 0.99), percentile(during, 0.99) / percentile(without, 0.99)))
+        // The uploads slower than twice the p99 without, by the second of the round they began in
+        // (0 is the upload's start), and the disk probe's slowest fdatasync in each such second.
+        let slow = timeline.events(in: started..<finished).filter { $0.milliseconds > 2 * percentile(without, 0.99) }
+        let seconds = Dictionary(grouping: slow) { Int(($0.began - started).inSeconds) }
+        let syncs = disk.events(in: started..<finished)
+        let described = seconds.keys.sorted().map { second in
+            let window = (started + .seconds(second))..<(started + .seconds(second + 1))
+            let worst = syncs.filter { window.contains($0.began) }.map(\.milliseconds).max() ?? 0
+            let slowest = seconds[second]?.map(\.milliseconds).max() ?? 0
+            return String(format: "%d s: %d (at most %.0f ms; disk %.0f ms)", second, seconds[second]?.count ?? 0, slowest, worst)
+        }
+        print(
+            String(
+                format: "  round %d: disk fdatasync p99 %.1f ms, max %.1f ms during the import (%.1f / %.1f without); "
+                    + "others' uploads over twice the p99 without, by second from the upload's start (the upload ended at %.1f s): ",
+                number, percentile(syncs.map(\.milliseconds).sorted(), 0.99), syncs.map(\.milliseconds).max() ?? 0,
+                percentile(disk.durations(in: [quiet..<started]), 0.99), disk.durations(in: [quiet..<started]).last ?? 0,
+                (uploaded - started).inSeconds) + (described.isEmpty ? "none" : described.joined(separator: "; ")))
         return Round(
             quiet: quiet..<started, uploading: started..<uploaded, reading: uploaded..<finished, records: records,
             aboveIdle: aboveIdle, job: job)
@@ -317,6 +336,11 @@ private final class Timeline: Sendable {
 
     func add(began: ContinuousClock.Instant, milliseconds: Double) {
         events.withLock { $0.append((began, milliseconds)) }
+    }
+
+    /// The events that began within `window`, in the order they were added.
+    func events(in window: Range<ContinuousClock.Instant>) -> [(began: ContinuousClock.Instant, milliseconds: Double)] {
+        events.withLock { all in all.filter { window.contains($0.began) } }
     }
 
     /// The durations of the events that began within `windows`, sorted.
