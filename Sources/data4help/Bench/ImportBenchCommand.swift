@@ -207,7 +207,7 @@ struct ImportBenchCommand: AsyncParsableCommand {
         // The uploads slower than twice the p99 without, by the second of the round they began in
         // (0 is the upload's start), and the disk probe's slowest fdatasync in each such second.
         let slow = timeline.events(in: started..<finished).filter { $0.milliseconds > 2 * percentile(without, 0.99) }
-        let seconds = Dictionary(grouping: slow) { Int(($0.began - started).inSeconds) }
+        let seconds = Dictionary(grouping: slow) { Int(exactly: ($0.began - started).inSeconds.rounded(.down)) ?? 0 }
         let syncs = disk.events(in: started..<finished)
         let described = seconds.keys.sorted().map { second in
             let window = (started + .seconds(second))..<(started + .seconds(second + 1))
