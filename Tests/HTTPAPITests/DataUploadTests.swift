@@ -1,6 +1,7 @@
 import Foundation
 import HTTPAPI
 import HTTPTypes
+import HealthSharing
 import Testing
 
 typealias JSONObject = [String: any Sendable]
@@ -46,6 +47,70 @@ struct DataUploadTests {
             let tooMany = (0...10_000).map { _ in ["type": "heartRate"] as [String: any Sendable] }
             let reply = try await api.send(.post, "/api/users/data", token: token, json: ["items": tooMany])
             #expect(reply.status == .contentTooLarge)
+        }
+    }
+
+    /// A watch's recording as one series: each value at its time, the empty slot skipped, the
+    /// refused ones named by index and pointer, and a reading sent both ways stored once.
+    @Test func seriesStoreEachValueAtItsTimeAndNameTheRefusedOnes() async throws {
+        try await TestServer.run { api in
+            let (token, _) = try await api.individualSession()
+            let formatter = ISO8601DateFormatter()
+            let start = Date().addingTimeInterval(-600).timeIntervalSince1970.rounded(.down)
+            let time = { (seconds: Double) in formatter.string(from: Date(timeIntervalSince1970: start + seconds)) }
+            let body: JSONObject = [
+                "items": [["type": "heartRate", "value": 75, "start": time(3)] as JSONObject],
+                "series": [
+                    [
+                        "type": "heartRate", "unit": "bpm", "start": time(0), "intervalMs": 1000,
+                        "values": [70, NSNull(), 400, 75] as [any Sendable], "source": "Watch",
+                    ]
+                        as JSONObject,
+                    ["type": "sleep", "start": time(0), "intervalMs": 60_000, "values": [1, 2]] as JSONObject,
+                    ["type": "stepCount", "start": time(0), "intervalMs": 60_000, "values": [12, 30]] as JSONObject,
+                ],
+            ]
+            let reply = try await api.send(.post, "/api/users/data", token: token, json: body)
+            #expect(reply.status == .ok)
+            // 75 at +3 s is the item and the series' last value: stored once.
+            #expect(reply.json["accepted"] as? Int == 4)
+            #expect(reply.json["duplicates"] as? Int == 1)
+            let rejected = (reply.json["rejected"] as? [[String: Any]]) ?? []
+            #expect(rejected.compactMap { $0["index"] as? Int } == [3, 5])
+            #expect(rejected.compactMap { $0["pointer"] as? String } == ["/series/0/values/2", "/series/1"])
+            #expect((rejected.first?["reason"] as? String) == "heartRate must be between 20 and 250 bpm")
+
+            let hearts = try await api.send(.get, "/api/users/data?type=heartRate&order=asc", token: token).items
+            #expect(hearts.compactMap { $0["value"] as? Double } == [70, 75])
+            #expect(
+                hearts.compactMap { $0["start"] as? String }.compactMap { RFC3339Timestamp.parse($0) }
+                    == [start, start + 3].map { Date(timeIntervalSince1970: $0) })
+            let steps = try await api.send(.get, "/api/users/data?type=stepCount&order=asc", token: token).items
+            #expect(steps.compactMap { $0["value"] as? Double } == [12, 30])
+            #expect(steps.last.flatMap { $0["end"] as? String }.flatMap { RFC3339Timestamp.parse($0) } == Date(timeIntervalSince1970: start + 120))
+
+            let again = try await api.send(.post, "/api/users/data", token: token, json: body)
+            #expect(again.json["accepted"] as? Int == 0)
+            #expect(again.json["duplicates"] as? Int == 5)
+        }
+    }
+
+    @Test func seriesThatAreNotSeriesStoreNothing() async throws {
+        try await TestServer.run { api in
+            let (token, _) = try await api.individualSession()
+            #expect(try await api.send(.post, "/api/users/data", token: token, json: ["series": [] as [any Sendable]]).problemFields == ["series"])
+            #expect(try await api.send(.post, "/api/users/data", token: token, raw: #"{"series": 7}"#).problemFields == ["series"])
+            let notObject = try await api.send(.post, "/api/users/data", token: token, raw: #"{"series": [7]}"#)
+            #expect(notObject.status == .ok)
+            #expect((notObject.json["rejected"] as? [[String: Any]])?.first?["pointer"] as? String == "/series/0")
+            // 10,001 readings: 1 item and a series of 10,000.
+            let values = Array(repeating: 70, count: 10_000)
+            let tooMany: JSONObject = [
+                "items": [["type": "heartRate", "value": 70, "start": Self.now] as JSONObject],
+                "series": [["type": "heartRate", "start": Self.now, "intervalMs": 1, "values": values] as JSONObject],
+            ]
+            #expect(try await api.send(.post, "/api/users/data", token: token, json: tooMany).status == .contentTooLarge)
+            #expect(try await api.send(.get, "/api/users/data", token: token).items.isEmpty)
         }
     }
 

@@ -57,22 +57,59 @@ struct UploadScannerTests {
             }.joined(separator: ",") + "}"
     }
 
+    /// A series' fields, an unknown key and near misses.
+    static let seriesFields = ["type", "unit", "start", "source", "intervalMs", "values", "value", "interval", "Values", "extra"]
+
+    /// Mostly the usual shape (numbers and nulls), sometimes anything.
+    static func randomValues(_ random: inout SplitMix64) -> String {
+        guard Int.random(in: 0..<6, using: &random) > 0 else { return randomValue(&random) }
+        return "["
+            + (0..<Int.random(in: 0...6, using: &random)).map { _ in
+                Int.random(in: 0..<5, using: &random) == 0
+                    ? "null" : Int.random(in: 0..<8, using: &random) == 0 ? randomValue(&random) : String(Int.random(in: 20...220, using: &random))
+            }.joined(separator: ", ") + "]"
+    }
+
+    static func randomSeries(_ random: inout SplitMix64) -> String {
+        if Int.random(in: 0..<12, using: &random) == 0 { return randomValue(&random) }
+        var keys = seriesFields.shuffled(using: &random).prefix(Int.random(in: 0...7, using: &random)).map { $0 }
+        if Int.random(in: 0..<15, using: &random) == 0, let first = keys.first { keys.append(first) }  // a duplicate key
+        return "{"
+            + keys.map { key in
+                let value =
+                    switch key {
+                    case "values": randomValues(&random)
+                    case "intervalMs" where Int.random(in: 0..<3, using: &random) > 0: String(Int.random(in: -5...100_000, using: &random))
+                    default: randomValue(&random)
+                    }
+                return "\"\(key)\": " + value
+            }.joined(separator: ", ") + "}"
+    }
+
     @Test func agreesOnRandomUploads() throws {
         var random = SplitMix64(seed: 20_261_121)
-        var fastPathTaken = 0
-        let cases = 3000
+        var fastPathTaken = 0, seriesRead = 0
+        let cases = 4000
         for _ in 0..<cases {
             let items = (0..<Int.random(in: 0...5, using: &random)).map { _ in Self.randomItem(&random) }
-            let body =
-                #"{"items": ["# + items.joined(separator: ", ") + "]"
-                + (Int.random(in: 0..<4, using: &random) == 0 ? #", "note": {"a": [1, 2]}"# : "") + "}"
+            let series = (0..<Int.random(in: 0...3, using: &random)).map { _ in Self.randomSeries(&random) }
+            var fields: [String] = []
+            switch Int.random(in: 0..<4, using: &random) {
+            case 0: fields = [#""series": ["# + series.joined(separator: ", ") + "]"]
+            case 1: fields = [#""items": ["# + items.joined(separator: ", ") + "]", #""series": ["# + series.joined(separator: ", ") + "]"]
+            default: fields = [#""items": ["# + items.joined(separator: ", ") + "]"]
+            }
+            if Int.random(in: 0..<4, using: &random) == 0 { fields.append(#""note": {"a": [1, 2]}"#) }
+            let body = "{" + fields.shuffled(using: &random).joined(separator: ", ") + "}"
             let bytes = ByteBuffer(string: body)
-            let slow = try? WireFormat.decoder().decode(IngestUploadBody.self, from: Data(body.utf8)).items?.map(\.raw)
+            let slow = try? WireFormat.decoder().decode(IngestUploadBody.self, from: Data(body.utf8)).raw
             guard let fast = UploadScanner.scan(bytes) else { continue }
             fastPathTaken += 1
+            if !fast.series.isEmpty { seriesRead += 1 }
             #expect(slow == fast, "\(body)")
         }
         #expect(fastPathTaken > cases / 10)
+        #expect(seriesRead > cases / 50)
     }
 
     @Test func readsTheUsualUploadAndDeclinesTheRest() throws {
@@ -80,14 +117,22 @@ struct UploadScannerTests {
             string:
                 #"{"items":[{"id":"a","type":"heartRate","value":72,"unit":"bpm","start":"2026-11-21T08:30:00Z"},{"latitude":45.5,"longitude":9.2,"time":"2026-11-21T08:30:00Z"},{"type":"sleep","value":"deep","start":"2026-11-21T01:00:00Z","end":"2026-11-21T02:00:00Z"},{"value":true},7]}"#
         )
-        let items = try #require(UploadScanner.scan(usual))
+        let items = try #require(UploadScanner.scan(usual)?.items)
         #expect(items.count == 5)
         #expect(items[0].id == "a" && items[0].value == .number(72) && items[0].unit == "bpm")
         #expect(items[1].latitude == 45.5 && items[1].time == "2026-11-21T08:30:00Z")
         #expect(items[2].value == .word("deep"))
         #expect(items[3].fieldError == "value must be a number (or a word for sleep)")
         #expect(items[4].fieldError == "item must be a JSON object")
+        let series = try #require(
+            UploadScanner.scan(
+                ByteBuffer(
+                    string: #"{"series":[{"type":"heartRate","start":"2026-11-21T08:30:00Z","intervalMs":1000,"values":[72,null,73.5],"x":[1]}]}"#)
+            )?.series)
+        #expect(series.count == 1 && series[0].values == [72, nil, 73.5] && series[0].intervalMs == 1000 && series[0].fieldError == nil)
         for unusual in [
+            #"{"series": [{"values": [1, "2"]}]}"#, #"{"series": [{"type": 1}]}"#, #"{"series": [7]}"#,
+            #"{"series": [{"values": [1], "values": [2]}]}"#,
             #"[]"#, #"{"items": [{"type": "a\"b"}]}"#, #"{"items": [1,]}"#, #"{"items": []} x"#, #"{"items": [{"type": "x", "type": "y"}]}"#,
             #"{"other": 1}"#,
         ] {

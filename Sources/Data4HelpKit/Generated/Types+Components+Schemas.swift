@@ -2848,6 +2848,8 @@ extension Components {
                 case nextCursor
             }
         }
+        /// Items, series, or both (one is required; a body with neither is refused with 422): at most 10,000 readings in all (items and series values).
+        ///
         /// - Remark: Generated from `#/components/schemas/DataUpload`.
         public struct DataUpload: Codable, Hashable, Sendable {
             /// - Remark: Generated from `#/components/schemas/DataUpload/ItemsPayload`.
@@ -2898,16 +2900,86 @@ extension Components {
             /// - Remark: Generated from `#/components/schemas/DataUpload/items`.
             public typealias ItemsPayload = [Components.Schemas.DataUpload.ItemsPayloadPayload]
             /// - Remark: Generated from `#/components/schemas/DataUpload/items`.
-            public var items: Components.Schemas.DataUpload.ItemsPayload
+            public var items: Components.Schemas.DataUpload.ItemsPayload?
+            /// - Remark: Generated from `#/components/schemas/DataUpload/series`.
+            public var series: [Components.Schemas.SeriesUpload]?
             /// Creates a new `DataUpload`.
             ///
             /// - Parameters:
             ///   - items:
-            public init(items: Components.Schemas.DataUpload.ItemsPayload) {
+            ///   - series:
+            public init(
+                items: Components.Schemas.DataUpload.ItemsPayload? = nil,
+                series: [Components.Schemas.SeriesUpload]? = nil
+            ) {
                 self.items = items
+                self.series = series
             }
             public enum CodingKeys: String, CodingKey {
                 case items
+                case series
+            }
+        }
+        /// Readings of one numeric type at a fixed interval: the first at `start`, each next one
+        /// `intervalMs` later. For an interval type (steps, distance, energy) each value covers its
+        /// slot, from its time to the next. `sleep`, whose values are words, is sent as items.
+        ///
+        ///
+        /// - Remark: Generated from `#/components/schemas/SeriesUpload`.
+        public struct SeriesUpload: Codable, Hashable, Sendable {
+            /// - Remark: Generated from `#/components/schemas/SeriesUpload/type`.
+            public var _type: Components.Schemas.SampleTypeName
+            /// Defaults to the canonical unit of the type (see `GET /api/types`).
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesUpload/unit`.
+            public var unit: Swift.String?
+            /// The first value's time, RFC 3339 with an offset.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesUpload/start`.
+            public var start: Foundation.Date
+            /// Milliseconds from one value to the next.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesUpload/intervalMs`.
+            public var intervalMs: Swift.Int
+            /// Numbers in `unit`; null for an empty slot (nothing is stored for it).
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesUpload/values`.
+            public var values: [Swift.Double?]
+            /// Device name (`Apple Watch`); kept and shown back.
+            ///
+            /// - Remark: Generated from `#/components/schemas/SeriesUpload/source`.
+            public var source: Swift.String?
+            /// Creates a new `SeriesUpload`.
+            ///
+            /// - Parameters:
+            ///   - _type:
+            ///   - unit: Defaults to the canonical unit of the type (see `GET /api/types`).
+            ///   - start: The first value's time, RFC 3339 with an offset.
+            ///   - intervalMs: Milliseconds from one value to the next.
+            ///   - values: Numbers in `unit`; null for an empty slot (nothing is stored for it).
+            ///   - source: Device name (`Apple Watch`); kept and shown back.
+            public init(
+                _type: Components.Schemas.SampleTypeName,
+                unit: Swift.String? = nil,
+                start: Foundation.Date,
+                intervalMs: Swift.Int,
+                values: [Swift.Double?],
+                source: Swift.String? = nil
+            ) {
+                self._type = _type
+                self.unit = unit
+                self.start = start
+                self.intervalMs = intervalMs
+                self.values = values
+                self.source = source
+            }
+            public enum CodingKeys: String, CodingKey {
+                case _type = "type"
+                case unit
+                case start
+                case intervalMs
+                case values
+                case source
             }
         }
         /// - Remark: Generated from `#/components/schemas/HealthSampleUpload`.
@@ -3075,26 +3147,34 @@ extension Components {
             public var duplicates: Swift.Int
             /// - Remark: Generated from `#/components/schemas/DataUploadResult/RejectedPayload`.
             public struct RejectedPayloadPayload: Codable, Hashable, Sendable {
-                /// Position of the item in `items`.
+                /// Position of the reading: an item's in `items`; a series value's after the items, counting every series' values in order (a series without values counts one).
                 ///
                 /// - Remark: Generated from `#/components/schemas/DataUploadResult/RejectedPayload/index`.
                 public var index: Swift.Int
+                /// JSON pointer to what was refused: `/items/3`, `/series/0/values/17`, or `/series/1` for a whole series.
+                ///
+                /// - Remark: Generated from `#/components/schemas/DataUploadResult/RejectedPayload/pointer`.
+                public var pointer: Swift.String
                 /// - Remark: Generated from `#/components/schemas/DataUploadResult/RejectedPayload/reason`.
                 public var reason: Swift.String
                 /// Creates a new `RejectedPayloadPayload`.
                 ///
                 /// - Parameters:
-                ///   - index: Position of the item in `items`.
+                ///   - index: Position of the reading: an item's in `items`; a series value's after the items, counting every series' values in order (a series without values counts one).
+                ///   - pointer: JSON pointer to what was refused: `/items/3`, `/series/0/values/17`, or `/series/1` for a whole series.
                 ///   - reason:
                 public init(
                     index: Swift.Int,
+                    pointer: Swift.String,
                     reason: Swift.String
                 ) {
                     self.index = index
+                    self.pointer = pointer
                     self.reason = reason
                 }
                 public enum CodingKeys: String, CodingKey {
                     case index
+                    case pointer
                     case reason
                 }
             }

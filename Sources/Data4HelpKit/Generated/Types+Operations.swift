@@ -1817,12 +1817,18 @@ public enum Operations {
     }
     /// Upload health samples and location fixes
     ///
-    /// A batch of up to 10,000 items, each a health sample (`type`, `value`, `start`, ...) or a
-    /// location fix (`latitude`, `longitude`, `time`, ...). Idempotent: re-sending a batch stores
-    /// nothing twice (a duplicate has the same type and client `id`, or without an id the same
-    /// start and value). Valid items are stored even when others are refused; each refused item
-    /// is listed with its index and the reason. Samples may arrive late and out of order; a time
-    /// more than 5 minutes in the future is refused. Stored items are committed before the answer.
+    /// A batch of up to 10,000 readings: `items`, each a health sample (`type`, `value`, `start`,
+    /// ...) or a location fix (`latitude`, `longitude`, `time`, ...), and `series`, each readings
+    /// of one type at a fixed interval (`start`, `intervalMs`, `values`; as FHIR's SampledData) —
+    /// a watch's heart rate at 1 Hz costs a few bytes a reading instead of an object each. An
+    /// upload holds either or both. Idempotent: re-sending a batch stores nothing twice (a
+    /// duplicate has the same type and client `id`, or without an id the same start and value;
+    /// a series' values have no id). Valid readings are stored even when others are refused; each
+    /// refused one is listed with its index (items first, then every series' values in order)
+    /// and a JSON pointer (`/items/3`, `/series/0/values/17`; `/series/1` when a whole series is
+    /// refused, at its first value's index), with the reason. Samples may arrive late and out of
+    /// order; a time more than 5 minutes in the future is refused. Stored readings are committed
+    /// before the answer.
     ///
     ///
     /// - Remark: HTTP `POST /api/users/data`.

@@ -16,11 +16,13 @@ package enum DecoderFuzzing {
         "signature": signature, "health-export": healthExport, "tcx": tcx, "fit": fit,
     ]
 
-    /// `POST /api/users/data`: the byte scanner (or Foundation's decoder), then each item's rules.
+    /// `POST /api/users/data`: the byte scanner (or Foundation's decoder), then each item's and
+    /// each series' rules.
     package static func upload(_ data: Data) {
-        guard let items = try? IngestUploadBody.items(in: ByteBuffer(bytes: data)) else { return }
+        guard let upload = try? IngestUploadBody.upload(in: ByteBuffer(bytes: data)) else { return }
         let rules = IngestRules(), now = Date()
-        for item in items { _ = try? rules.validate(item, now: now) }
+        for item in upload.items { _ = try? rules.validate(item, now: now) }
+        for series in upload.series { _ = rules.validate(series, now: now) }
     }
 
     /// Pagination cursors: the authenticated codec on the raw text, and — since a forged cursor

@@ -11,8 +11,8 @@ import NIOCore
 /// (`IngestUploadBody`) decides every unusual case, and the answer never depends on which path
 /// ran. A property test checks that both paths agree on what this one accepts.
 enum UploadScanner {
-    /// The items, or nil when the body is not of the simple shape this scanner reads.
-    static func scan(_ buffer: ByteBuffer) -> [RawIngestItem]? {
+    /// The items and series, or nil when the body is not of the simple shape this scanner reads.
+    static func scan(_ buffer: ByteBuffer) -> RawUpload? {
         buffer.withUnsafeReadableBytes { bytes in
             var scanner = Cursor(bytes: bytes)
             return scanner.upload()
@@ -27,10 +27,11 @@ enum UploadScanner {
             self.bytes = bytes
         }
 
-        mutating func upload() -> [RawIngestItem]? {
+        mutating func upload() -> RawUpload? {
             skipSpace()
             guard consume(UInt8(ascii: "{")) else { return nil }
             var items: [RawIngestItem]?
+            var series: [RawSeries]?
             skipSpace()
             if !consume(UInt8(ascii: "}")) {
                 repeat {
@@ -42,6 +43,9 @@ enum UploadScanner {
                     if key.elementsEqual("items".utf8) {
                         guard items == nil, let parsed = itemList() else { return nil }
                         items = parsed
+                    } else if key.elementsEqual("series".utf8) {
+                        guard series == nil, let parsed = seriesList() else { return nil }
+                        series = parsed
                     } else {
                         guard skipValue(depth: 0) else { return nil }
                     }
@@ -50,8 +54,90 @@ enum UploadScanner {
                 guard consume(UInt8(ascii: "}")) else { return nil }
             }
             skipSpace()
-            guard index == bytes.count, let items else { return nil }
-            return items
+            guard index == bytes.count, items != nil || series != nil else { return nil }
+            return RawUpload(items: items ?? [], series: series ?? [], hasSeries: series != nil)
+        }
+
+        /// The series of the usual shape: objects whose fields have their JSON types (or null),
+        /// values that are numbers or null. Anything else goes to Foundation, which decides how
+        /// the series is refused.
+        private mutating func seriesList() -> [RawSeries]? {
+            guard consume(UInt8(ascii: "[")) else { return nil }
+            var list: [RawSeries] = []
+            skipSpace()
+            if consume(UInt8(ascii: "]")) { return list }
+            repeat {
+                skipSpace()
+                guard let series = oneSeries() else { return nil }
+                list.append(series)
+                skipSpace()
+            } while consume(UInt8(ascii: ","))
+            guard consume(UInt8(ascii: "]")) else { return nil }
+            return list
+        }
+
+        private mutating func oneSeries() -> RawSeries? {
+            guard consume(UInt8(ascii: "{")) else { return nil }
+            var raw = RawSeries()
+            var seen: Set<String> = []
+            skipSpace()
+            if consume(UInt8(ascii: "}")) { return raw }
+            repeat {
+                skipSpace()
+                guard let keyBytes = rawString(), let key = Self.text(keyBytes) else { return nil }
+                skipSpace()
+                guard consume(UInt8(ascii: ":")) else { return nil }
+                skipSpace()
+                let known = ["type", "unit", "start", "source", "intervalMs", "values"].contains(key)
+                if known {
+                    guard seen.insert(key).inserted else { return nil }  // duplicate key: let Foundation decide
+                    if peek() == UInt8(ascii: "n") {
+                        guard literal("null") else { return nil }
+                    } else if key == "intervalMs" {
+                        guard let number = number(), number.isFinite else { return nil }
+                        raw.intervalMs = number
+                    } else if key == "values" {
+                        guard let values = valueArray() else { return nil }
+                        raw.values = values
+                    } else {
+                        guard peek() == UInt8(ascii: "\""), let text = rawString().flatMap(Self.text) else { return nil }
+                        switch key {
+                        case "type": raw.type = text
+                        case "unit": raw.unit = text
+                        case "start": raw.start = text
+                        default: raw.source = text
+                        }
+                    }
+                } else {
+                    guard skipValue(depth: 0) else { return nil }
+                }
+                skipSpace()
+            } while consume(UInt8(ascii: ","))
+            guard consume(UInt8(ascii: "}")) else { return nil }
+            return raw
+        }
+
+        /// `[72, 73.5, null, …]`: finite numbers and nulls only.
+        private mutating func valueArray() -> [Double?]? {
+            guard consume(UInt8(ascii: "[")) else { return nil }
+            var values: [Double?] = []
+            // A value takes at least two bytes (`7,`).
+            values.reserveCapacity(min((bytes.count - index) / 2, DataManager.maximumBatchSize + 1))
+            skipSpace()
+            if consume(UInt8(ascii: "]")) { return values }
+            repeat {
+                skipSpace()
+                if peek() == UInt8(ascii: "n") {
+                    guard literal("null") else { return nil }
+                    values.append(nil)
+                } else {
+                    guard let number = number(), number.isFinite else { return nil }
+                    values.append(number)
+                }
+                skipSpace()
+            } while consume(UInt8(ascii: ","))
+            guard consume(UInt8(ascii: "]")) else { return nil }
+            return values
         }
 
         private mutating func itemList() -> [RawIngestItem]? {

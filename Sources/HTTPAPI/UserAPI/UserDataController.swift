@@ -23,15 +23,18 @@ struct UserDataController {
     /// `POST /api/users/data`: stores a batch of samples and fixes, committed before the answer.
     @Sendable func upload(_ request: Request, context: IndividualRequestContext) async throws -> IngestResultBody {
         guard let bytes = try await body.bytes(of: request) else { throw Problem.malformedBody("The request needs a JSON body.") }
-        guard let items = try IngestUploadBody.items(in: bytes) else { throw Problem.invalidField("items", "is required") }
-        guard !items.isEmpty else { throw Problem.invalidField("items", "must hold at least one item") }
-        guard items.count <= DataManager.maximumBatchSize else {
+        guard let upload = try IngestUploadBody.upload(in: bytes) else { throw Problem.invalidField("items", "is required (or series)") }
+        guard upload.readings > 0 else {
+            throw upload.hasSeries
+                ? Problem.invalidField("series", "must hold at least one series") : Problem.invalidField("items", "must hold at least one item")
+        }
+        guard upload.readings <= DataManager.maximumBatchSize else {
             throw Problem(
                 .contentTooLarge, slug: "batch-too-large", title: "Batch too large",
-                detail: "An upload holds at most \(DataManager.maximumBatchSize) items; send the rest in another request."
+                detail: "An upload holds at most \(DataManager.maximumBatchSize) items and series values; send the rest in another request."
             )
         }
-        let result = try await dataManager.ingest(items, for: context.individual)
+        let result = try await dataManager.ingest(upload, for: context.individual)
         return IngestResultBody(result)
     }
 
@@ -132,15 +135,69 @@ struct UserDataController {
 
 package struct IngestUploadBody: Decodable {
     package var items: [IngestItemBody]?
+    package var series: [IngestSeriesBody]?
 
-    /// The items of an upload, nil when it has no `items`. The byte scanner reads the usual upload
-    /// in one pass; anything unusual goes to Foundation's decoder, whose errors become problems.
-    package static func items(in bytes: ByteBuffer) throws -> [RawIngestItem]? {
-        if let items = UploadScanner.scan(bytes) { return items }
+    /// The upload's items and series, nil when it has neither. The byte scanner reads the usual
+    /// upload in one pass; anything unusual goes to Foundation's decoder, whose errors become
+    /// problems.
+    package static func upload(in bytes: ByteBuffer) throws -> RawUpload? {
+        if let upload = UploadScanner.scan(bytes) { return upload }
         do {
-            return try WireFormat.decoder().decode(IngestUploadBody.self, from: Data(bytes.readableBytesView)).items?.map(\.raw)
+            return try WireFormat.decoder().decode(IngestUploadBody.self, from: Data(bytes.readableBytesView)).raw
         } catch let error as DecodingError {
             throw JSONBody.problem(for: error)
+        }
+    }
+
+    /// As the rules read it; nil when it has neither items nor series.
+    package var raw: RawUpload? {
+        guard items != nil || series != nil else { return nil }
+        return RawUpload(items: items?.map(\.raw) ?? [], series: series?.map(\.raw) ?? [], hasSeries: series != nil)
+    }
+}
+
+/// One uploaded series, decoded leniently: a field of the wrong JSON type refuses the series
+/// alone (the first such field in the order below), not the upload.
+package struct IngestSeriesBody: Decodable {
+    package var raw = RawSeries()
+
+    private enum Field: String, CodingKey {
+        case type, unit, start, source, intervalMs, values
+    }
+
+    package init(from decoder: any Decoder) throws {
+        guard var fields = LenientFields<Field>(decoder) else {
+            raw.fieldError = "series must be a JSON object"
+            return
+        }
+        raw.type = fields.read(.type, as: String.self, "a string")
+        raw.unit = fields.read(.unit, as: String.self, "a string")
+        raw.start = fields.read(.start, as: String.self, "an RFC 3339 time string")
+        raw.source = fields.read(.source, as: String.self, "a string")
+        raw.intervalMs = fields.read(.intervalMs, as: Double.self, "a number")
+        raw.values = fields.read(.values, as: [Double?].self, "an array of numbers (null for an empty slot)")
+        raw.fieldError = fields.problem
+    }
+}
+
+/// A JSON object read field by field, leniently: a field of the wrong JSON type reads as absent,
+/// and the first such field's problem is kept (`problem`).
+struct LenientFields<Key: CodingKey> {
+    let container: KeyedDecodingContainer<Key>
+    var problem: String?
+
+    /// Nil when the value is not an object.
+    init?(_ decoder: any Decoder) {
+        guard let container = try? decoder.container(keyedBy: Key.self) else { return nil }
+        self.container = container
+    }
+
+    mutating func read<T: Decodable>(_ key: Key, as type: T.Type, _ expectation: String) -> T? {
+        do {
+            return try container.decodeIfPresent(T.self, forKey: key)
+        } catch {
+            if problem == nil { problem = "\(key.stringValue) must be \(expectation)" }
+            return nil
         }
     }
 }
@@ -155,36 +212,30 @@ package struct IngestItemBody: Decodable {
     }
 
     package init(from decoder: any Decoder) throws {
-        guard let container = try? decoder.container(keyedBy: Field.self) else {
+        guard var fields = LenientFields<Field>(decoder) else {
             raw.fieldError = "item must be a JSON object"
             return
         }
-        func read<T: Decodable>(_ field: Field, as type: T.Type, _ expectation: String) -> T? {
-            do {
-                return try container.decodeIfPresent(T.self, forKey: field)
-            } catch {
-                if raw.fieldError == nil { raw.fieldError = "\(field.rawValue) must be \(expectation)" }
-                return nil
-            }
-        }
-        raw.id = read(.id, as: String.self, "a string")
-        raw.type = read(.type, as: String.self, "a string")
-        raw.unit = read(.unit, as: String.self, "a string")
-        raw.start = read(.start, as: String.self, "an RFC 3339 time string")
-        raw.end = read(.end, as: String.self, "an RFC 3339 time string")
-        raw.source = read(.source, as: String.self, "a string")
-        raw.latitude = read(.latitude, as: Double.self, "a number")
-        raw.longitude = read(.longitude, as: Double.self, "a number")
-        raw.accuracy = read(.accuracy, as: Double.self, "a number")
-        raw.altitude = read(.altitude, as: Double.self, "a number")
-        raw.time = read(.time, as: String.self, "an RFC 3339 time string")
+        raw.id = fields.read(.id, as: String.self, "a string")
+        raw.type = fields.read(.type, as: String.self, "a string")
+        raw.unit = fields.read(.unit, as: String.self, "a string")
+        raw.start = fields.read(.start, as: String.self, "an RFC 3339 time string")
+        raw.end = fields.read(.end, as: String.self, "an RFC 3339 time string")
+        raw.source = fields.read(.source, as: String.self, "a string")
+        raw.latitude = fields.read(.latitude, as: Double.self, "a number")
+        raw.longitude = fields.read(.longitude, as: Double.self, "a number")
+        raw.accuracy = fields.read(.accuracy, as: Double.self, "a number")
+        raw.altitude = fields.read(.altitude, as: Double.self, "a number")
+        raw.time = fields.read(.time, as: String.self, "an RFC 3339 time string")
+        let container = fields.container
         if let number = try? container.decodeIfPresent(Double.self, forKey: .value) {
             raw.value = .number(number)
         } else if let word = try? container.decodeIfPresent(String.self, forKey: .value) {
             raw.value = .word(word)
         } else if container.contains(.value), (try? container.decodeNil(forKey: .value)) != true {
-            if raw.fieldError == nil { raw.fieldError = "value must be a number (or a word for sleep)" }
+            fields.problem = fields.problem ?? "value must be a number (or a word for sleep)"
         }
+        raw.fieldError = fields.problem
     }
 }
 
@@ -192,6 +243,7 @@ package struct IngestItemBody: Decodable {
 struct IngestResultBody: ResponseEncodable {
     struct Rejection: Encodable {
         let index: Int
+        let pointer: String
         let reason: String
     }
 
@@ -204,7 +256,7 @@ struct IngestResultBody: ResponseEncodable {
     init(_ result: IngestBatchResult) {
         accepted = result.accepted
         duplicates = result.duplicates
-        rejected = result.rejected.map { Rejection(index: $0.index, reason: $0.reason) }
+        rejected = result.rejected.map { Rejection(index: $0.index, pointer: $0.pointer, reason: $0.reason) }
     }
 }
 

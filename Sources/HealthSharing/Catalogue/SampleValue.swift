@@ -20,22 +20,8 @@ extension SampleType {
     /// and a value outside the physiologically possible range are all refused.
     package func canonicalValue(_ raw: RawSampleValue, unit: String?) throws(SampleRejection) -> Double {
         switch (definition, raw) {
-        case (.quantity(let canonical, let conversions, let range), .number(let number)):
-            guard number.isFinite else { throw SampleRejection("value must be a finite number") }
-            let converted: Double
-            if unit == nil || unit == canonical {
-                converted = number
-            } else if let conversion = conversions.first(where: { $0.unit == unit }) {
-                converted = (number + conversion.offset) * conversion.factor
-            } else {
-                let accepted = ([canonical] + conversions.map(\.unit)).joined(separator: ", ")
-                throw SampleRejection("unit \(unit!) does not fit \(rawValue) (use \(accepted))")
-            }
-            guard range.contains(converted) else {
-                throw SampleRejection(
-                    "\(rawValue) must be between \(range.lowerBound.formattedValue) and \(range.upperBound.formattedValue) \(canonical)")
-            }
-            return converted
+        case (.quantity, .number(let number)):
+            return try scale(unit: unit).canonical(number)
         case (.quantity(let canonical, _, _), .word):
             throw SampleRejection("\(rawValue) needs a numeric value in \(canonical)")
         case (.category(let words), .word(let word)):
@@ -46,6 +32,45 @@ extension SampleType {
         case (.category(let words), .number):
             throw SampleRejection("\(rawValue) value must be one of \(words.joined(separator: ", "))")
         }
+    }
+
+    /// Whether values of this type are words (sleep stages) rather than numbers.
+    package var isCategory: Bool {
+        if case .category = definition { true } else { false }
+    }
+
+    /// How a number in `unit` (nil: the canonical unit) becomes this quantity type's canonical
+    /// value, found once for many values (a series); refused when the unit does not fit.
+    package func scale(unit: String?) throws(SampleRejection) -> QuantityScale {
+        guard case .quantity(let canonical, let conversions, let range) = definition else {
+            throw SampleRejection("\(rawValue) needs a word, not a number")
+        }
+        if unit == nil || unit == canonical { return QuantityScale(type: self, canonicalUnit: canonical, offset: 0, factor: 1, range: range) }
+        guard let conversion = conversions.first(where: { $0.unit == unit }) else {
+            let accepted = ([canonical] + conversions.map(\.unit)).joined(separator: ", ")
+            throw SampleRejection("unit \(unit ?? "") does not fit \(rawValue) (use \(accepted))")
+        }
+        return QuantityScale(type: self, canonicalUnit: canonical, offset: conversion.offset, factor: conversion.factor, range: range)
+    }
+}
+
+/// A quantity type's conversion from one unit, and the range its canonical values must be in.
+package struct QuantityScale: Sendable {
+    let type: SampleType
+    let canonicalUnit: String
+    let offset: Double
+    let factor: Double
+    let range: ClosedRange<Double>
+
+    /// `number` in the canonical unit, or why it cannot be stored.
+    package func canonical(_ number: Double) throws(SampleRejection) -> Double {
+        guard number.isFinite else { throw SampleRejection("value must be a finite number") }
+        let converted = offset == 0 && factor == 1 ? number : (number + offset) * factor
+        guard range.contains(converted) else {
+            throw SampleRejection(
+                "\(type.rawValue) must be between \(range.lowerBound.formattedValue) and \(range.upperBound.formattedValue) \(canonicalUnit)")
+        }
+        return converted
     }
 }
 

@@ -8,8 +8,18 @@ import Synchronization
 /// were refused and why (by their index in the upload).
 package struct IngestBatchResult: Sendable, Equatable {
     package struct Rejection: Sendable, Equatable {
+        /// The refused item's position in `items`; a series' values are numbered after the items,
+        /// in order, and a series refused whole is one rejection at its first value's position.
         package let index: Int
         package let reason: String
+        /// A JSON pointer to what was refused: `/items/3`, `/series/0/values/17`, `/series/1`.
+        package let pointer: String
+
+        package init(index: Int, reason: String, pointer: String? = nil) {
+            self.index = index
+            self.reason = reason
+            self.pointer = pointer ?? "/items/\(index)"
+        }
     }
 
     package let accepted: Int
@@ -44,9 +54,14 @@ package struct DataManager: Sendable {
     /// Stores the valid items of an individual's upload — committed before this returns — and
     /// announces the newly stored ones. Invalid items are refused one by one; the rest are kept.
     package func ingest(_ items: [RawIngestItem], for individual: IndividualID, now: Date = Date()) async throws -> IngestBatchResult {
+        try await ingest(RawUpload(items: items), for: individual, now: now)
+    }
+
+    /// Stores an upload's items and series (see `ingest(_:for:now:)`).
+    package func ingest(_ upload: RawUpload, for individual: IndividualID, now: Date = Date()) async throws -> IngestBatchResult {
         live.enter()
         defer { live.leave() }
-        let batch = validate(items, now: now)
+        let batch = validate(upload, now: now)
         // A sample of a settled hour that has no block yet starts that hour's block, as an
         // imported one does: no minute block is ever written behind the compactor.
         let outcome = try await store(batch, for: individual, now: now, wholeHoursBefore: now - Self.settledAfter) {
@@ -75,7 +90,7 @@ package struct DataManager: Sendable {
         // Live uploads first: a batch of history starts when none is being stored here, or
         // after `historyYield` at most (so an import still moves under a steady stream).
         await live.quiet(atMost: Self.historyYield)
-        let batch = validate(items, now: now)
+        let batch = validate(RawUpload(items: items), now: now)
         var committed: Committed?
         _ = try await store(batch, for: individual, now: now, announce: false, wholeHoursBefore: now - Self.settledAfter) {
             readings, samples, transaction in
@@ -118,8 +133,9 @@ package struct DataManager: Sendable {
         var rejected: [IngestBatchResult.Rejection] = []
     }
 
-    private func validate(_ items: [RawIngestItem], now: Date) -> ValidatedBatch {
+    private func validate(_ upload: RawUpload, now: Date) -> ValidatedBatch {
         var batch = ValidatedBatch()
+        let items = upload.items
         for index in items.indices {
             do {
                 switch try rules.validate(items[index], now: now) {
@@ -129,6 +145,19 @@ package struct DataManager: Sendable {
             } catch {
                 batch.rejected.append(.init(index: index, reason: error.reason))
             }
+        }
+        var first = items.count
+        for (position, series) in upload.series.enumerated() {
+            let checked = rules.validate(series, now: now)
+            batch.samples.append(contentsOf: checked.samples.lazy.map(\.sample))
+            for refusal in checked.refused {
+                if let slot = refusal.slot {
+                    batch.rejected.append(.init(index: first + slot, reason: refusal.reason, pointer: "/series/\(position)/values/\(slot)"))
+                } else {
+                    batch.rejected.append(.init(index: first, reason: refusal.reason, pointer: "/series/\(position)"))
+                }
+            }
+            first += series.positions
         }
         return batch
     }

@@ -86,20 +86,24 @@ package struct IngestRules: Sendable {
             guard parsed.timeIntervalSince(start) <= longestInterval else { throw SampleRejection("an interval may cover at most 24 hours") }
             end = type.isInterval ? parsed : nil
         }
-        if let source = raw.source {
-            // Cheap first (an import checks millions of sources): at most 200 bytes of UTF-8 is at
-            // most 200 characters; the control characters (Unicode's Cc) are U+0000–U+001F and
-            // U+007F–U+009F, compared by value rather than looked up.
-            guard !source.isEmpty, source.utf8.count <= 200 || source.count <= 200 else {
-                throw SampleRejection("source must be 1 to 200 characters")
-            }
-            guard !source.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
-                throw SampleRejection("source must not contain control characters")
-            }
-        }
+        try checkSource(raw.source)
         let stored = Float(canonical)
         let key = raw.id.map(DedupeKey.forClientId) ?? DedupeKey.forSample(startMilliseconds: start.epochMilliseconds, value: stored)
         return NewSample(type: type, start: start, end: end, value: stored, key: key, source: raw.source)
+    }
+
+    /// Refuses a source name that is empty, over 200 characters or holds control characters.
+    func checkSource(_ source: String?) throws(SampleRejection) {
+        guard let source else { return }
+        // Cheap first (an import checks millions of sources): at most 200 bytes of UTF-8 is at
+        // most 200 characters; the control characters (Unicode's Cc) are U+0000–U+001F and
+        // U+007F–U+009F, compared by value rather than looked up.
+        guard !source.isEmpty, source.utf8.count <= 200 || source.count <= 200 else {
+            throw SampleRejection("source must be 1 to 200 characters")
+        }
+        guard !source.unicodeScalars.contains(where: { $0.value < 0x20 || (0x7F...0x9F).contains($0.value) }) else {
+            throw SampleRejection("source must not contain control characters")
+        }
     }
 
     private func fix(_ raw: RawIngestItem, now: Date) throws(SampleRejection) -> NewLocationFix {

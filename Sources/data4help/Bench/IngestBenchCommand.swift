@@ -36,12 +36,13 @@ struct IngestBenchCommand: AsyncParsableCommand {
         guard individuals > 0, batches > 0, batchSize > 0, clients > 0, rounds > 0, rounds <= 20 else {
             throw ValidationError("--individuals, --batches, --batch-size and --clients must be positive, --rounds 1 to 20")
         }
-        // The oldest upload starts (rounds + 3) × span + 600 s ago (span = (uploads per
+        // The oldest upload starts (2 × rounds + 3) × span + 600 s ago (span = (uploads per
         // individual + 1) × batch size); it must be younger than DataManager.settledAfter (49
         // hours), so that every phase writes what live uploads write.
-        guard batchSize <= 10_000, (rounds + 3) * (batches / individuals + 1) * batchSize <= 172_000 else {
+        guard batchSize <= 10_000, (2 * rounds + 3) * (batches / individuals + 1) * batchSize <= 172_000 else {
             throw ValidationError(
-                "the uploads must stay within the last 49 hours: (--rounds + 3) × (--batches / --individuals + 1) × --batch-size at most 172000")
+                "the uploads must stay within the last 49 hours: (2 × --rounds + 3) × (--batches / --individuals + 1) × --batch-size at most 172000"
+            )
         }
     }
 
@@ -49,13 +50,17 @@ struct IngestBenchCommand: AsyncParsableCommand {
         try await BenchServer.run { server in
             print("data4help bench ingest — \(batches) uploads × \(batchSize) heart-rate samples, \(individuals) individuals, \(clients) clients")
             let tokens = try await BenchServer.concurrently(individuals, clients) { try await server.individualSession($0) }
-            let decoding = try decodePhase(makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0."))
+            let decoding = (
+                items: try decodePhase(makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0.")),
+                series: try decodePhase(makeSeriesBodies(secondsAgo: roundSecondsAgo(0)))
+            )
             let pairs = try await pairedPhases(server, tokens: tokens)
             let variants = try await variantPhases(server, tokens: tokens)
             let summaries = try await summaryPhase(server.client, server.base, token: tokens[0])
             let size = try await bytesPerSample(server.databaseURL, logger: server.logger)
             let (http, ceiling) = (PhaseResult(pooling: pairs.map(\.http)), PhaseResult(pooling: pairs.map(\.raw)))
-            report(pairs, http: http, raw: ceiling, decoding: decoding, bytesPerSample: size)
+            report(pairs, http: http, raw: ceiling, decoding: decoding.items, bytesPerSample: size)
+            reportSeries(pairs, raw: ceiling, decoding: decoding.series)
             reportVariants(variants, ceiling: ceiling)
             print(
                 String(
@@ -100,11 +105,14 @@ struct IngestBenchCommand: AsyncParsableCommand {
     }
 
     /// One round: the end-to-end phase and the database's ceiling on the same stretch of time
-    /// (different individuals), one right after the other.
+    /// (different individuals), one right after the other, and the same readings uploaded as
+    /// series (on a stretch of their own, so that they are new) on the other side of the ceiling.
     struct Pair {
         let http: PhaseResult
         let raw: PhaseResult
+        let series: PhaseResult
         var ratio: Double { http.throughput / raw.throughput }
+        var seriesRatio: Double { series.throughput / raw.throughput }
     }
 
     /// Seconds one phase's uploads cover per individual.
@@ -114,9 +122,12 @@ struct IngestBenchCommand: AsyncParsableCommand {
     /// first round oldest.
     private func roundSecondsAgo(_ round: Int) -> Double { Double(rounds + 3 - round) * span + 600 }
 
-    /// `rounds` pairs, the end-to-end phase first in even rounds and the ceiling first in odd
-    /// ones, so that neither always runs on the emptier tables or the warmer caches. Each round's
-    /// uploads are built before it starts (not timed).
+    /// Where round `round`'s series phase uploads: before every round's stretch.
+    private func seriesSecondsAgo(_ round: Int) -> Double { Double(2 * rounds + 3 - round) * span + 600 }
+
+    /// `rounds` pairs, the items' end-to-end phase first in even rounds and the series' first in
+    /// odd ones, the ceiling between them, so that none always runs on the emptier tables or the
+    /// warmer caches. Each round's uploads are built before it starts (not timed).
     private func pairedPhases(_ server: BenchServer, tokens: [String]) async throws -> [Pair] {
         let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: clients + 2), logger: server.logger)
         return try await database.whileRunning {
@@ -126,16 +137,20 @@ struct IngestBenchCommand: AsyncParsableCommand {
                 let secondsAgo = roundSecondsAgo(round)
                 let bodies = makeBodies(secondsAgo: secondsAgo, prefix: "m\(round).")
                 let columns = rawColumns(secondsAgo: secondsAgo, prefix: "m\(round).")
+                let seriesBodies = makeSeriesBodies(secondsAgo: seriesSecondsAgo(round))
                 let http: PhaseResult
                 let raw: PhaseResult
+                let series: PhaseResult
                 if round.isMultiple(of: 2) {
                     http = try await httpPhase(server.client, server.base, tokens: tokens, bodies: bodies)
                     raw = try await rawPhase(database, individuals: rawIndividuals, columns: columns)
+                    series = try await httpPhase(server.client, server.base, tokens: tokens, bodies: seriesBodies)
                 } else {
+                    series = try await httpPhase(server.client, server.base, tokens: tokens, bodies: seriesBodies)
                     raw = try await rawPhase(database, individuals: rawIndividuals, columns: columns)
                     http = try await httpPhase(server.client, server.base, tokens: tokens, bodies: bodies)
                 }
-                pairs.append(Pair(http: http, raw: raw))
+                pairs.append(Pair(http: http, raw: raw, series: series))
             }
             return pairs
         }
@@ -166,6 +181,17 @@ struct IngestBenchCommand: AsyncParsableCommand {
             }
             json += "]}"
             return ByteBuffer(string: json)
+        }
+    }
+
+    /// The same readings as `makeBodies`, each upload one series (`series` in the contract): a
+    /// start, the interval, and the values, as a watch's 1 Hz recording is sent without ids.
+    private func makeSeriesBodies(secondsAgo: Double) -> [ByteBuffer] {
+        let formatter = ISO8601DateFormatter()
+        return (0..<batches).map { batch in
+            let values = (0..<batchSize).map { String(55 + (batch * 7 + $0) % 60) }.joined(separator: ",")
+            let start = formatter.string(from: batchStart(batch, secondsAgo: secondsAgo))
+            return ByteBuffer(string: #"{"series":[{"type":"heartRate","unit":"bpm","start":"\#(start)","intervalMs":1000,"values":[\#(values)]}]}"#)
         }
     }
 
@@ -256,7 +282,9 @@ struct IngestBenchCommand: AsyncParsableCommand {
             let started = ContinuousClock.now
             var valid = 0
             for body in bodies {
-                for item in try IngestUploadBody.items(in: body) ?? [] where (try? rules.validate(item, now: now)) != nil { valid += 1 }
+                guard let upload = try IngestUploadBody.upload(in: body) else { continue }
+                for item in upload.items where (try? rules.validate(item, now: now)) != nil { valid += 1 }
+                for series in upload.series { valid += rules.validate(series, now: now).samples.count }
             }
             guard valid == batches * batchSize else { throw ValidationError("decoding found \(valid) valid samples") }
             passes.append((ContinuousClock.now - started).inSeconds)
@@ -406,6 +434,38 @@ struct IngestBenchCommand: AsyncParsableCommand {
 }
 
 extension IngestBenchCommand {
+    /// The series phases against the same rounds' ceilings.
+    fileprivate func reportSeries(_ pairs: [Pair], raw: PhaseResult, decoding: PhaseResult) {
+        let series = PhaseResult(pooling: pairs.map(\.series))
+        let ratios = pairs.map(\.seriesRatio).sorted()
+        print("")
+        print("the same readings uploaded as series (one series of \(batchSize) values an upload, no ids):")
+        print("round  series (samples/s)  ceiling  series / ceiling  (items / ceiling)   CPU µs per sample, this process + the rest")
+        for (round, pair) in pairs.enumerated() {
+            let cpu = pair.series.cpuPerSample
+            print(
+                String(
+                    format: "%5d  %18.0f %8.0f  %14.0f %%  (%14.0f %%)   %4.2f + %4.2f", round + 1, pair.series.throughput, pair.raw.throughput,
+                    100 * pair.seriesRatio, 100 * pair.ratio, cpu.process, cpu.rest))
+        }
+        let cpu = series.cpuPerSample
+        print(
+            String(
+                format:
+                    "series / ceiling: median of the rounds %.0f %% (lowest %.0f %%, highest %.0f %%); all rounds together %.0f %%; upload of %d "
+                    + "acknowledged p50 / p99 %.1f / %.1f ms; CPU per sample %.2f + %.2f µs",
+                100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1], 100 * series.throughput / raw.throughput, batchSize,
+                percentile(series.latencies, 0.5), percentile(series.latencies, 0.99), cpu.process, cpu.rest))
+        print(
+            String(
+                format: "decoding and validating the series alone, one thread, median of 5 passes: %.0f samples/s (%.2f µs per sample)",
+                decoding.throughput, 1e6 / decoding.throughput))
+        BenchSummary.record(
+            "ingest", "series: end to end / ceiling, median of \(pairs.count) alternated rounds (lowest, highest)", format: "%.0f %% (%.0f, %.0f)",
+            100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1])
+        BenchSummary.record("ingest", "series: end to end, HTTP + JSON (samples/s)", format: "%.0f", series.throughput)
+    }
+
     fileprivate func reportVariants(_ variants: Variants, ceiling: PhaseResult) {
         print("")
         print("the last hours' uploads, end to end       samples/s  p50 (ms)  p99 (ms)   of the plain / of the ceiling")
