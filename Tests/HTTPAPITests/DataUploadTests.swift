@@ -114,6 +114,26 @@ struct DataUploadTests {
         }
     }
 
+    /// 4 MiB of empty items is 1.4 million of them: refused for the cost of counting them, in
+    /// the scanner's shape and in the shapes only Foundation's decoder reads (an escape).
+    @Test func aBodyOfTooManyReadingsIsRefusedBeforeItIsDecoded() async throws {
+        try await TestServer.run { api in
+            let (token, _) = try await api.individualSession()
+            let empties = Array(repeating: "{}", count: 1_000_000).joined(separator: ",")
+            for body in [
+                #"{"items":["# + empties + "]}", #"{"\u0069tems":["# + empties + "]}",
+                #"{"series":[{"values":[1"# + String(repeating: ",1", count: 10_000) + "]}]}",
+            ] {
+                #expect(try await api.send(.post, "/api/users/data", token: token, raw: body).status == .contentTooLarge)
+            }
+            // Past the limit the scanner stops reading: a body broken after its 10,001st reading
+            // is too large; one broken before, in a shape only Foundation reads, is malformed.
+            #expect(try await api.send(.post, "/api/users/data", token: token, raw: #"{"items":["# + empties + ",]}").status == .contentTooLarge)
+            #expect(try await api.send(.post, "/api/users/data", token: token, raw: #"{"\u0069tems":[{}, {}"#).status == .badRequest)
+            #expect(try await api.send(.get, "/api/users/data", token: token).items.isEmpty)
+        }
+    }
+
     @Test func onlyIndividualsUploadAndOnlyForThemselves() async throws {
         try await TestServer.run { api in
             let (party, _) = try await api.thirdPartySession()

@@ -11,17 +11,41 @@ import NIOCore
 /// (`IngestUploadBody`) decides every unusual case, and the answer never depends on which path
 /// ran. A property test checks that both paths agree on what this one accepts.
 enum UploadScanner {
-    /// The items and series, or nil when the body is not of the simple shape this scanner reads.
+    /// What the scanner made of a body.
+    enum Scanned {
+        case upload(RawUpload)
+        /// More than `DataManager.maximumBatchSize` readings: reading stopped there.
+        case tooMany
+        /// Not of the simple shape this scanner reads.
+        case unusual
+    }
+
+    /// The items and series, or nil when the body is not of the simple shape this scanner reads
+    /// or holds too many readings.
     static func scan(_ buffer: ByteBuffer) -> RawUpload? {
+        if case .upload(let upload) = read(buffer) { upload } else { nil }
+    }
+
+    static func read(_ buffer: ByteBuffer) -> Scanned {
         buffer.withUnsafeReadableBytes { bytes in
             var scanner = Cursor(bytes: bytes)
-            return scanner.upload()
+            if let upload = scanner.upload() { return .upload(upload) }
+            return scanner.readings > DataManager.maximumBatchSize ? .tooMany : .unusual
         }
     }
 
     private struct Cursor {
         let bytes: UnsafeRawBufferPointer
         var index = 0
+        /// Items and series values read so far: past the batch limit the scanner stops, instead
+        /// of building a million items from a body of `{}`s.
+        var readings = 0
+
+        /// Counts one more reading; false once past the limit.
+        mutating func countReading() -> Bool {
+            readings += 1
+            return readings <= DataManager.maximumBatchSize
+        }
 
         init(bytes: UnsafeRawBufferPointer) {
             self.bytes = bytes
@@ -69,6 +93,7 @@ enum UploadScanner {
             repeat {
                 skipSpace()
                 guard let series = oneSeries() else { return nil }
+                if series.values?.isEmpty ?? true { guard countReading() else { return nil } }
                 list.append(series)
                 skipSpace()
             } while consume(UInt8(ascii: ","))
@@ -127,6 +152,7 @@ enum UploadScanner {
             if consume(UInt8(ascii: "]")) { return values }
             repeat {
                 skipSpace()
+                guard countReading() else { return nil }
                 if peek() == UInt8(ascii: "n") {
                     guard literal("null") else { return nil }
                     values.append(nil)
@@ -150,7 +176,7 @@ enum UploadScanner {
             if consume(UInt8(ascii: "]")) { return items }
             repeat {
                 skipSpace()
-                guard let item = item() else { return nil }
+                guard countReading(), let item = item() else { return nil }
                 items.append(item)
                 skipSpace()
             } while consume(UInt8(ascii: ","))

@@ -28,12 +28,7 @@ struct UserDataController {
             throw upload.hasSeries
                 ? Problem.invalidField("series", "must hold at least one series") : Problem.invalidField("items", "must hold at least one item")
         }
-        guard upload.readings <= DataManager.maximumBatchSize else {
-            throw Problem(
-                .contentTooLarge, slug: "batch-too-large", title: "Batch too large",
-                detail: "An upload holds at most \(DataManager.maximumBatchSize) items and series values; send the rest in another request."
-            )
-        }
+        guard upload.readings <= DataManager.maximumBatchSize else { throw IngestUploadBody.batchTooLarge }
         let result = try await dataManager.ingest(upload, for: context.individual)
         return IngestResultBody(result)
     }
@@ -141,12 +136,27 @@ package struct IngestUploadBody: Decodable {
     /// upload in one pass; anything unusual goes to Foundation's decoder, whose errors become
     /// problems.
     package static func upload(in bytes: ByteBuffer) throws -> RawUpload? {
-        if let upload = UploadScanner.scan(bytes) { return upload }
+        switch UploadScanner.read(bytes) {
+        case .upload(let upload): return upload
+        case .tooMany: throw batchTooLarge
+        case .unusual: break
+        }
+        // Counted before Foundation builds its tree of the body: see `UploadReadingCount`.
+        guard let readings = UploadReadingCount.count(bytes) else { throw Problem.malformedBody("The body is not valid JSON.") }
+        guard readings <= DataManager.maximumBatchSize else { throw batchTooLarge }
         do {
             return try WireFormat.decoder().decode(IngestUploadBody.self, from: Data(bytes.readableBytesView)).raw
         } catch let error as DecodingError {
             throw JSONBody.problem(for: error)
         }
+    }
+
+    /// The answer to an upload of more than `DataManager.maximumBatchSize` readings.
+    static var batchTooLarge: Problem {
+        Problem(
+            .contentTooLarge, slug: "batch-too-large", title: "Batch too large",
+            detail: "An upload holds at most \(DataManager.maximumBatchSize) items and series values; send the rest in another request."
+        )
     }
 
     /// As the rules read it; nil when it has neither items nor series.
