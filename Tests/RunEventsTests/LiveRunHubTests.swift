@@ -79,13 +79,30 @@ struct LiveRunHubTests {
         )
     }
 
-    /// What `receive` gets from PostgreSQL for a runner's new state.
+    /// What `receive` gets from PostgreSQL for a runner's new state (what a post announces).
     static func announcement(_ runId: UUID, _ record: RunnerStateRecord) -> String {
+        LiveAnnouncement(runId: runId, state: record).payload
+    }
+
+    /// The same as earlier releases announced it (JSON), for instances of both side by side.
+    static func jsonAnnouncement(_ runId: UUID, _ record: RunnerStateRecord) -> String {
         let time = record.lastFixAt.map { Int64($0.timeIntervalSince1970 * 1000) }
         return """
             {"runId":"\(runId)","runnerId":"\(record.runnerId)","displayName":"\(record.displayName)","latitude":45.4755,"longitude":9.1725,\
             "lastFixAt":\(time!),"firstFixAt":\(Int64(startsAt.timeIntervalSince1970 * 1000) + 1000),"distanceMeters":\(record.distanceMeters),"offCourse":false}
             """
+    }
+
+    @Test(.timeLimit(.minutes(20))) func anAnnouncementInTheJSONOfEarlierReleasesIsStillApplied() async throws {
+        let wire = CountingWire(), loads = Counter()
+        let (hub, id) = try Self.hub(wire: wire, loads: loads, stored: [Self.state(0, metres: 100, second: 30)])
+        var spectator = try await Watcher.watch(hub, id)
+        defer { hub.unsubscribe(spectator.subscription) }
+        #expect(await spectator.next().map { String(buffer: $0) } == "S[R0@100#1]")
+        hub.receive(Self.jsonAnnouncement(id, Self.state(0, metres: 120, second: 35)))
+        #expect(await spectator.next().map { String(buffer: $0) } == "U[R0@120#1|]")
+        hub.receive(Self.announcement(id, Self.state(1, metres: 150, second: 36)))
+        #expect(await spectator.next().map { String(buffer: $0) } == "U[R1@150#1|R0#2]")
     }
 
     @Test(.timeLimit(.minutes(20))) func spectatorsAtTheSamePointShareOneRenderedUpdate() async throws {

@@ -182,46 +182,9 @@ package struct LivePositions: Sendable {
         )
     }
 
-    /// The NOTIFY payload: the run and the runner's stored state (well under PostgreSQL's 8000 bytes).
+    /// The NOTIFY payload: the run and the runner's stored state (`LiveAnnouncement`).
     static func announcement(runId: UUID, state: RunnerStateRecord) -> String {
-        let announcement = LiveAnnouncement(runId: runId, state: state)
-        return String(decoding: (try? JSONEncoder.live.encode(announcement)) ?? Data(), as: UTF8.self)
-    }
-}
-
-/// One runner's new state, as announced between instances.
-struct LiveAnnouncement: Codable {
-    var runId: UUID
-    var runnerId: UUID
-    var displayName: String
-    var latitude: Double?
-    var longitude: Double?
-    var lastFixAt: Date?
-    var firstFixAt: Date?
-    var distanceMeters: Double
-    var offCourse: Bool
-    var finishedAt: Date?
-
-    init(runId: UUID, state: RunnerStateRecord) {
-        self.runId = runId
-        runnerId = state.runnerId
-        displayName = state.displayName
-        latitude = state.latitude
-        longitude = state.longitude
-        lastFixAt = state.lastFixAt
-        firstFixAt = state.firstFixAt
-        distanceMeters = state.distanceMeters
-        offCourse = state.offCourse
-        finishedAt = state.finishedAt
-    }
-}
-
-extension JSONEncoder {
-    /// Milliseconds since the epoch for dates: exact and compact.
-    static var live: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.dateEncodingStrategy = .millisecondsSince1970
-        return encoder
+        LiveAnnouncement(runId: runId, state: state).payload
     }
 }
 

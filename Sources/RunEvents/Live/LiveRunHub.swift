@@ -561,7 +561,8 @@ final class LiveRun: Sendable {
 }
 
 extension LiveAnnouncement {
-    /// Every announcement goes through this one decoder (hundreds a second at a big event).
+    /// The JSON of earlier releases and the roster's changes (`RunEventChange`) go through this
+    /// one decoder.
     private static let decoder: JSONDecoder = {
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .millisecondsSince1970
@@ -570,17 +571,11 @@ extension LiveAnnouncement {
 
     /// A runner's new state, or (nil state) a change of the event or its roster.
     static func decode(_ payload: String) -> (runId: UUID, state: RunnerStateRecord?)? {
+        if let announcement = LiveAnnouncement(payload: payload) { return (announcement.runId, announcement.record) }
         let data = Data(payload.utf8)
-        if let announcement = try? decoder.decode(LiveAnnouncement.self, from: data) { return (announcement.runId, announcement.record) }
         if let change = try? decoder.decode(RunEventChange.self, from: data) { return (change.runId, nil) }
+        if let announcement = try? decoder.decode(LiveAnnouncement.self, from: data) { return (announcement.runId, announcement.record) }
         return nil
-    }
-
-    var record: RunnerStateRecord {
-        RunnerStateRecord(
-            runnerId: runnerId, displayName: displayName, lastFixAt: lastFixAt, latitude: latitude, longitude: longitude,
-            distanceMeters: distanceMeters, firstFixAt: firstFixAt, offCourse: offCourse, finishedAt: finishedAt, droppedFixes: 0
-        )
     }
 }
 
