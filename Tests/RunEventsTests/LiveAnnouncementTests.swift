@@ -24,7 +24,7 @@ import Testing
             let runId = UUID()
             let announcement = LiveAnnouncement(runId: runId, state: record)
             let read = try #require(LiveAnnouncement(payload: announcement.payload))
-            #expect(read == announcement && read.record == record, "\(announcement.payload)")
+            #expect(read == announcement && read.state == record, "\(announcement.payload)")
             #expect(announcement.payload.utf8.count < 8_000)  // PostgreSQL's limit for a NOTIFY payload
         }
     }
@@ -51,6 +51,6 @@ import Testing
         ]
         for payload in refused { #expect(LiveAnnouncement(payload: payload) == nil, "\(payload)") }
         fields[10] = "a|b"  // the display name is the rest of the line
-        #expect(LiveAnnouncement(payload: fields.joined(separator: "|"))?.record.displayName == "a|b")
+        #expect(LiveAnnouncement(payload: fields.joined(separator: "|"))?.state.displayName == "a|b")
     }
 }

@@ -15,37 +15,15 @@ import Foundation
 /// time has microseconds); an empty field is nil, `offCourse` is 0 or 1, and the display name comes last
 /// (it may hold `|`). The JSON object of earlier releases is still read, for instances of both
 /// versions side by side during a rolling upgrade.
-package struct LiveAnnouncement: Codable, Equatable {
-    var runId: UUID
-    var runnerId: UUID
-    var displayName: String
-    var latitude: Double?
-    var longitude: Double?
-    var lastFixAt: Date?
-    var firstFixAt: Date?
-    var distanceMeters: Double
-    var offCourse: Bool
-    var finishedAt: Date?
+package struct LiveAnnouncement: Equatable {
+    package var runId: UUID
+    /// The runner's state (dropped fixes are not announced: always 0).
+    package var state: RunnerStateRecord
 
     package init(runId: UUID, state: RunnerStateRecord) {
         self.runId = runId
-        runnerId = state.runnerId
-        displayName = state.displayName
-        latitude = state.latitude
-        longitude = state.longitude
-        lastFixAt = state.lastFixAt
-        firstFixAt = state.firstFixAt
-        distanceMeters = state.distanceMeters
-        offCourse = state.offCourse
-        finishedAt = state.finishedAt
-    }
-
-    /// The state the hub applies (dropped fixes are not announced).
-    package var record: RunnerStateRecord {
-        RunnerStateRecord(
-            runnerId: runnerId, displayName: displayName, lastFixAt: lastFixAt, latitude: latitude, longitude: longitude,
-            distanceMeters: distanceMeters, firstFixAt: firstFixAt, offCourse: offCourse, finishedAt: finishedAt, droppedFixes: 0
-        )
+        self.state = state
+        self.state.droppedFixes = 0
     }
 
     private static let tag = "r1"
@@ -56,8 +34,8 @@ package struct LiveAnnouncement: Codable, Equatable {
         func time(_ date: Date?) -> String { date.map { $0.timeIntervalSinceReferenceDate.description } ?? "" }
         func number(_ value: Double?) -> String { value.map { $0.description } ?? "" }
         return [
-            Self.tag, runId.uuidString, runnerId.uuidString, time(lastFixAt), time(firstFixAt), number(latitude), number(longitude),
-            distanceMeters.description, offCourse ? "1" : "0", time(finishedAt), displayName,
+            Self.tag, runId.uuidString, state.runnerId.uuidString, time(state.lastFixAt), time(state.firstFixAt), number(state.latitude),
+            number(state.longitude), state.distanceMeters.description, state.offCourse ? "1" : "0", time(state.finishedAt), state.displayName,
         ].joined(separator: "|")
     }
 
@@ -70,16 +48,11 @@ package struct LiveAnnouncement: Codable, Equatable {
             let latitude = Self.number(fields[5]), let longitude = Self.number(fields[6]), let distance = Self.number(fields[7]),
             let distanceMeters = distance, fields[8] == "0" || fields[8] == "1", let finishedAt = Self.time(fields[9])
         else { return nil }
-        self.runId = runId
-        self.runnerId = runnerId
-        self.lastFixAt = lastFixAt
-        self.firstFixAt = firstFixAt
-        self.latitude = latitude
-        self.longitude = longitude
-        self.distanceMeters = distanceMeters
-        offCourse = fields[8] == "1"
-        self.finishedAt = finishedAt
-        displayName = String(fields[10])
+        self.init(
+            runId: runId,
+            state: RunnerStateRecord(
+                runnerId: runnerId, displayName: String(fields[10]), lastFixAt: lastFixAt, latitude: latitude, longitude: longitude,
+                distanceMeters: distanceMeters, firstFixAt: firstFixAt, offCourse: fields[8] == "1", finishedAt: finishedAt, droppedFixes: 0))
     }
 
     /// An optional time: nil inside for an empty field, nil outside for one that is not a time.
@@ -94,5 +67,51 @@ package struct LiveAnnouncement: Codable, Equatable {
         if field.isEmpty { return .some(nil) }
         guard let value = Double(field), value.isFinite else { return nil }
         return .some(value)
+    }
+}
+
+extension LiveAnnouncement {
+    /// The roster's changes (`RunEventChange`) and the JSON of earlier releases go through this
+    /// one decoder.
+    private static let decoder: JSONDecoder = {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        return decoder
+    }()
+
+    /// A runner's new state, or (nil state) a change of the event or its roster.
+    static func decode(_ payload: String) -> (runId: UUID, state: RunnerStateRecord?)? {
+        if let announcement = LiveAnnouncement(payload: payload) { return (announcement.runId, announcement.state) }
+        let data = Data(payload.utf8)
+        if let change = try? decoder.decode(RunEventChange.self, from: data) { return (change.runId, nil) }
+        if let earlier = try? decoder.decode(JSONAnnouncement.self, from: data) { return (earlier.runId, earlier.state) }
+        return nil
+    }
+
+    /// An announcement as earlier releases sent it: a JSON object, times in milliseconds since 1970.
+    private struct JSONAnnouncement: Decodable {
+        var runId: UUID
+        var runnerId: UUID
+        var displayName: String
+        var latitude: Double?
+        var longitude: Double?
+        var lastFixAt: Date?
+        var firstFixAt: Date?
+        var distanceMeters: Double
+        var offCourse: Bool
+        var finishedAt: Date?
+
+        var state: RunnerStateRecord {
+            RunnerStateRecord(
+                runnerId: runnerId, displayName: displayName, lastFixAt: lastFixAt, latitude: latitude, longitude: longitude,
+                distanceMeters: distanceMeters, firstFixAt: firstFixAt, offCourse: offCourse, finishedAt: finishedAt, droppedFixes: 0
+            )
+        }
+    }
+
+    /// `{ "runId": …, "event": true }`: the event or its roster changed (`RunEventStore`).
+    private struct RunEventChange: Decodable {
+        var runId: UUID
+        var event: Bool
     }
 }

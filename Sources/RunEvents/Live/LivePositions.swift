@@ -148,7 +148,7 @@ package struct LivePositions: Sendable {
                     }
                 }
                 announced = state == current ? nil : state
-                let announcement = announced.map { Self.announcement(runId: runId, state: $0) }
+                let announcement = announced.map { LiveAnnouncement(runId: runId, state: $0).payload }
                 var finished: NewWorkout?
                 if current.finishedAt == nil, let end = state.finishedAt {
                     finished = Self.workout(of: runId, event: event, from: state.firstFixAt ?? event.startsAt, to: end)
@@ -180,11 +180,6 @@ package struct LivePositions: Sendable {
             timeMs: fix.time.epochMilliseconds, latitude: fix.latitude, longitude: fix.longitude, accuracy: fix.accuracy.map(Float.init),
             distanceMeters: along, offsetMeters: Float(offset)
         )
-    }
-
-    /// The NOTIFY payload: the run and the runner's stored state (`LiveAnnouncement`).
-    static func announcement(runId: UUID, state: RunnerStateRecord) -> String {
-        LiveAnnouncement(runId: runId, state: state).payload
     }
 }
 

@@ -559,28 +559,3 @@ final class LiveRun: Sendable {
         return message
     }
 }
-
-extension LiveAnnouncement {
-    /// The JSON of earlier releases and the roster's changes (`RunEventChange`) go through this
-    /// one decoder.
-    private static let decoder: JSONDecoder = {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .millisecondsSince1970
-        return decoder
-    }()
-
-    /// A runner's new state, or (nil state) a change of the event or its roster.
-    static func decode(_ payload: String) -> (runId: UUID, state: RunnerStateRecord?)? {
-        if let announcement = LiveAnnouncement(payload: payload) { return (announcement.runId, announcement.record) }
-        let data = Data(payload.utf8)
-        if let change = try? decoder.decode(RunEventChange.self, from: data) { return (change.runId, nil) }
-        if let announcement = try? decoder.decode(LiveAnnouncement.self, from: data) { return (announcement.runId, announcement.record) }
-        return nil
-    }
-}
-
-/// `{ "runId": …, "event": true }`: the event or its roster changed (`RunEventStore`).
-private struct RunEventChange: Decodable {
-    var runId: UUID
-    var event: Bool
-}
