@@ -7,26 +7,34 @@ import Testing
 
 @Suite("A runner's post: the course only when the server does not hold it, and no update lost between posts")
 struct RunPositionCourseTests {
-    /// An event starting in an hour with one runner enrolled: the event and the runner's id.
-    static func enrolled(_ database: Database) async throws -> (event: RunEventRecord, runner: Int64) {
+    /// An event starting in an hour with `runners` runners enrolled: the event and the runners' ids.
+    static func enrolled(_ database: Database, runners: Int) async throws -> (event: RunEventRecord, runners: [Int64]) {
         let ids = try await database.query(
             """
             INSERT INTO individuals (email, password_hash, fiscal_code, full_name, birth_date, sex, home_area)
             SELECT 'course' || n || '@test.invalid', '!', 'COURSE' || lpad(n::text, 10, '0'), 'Runner ' || n, date '1990-01-01', 'other', 'IT-MI'
-            FROM generate_series(1, 2) AS n
+            FROM generate_series(1, \(1 + runners)) AS n
+            ORDER BY n
             RETURNING id
             """
         ).map { try $0.decode(Int64.self) }
-        let (organiser, runner) = (ids[0], ids[1])
         let now = Date()
         let events = RunEventStore(database: database)
         let event = try await events.create(
-            organiserId: organiser,
+            organiserId: ids[0],
             RunEventDraft(
                 name: "Course", description: "", startsAt: now.addingTimeInterval(3_600), endsAt: now.addingTimeInterval(7_200),
-                enrolmentDeadline: now.addingTimeInterval(3_600), maxParticipants: 10, path: path, lengthMeters: 2_502))
-        _ = try await events.enrol(publicId: event.publicId, individualId: runner, displayName: "R") { _ in }
-        return (event, runner)
+                enrolmentDeadline: now.addingTimeInterval(3_600), maxParticipants: runners, path: path, lengthMeters: 2_502))
+        for runner in ids.dropFirst() {
+            _ = try await events.enrol(publicId: event.publicId, individualId: runner, displayName: "R\(runner)") { _ in }
+        }
+        return (event, Array(ids.dropFirst()))
+    }
+
+    /// An event with one runner enrolled.
+    static func enrolled(_ database: Database) async throws -> (event: RunEventRecord, runner: Int64) {
+        let (event, runners) = try await enrolled(database, runners: 1)
+        return (event, runners[0])
     }
 
     static let path = "[[9.1725,45.4755],[9.1725,45.498]]"
@@ -109,6 +117,101 @@ struct RunPositionCourseTests {
             #expect(again.stored == 0)
             let dropped = try await database.query("SELECT dropped_fixes FROM run_participants WHERE run_id = \(event.id)")[0].decode(Int32.self)
             #expect(dropped == 1)
+        }
+    }
+
+    /// Many runners' posts at once go in shared statements (`StatementCoalescer`), and each
+    /// runner's row gets their own state, NULLs included, and their own positions; a stale
+    /// version in the same statement as fresh ones writes nothing of its own.
+    @Test func postsOfManyRunnersAtOnceShareStatementsAndEachWritesItsOwn() async throws {
+        let url = try await TestPostgres.shared.migratedDatabase()
+        let database = Database(configuration: url.clientConfiguration(maximumConnections: 4), logger: TestPostgres.logger)
+        try await database.whileRunning {
+            let (event, runners) = try await Self.enrolled(database, runners: 60)
+            let store = RunPositionStore(database: database)
+            let start = Date(timeIntervalSince1970: 1_800_000_000.25)  // exact in microseconds and in binary
+
+            /// Runner `index`'s state: every field set from the index, NULL where the index says.
+            func state(_ index: Int, from read: RunnerStateRecord) -> RunnerStateRecord {
+                var state = read
+                let time = start.addingTimeInterval(Double(index) * 1.5)
+                state.lastFixAt = index % 3 == 0 ? nil : time
+                state.latitude = index % 3 == 0 ? nil : 45 + Double(index) / 1_000
+                state.longitude = index % 3 == 0 ? nil : 9 + Double(index) / 7_000
+                state.distanceMeters = Double(index) * 10.25
+                state.firstFixAt = index % 3 == 0 ? nil : start
+                state.offCourse = index % 2 == 0
+                state.finishedAt = index % 5 == 0 ? time : nil
+                return state
+            }
+            func positions(_ index: Int) -> [RunPositionRecord] {
+                (0..<(index % 4)).map { n in
+                    RunPositionRecord(
+                        timeMs: 1_800_000_000_000 + Int64(n) * 1_000, latitude: 45.48, longitude: 9.1725 + Double(index) / 1e4,
+                        accuracy: n == 1 ? nil : Float(index), distanceMeters: Double(n), offsetMeters: Float(n) / 2)
+                }
+            }
+
+            let stored = try await withThrowingTaskGroup(of: (Int, Int).self) { group in
+                for (index, runner) in runners.enumerated() {
+                    group.addTask {
+                        let applied = try await store.apply(publicId: event.publicId, individualId: runner, knownCourse: nil) { _, read, _, _ in
+                            RunPositionWrite(positions: positions(index), state: state(index, from: read), dropped: index % 2, announcement: nil)
+                        }
+                        return (index, applied.stored)
+                    }
+                }
+                return try await group.reduce(into: [Int: Int]()) { $0[$1.0] = $1.1 }
+            }
+            for index in runners.indices { #expect(stored[index] == positions(index).count, "runner \(index)") }
+            let statements = store.statements
+            #expect(statements.writes < runners.count, "\(runners.count) posts at once in \(statements.writes) write statements")
+            #expect(statements.reads < runners.count, "\(runners.count) posts at once in \(statements.reads) read statements")
+
+            let rows = try await store.states(runId: event.id)
+            #expect(rows.count == runners.count)
+            let dropped = try await database.query(
+                "SELECT individual_id, dropped_fixes FROM run_participants WHERE run_id = \(event.id)"
+            ).reduce(into: [Int64: Int32]()) { let row = try $1.decode((Int64, Int32).self); $0[row.0] = row.1 }
+            for (index, runner) in runners.enumerated() {
+                let row = try #require(rows.first { $0.displayName == "R\(runner)" })
+                var expected = state(index, from: row)
+                expected.droppedFixes = row.droppedFixes
+                #expect(row == expected, "runner \(index)")
+                #expect(dropped[runner] == Int32(index % 2), "runner \(index)")
+                let count = try await database.query(
+                    "SELECT count(*) FROM run_positions WHERE run_id = \(event.id) AND individual_id = \(runner)")[0].decode(Int64.self)
+                #expect(count == Int64(positions(index).count), "runner \(index)")
+            }
+        }
+    }
+}
+
+/// `NullableArrayParameter` as PostgreSQL reads it: each element, NULL where nil, in order, for
+/// the element types the coalesced statements send.
+@Suite struct NullableArrayParameterTests {
+    @Test func postgreSQLReadsEachElementAndEachNull() async throws {
+        let url = try await TestPostgres.shared.emptyDatabase()
+        let database = Database(configuration: url.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
+        try await database.whileRunning {
+            func read<T: PostgresDecodable>(_ query: PostgresQuery, as type: T.Type) async throws -> [T?] where T._DecodableType == T {
+                try await database.query(query).map { try $0.decode(T?.self) }
+            }
+            let dates: [Date?] = [Date(timeIntervalSince1970: 1_800_000_000.5), nil, Date(timeIntervalSince1970: -86_400.25), nil]
+            let times = try await read(
+                "SELECT v FROM unnest(\(NullableArrayParameter(dates))::timestamptz[]) WITH ORDINALITY AS u(v, o) ORDER BY o", as: Date.self)
+            #expect(times == dates)
+            let doubles: [Double?] = [nil, -1.5, 45.123456789012, .greatestFiniteMagnitude]
+            #expect(try await read("SELECT v FROM unnest(\(NullableArrayParameter(doubles))::float8[]) WITH ORDINALITY AS u(v, o) ORDER BY o", as: Double.self) == doubles)
+            let texts: [String?] = ["12345", nil, "", "ä|x"]
+            #expect(try await read("SELECT v FROM unnest(\(NullableArrayParameter(texts))::text[]) WITH ORDINALITY AS u(v, o) ORDER BY o", as: String.self) == texts)
+            let integers: [Int64?] = [.min, nil, .max]
+            #expect(try await read("SELECT v FROM unnest(\(NullableArrayParameter(integers))::int8[]) WITH ORDINALITY AS u(v, o) ORDER BY o", as: Int64.self) == integers)
+            let none: [Int64?] = [nil, nil]
+            let shape = try await database.query(
+                "SELECT cardinality(\(NullableArrayParameter(none))::int8[]), cardinality(\(NullableArrayParameter([Int64?]()))::int8[])"
+            )[0].decode((Int32, Int32).self)
+            #expect(shape == (2, 0))
         }
     }
 }

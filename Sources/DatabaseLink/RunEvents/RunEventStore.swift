@@ -40,15 +40,17 @@ package struct RunEventRecord: Sendable {
     /// one microsecond).
     static let courseVersion = "(extract(epoch FROM e.updated_at) * 1000000)::int8"
 
-    /// `columns` for a runner's position post (`RunnerLockStatement`), whose parameter `$3` is the
-    /// course version the server holds parsed (or NULL):
+    /// `columns` for a runner's position post (`RunnerLockStatement`, `RunnerBatchReadStatement`),
+    /// where `known` is the course version the server holds parsed (or NULL):
     /// - the course only when it is not that version, else an empty path. A course has up to
     ///   20,000 points: sent as text at every post, it would be up to a megabyte a post for a
     ///   course the server parsed already.
     /// - 0 for the participant count, which the post never uses: counting every participant at
     ///   every post was most of that statement's time (0.69 ms at the median with 5,000 runners,
     ///   PostgreSQL's log of `bench live`'s city race).
-    static let postColumns = eventColumns(path: "CASE WHEN \(courseVersion) = $3 THEN '' ELSE e.path::text END") + ", 0::int4"
+    static func postColumns(known: String) -> String {
+        eventColumns(path: "CASE WHEN \(courseVersion) = \(known) THEN '' ELSE e.path::text END") + ", 0::int4"
+    }
 
     init(row: PostgresRow) throws {
         let cells = row.makeRandomAccess()

@@ -49,11 +49,35 @@ package struct RunPositionStore: Sendable {
     let database: Database
     /// Live updates go out after the post's commit, not inside it (see `AnnouncementSender`).
     let announcements: AnnouncementSender
+    /// Posts' reads, coalesced: what a runner's post reads, for every post that arrives while
+    /// the statement before is under way (`RunnerBatchReadStatement`).
+    let reads: StatementCoalescer<RunnerKey, PostgresRow?>
+    /// Posts' writes, coalesced likewise (`RunPositionWriteStatement`): one statement and one
+    /// commit for the runners whose posts were decided meanwhile.
+    let writes: StatementCoalescer<RunnerWrite, WriteOutcome>
 
     package init(database: Database) {
         self.database = database
         self.announcements = AnnouncementSender(database: database, channel: Self.channel)
+        self.reads = StatementCoalescer(maximumWeight: 500) { keys in
+            let rows = try await database.withConnection { try await $0.execute(RunnerBatchReadStatement(keys: keys), logger: database.logger) }
+            var found = [PostgresRow?](repeating: nil, count: keys.count)
+            for row in rows {
+                let ordinal = Int(try row.makeRandomAccess()[RunnerBatchReadStatement.ordinalColumn].decode(Int32.self))
+                guard found.indices.contains(ordinal - 1) else { throw PostgresDecodingError.Code.failure }
+                found[ordinal - 1] = row
+            }
+            return found
+        }
+        // A write's weight is its positions: a runner catching up after a tunnel sends up to a
+        // thousand at once.
+        self.writes = StatementCoalescer(maximumWeight: 5_000, weight: { 1 + $0.write.positions.count }) { writes in
+            try await database.withConnection { try await Self.written(writes, on: $0, logger: database.logger) }
+        }
     }
+
+    /// How many coalesced read and write statements this store has run so far.
+    package var statements: (reads: Int, writes: Int) { (reads.statements, writes.statements) }
 
     /// Applies a runner's batch: `decide` gets the event, the runner's current state, the
     /// database's clock and the version of the event's course, and answers what to write.
@@ -64,10 +88,13 @@ package struct RunPositionStore: Sendable {
     /// when the asker does not run in it.
     ///
     /// Optimistic first: the state is read without a lock and written back only if the row is
-    /// still the one read (two statements, each its own transaction, instead of BEGIN, a locking
-    /// read, the write and COMMIT). A post that met another of the same runner's, and a batch that
-    /// finishes the run (its workout is stored with it), go through one transaction with the
-    /// runner's row locked instead; `decide` is then called again, and must start afresh.
+    /// still the one read, and both the read and the write go in statements shared with the other
+    /// runners' posts of the moment (`StatementCoalescer`): at 1,000 posts a second, two
+    /// statements and one commit for many posts, where each post alone made two statements and
+    /// a commit. A post that met another of the same runner's, a batch that finishes the run (its
+    /// workout is stored with it) and a post whose runner the read did not find (to tell which
+    /// refusal) go through one transaction of their own with the runner's row locked instead;
+    /// `decide` is then called again, and must start afresh.
     package func apply(
         publicId: UUID, individualId: Int64, knownCourse: Int64?,
         decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
@@ -82,19 +109,19 @@ package struct RunPositionStore: Sendable {
         return (applied.write, applied.stored)
     }
 
-    /// The unlocked read and the conditional write; nil when the write did not apply (the row
-    /// changed since the read) or needs the transaction (a finish).
+    /// The unlocked read and the conditional write, each coalesced with other posts'; nil when
+    /// the read found no runner, or the write did not apply (the row changed since the read) or
+    /// needs the transaction (a finish).
     private func optimistic(
         publicId: UUID, individualId: Int64, knownCourse: Int64?,
         decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
     ) async throws -> (write: RunPositionWrite, stored: Int)? {
-        try await database.withConnection { connection in
-            let select = RunnerReadStatement(individualId: individualId, publicId: publicId, knownCourse: knownCourse)
-            let (write, runId, version) = try await decided(select, on: connection, decide: decide)
-            guard write.finishedWorkout == nil else { return nil }
-            let outcome = try await written(write, runId: runId, individualId: individualId, ifStill: version, on: connection)
-            return outcome.updated ? (write, outcome.stored) : nil
-        }
+        let key = RunnerKey(individualId: individualId, publicId: publicId, knownCourse: knownCourse)
+        guard let row = try await reads.submit(key) else { return nil }
+        let (write, runId, version) = try decided(row, decide: decide)
+        guard write.finishedWorkout == nil else { return nil }
+        let outcome = try await writes.submit(RunnerWrite(runId: runId, individualId: individualId, write: write, version: version))
+        return outcome.updated ? (write, outcome.stored) : nil
     }
 
     /// The batch in one transaction with the runner's row locked.
@@ -104,8 +131,13 @@ package struct RunPositionStore: Sendable {
     ) async throws -> (write: RunPositionWrite, stored: Int) {
         try await database.withTransaction { connection in
             let select = RunnerLockStatement(individualId: individualId, publicId: publicId, knownCourse: knownCourse)
-            let (write, runId, _) = try await decided(select, on: connection, decide: decide)
-            let outcome = try await written(write, runId: runId, individualId: individualId, ifStill: nil, on: connection)
+            guard let row = try await connection.execute(select, logger: database.logger).first else {
+                let event = try await connection.query("SELECT 1 FROM run_events WHERE public_id = \(publicId)", logger: database.logger).collect()
+                throw event.isEmpty ? RunRefusal.notFound : RunRefusal.notEnrolled
+            }
+            let (write, runId, _) = try decided(row, decide: decide)
+            let mine = RunnerWrite(runId: runId, individualId: individualId, write: write, version: nil)
+            let outcome = try await Self.written([mine], on: connection, logger: database.logger)[0]
             if var workout = write.finishedWorkout {  // the row is locked: the write applied
                 workout.runId = runId
                 _ = try await WorkoutStore.insert(
@@ -115,30 +147,31 @@ package struct RunPositionStore: Sendable {
         }
     }
 
-    /// Runs `select` and `decide` on what it read: the write, the event's id and the runner's
-    /// row version. Throws `RunRefusal` when the select found no row.
+    /// `decide` on what a runner select read: the write, the event's id and the runner's row
+    /// version.
     private func decided(
-        _ select: some RunnerSelecting, on connection: LeasedConnection,
-        decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
-    ) async throws -> (write: RunPositionWrite, runId: Int64, version: String) {
-        guard let row = try await connection.execute(select, logger: database.logger).first else {
-            let event = try await connection.query("SELECT 1 FROM run_events WHERE public_id = \(select.publicId)", logger: database.logger).collect()
-            throw event.isEmpty ? RunRefusal.notFound : RunRefusal.notEnrolled
-        }
+        _ row: PostgresRow, decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
+    ) throws -> (write: RunPositionWrite, runId: Int64, version: String) {
         let cells = row.makeRandomAccess()
         let event = try RunEventRecord(row: row)
         let write = try decide(event, try RunnerStateRecord(row: row, from: 15), try cells[25].decode(Date.self), try cells[26].decode(Int64.self))
         return (write, event.id, try cells[27].decode(String.self))
     }
 
-    /// Writes the batch (if the runner's row is still at `version`, when given): whether the
-    /// state was written, and how many positions were new.
-    private func written(
-        _ write: RunPositionWrite, runId: Int64, individualId: Int64, ifStill version: String?, on connection: LeasedConnection
-    ) async throws -> (updated: Bool, stored: Int) {
-        let statement = RunPositionWriteStatement(runId: runId, individualId: individualId, write: write, version: version)
-        guard let outcome = try await connection.execute(statement, logger: database.logger).first else { return (false, 0) }
-        return (outcome.updated == 1, Int(outcome.stored))
+    /// Writes runners' batches in one statement (each only if the runner's row is still at its
+    /// `version`, when it has one): whether each state was written, and how many of its
+    /// positions were new. A runner named twice is written once, for the first: the others
+    /// answer not written, as if they had met it (their post goes through the lock).
+    private static func written(_ writes: [RunnerWrite], on connection: LeasedConnection, logger: Logger) async throws -> [WriteOutcome] {
+        var seen = Set<RunnerKey.Row>()
+        let unique = writes.map { seen.insert(RunnerKey.Row(runId: $0.runId, individualId: $0.individualId)).inserted }
+        let statement = RunPositionWriteStatement(writes: zip(writes, unique).filter(\.1).map(\.0))
+        var outcomes = try await connection.execute(statement, logger: logger).makeIterator()
+        return try unique.map { isUnique in
+            guard isUnique else { return WriteOutcome(updated: false, stored: 0) }
+            guard let outcome = outcomes.next() else { throw PostgresDecodingError.Code.failure }
+            return outcome
+        }
     }
 
     /// An individual's enrolments, oldest first: the event's public id, when they enrolled, and
@@ -208,46 +241,58 @@ package struct RunPositionStore: Sendable {
     }
 }
 
+/// A runner's post's key: who posts, to which event (its public id), holding which course
+/// version parsed.
+struct RunnerKey: Sendable {
+    /// A runner's row in `run_participants`.
+    struct Row: Hashable {
+        var runId: Int64
+        var individualId: Int64
+    }
+
+    var individualId: Int64
+    var publicId: UUID
+    var knownCourse: Int64?
+}
+
+/// A runner's decided post, to write: the row version its read saw (nil when the row is locked).
+struct RunnerWrite: Sendable {
+    var runId: Int64
+    var individualId: Int64
+    var write: RunPositionWrite
+    var version: String?
+}
+
+/// Whether a runner's state was written, and how many of their positions were new.
+struct WriteOutcome: Sendable, Equatable {
+    var updated: Bool
+    var stored: Int
+}
+
 /// What a runner's post reads (`RunPositionStore.apply`): the event (its course only when the
 /// server does not hold it: `RunEventRecord.postColumns`), the runner's state, the time, the
 /// course's version and the version of the runner's row (`xmin`: the transaction that last
 /// wrote it). Prepared statements, like the write after them, since every runner posts every
 /// second or few and parsing and planning cost PostgreSQL more than running them (0.8 of about
 /// 1.3 ms a post, `bench live`'s PostgreSQL log).
-private func runnerSelect(locking: Bool) -> String {
-    """
-    SELECT \(RunEventRecord.postColumns), \(RunnerStateRecord.columns), now(), \(RunEventRecord.courseVersion), p.xmin::text
-    FROM run_events e JOIN run_participants p ON p.run_id = e.id AND p.individual_id = $1
-    WHERE e.public_id = $2
-    """ + (locking ? "\nFOR UPDATE OF p" : "")
+private func runnerColumns(known: String) -> String {
+    "\(RunEventRecord.postColumns(known: known)), \(RunnerStateRecord.columns), now(), \(RunEventRecord.courseVersion), p.xmin::text"
 }
 
-/// `runnerSelect` without a lock: the write checks the row's version instead.
-struct RunnerReadStatement: RunnerSelecting {
-    static let name = "data4help_run_runner_read"
-    static let sql = runnerSelect(locking: false)
-    let individualId: Int64
-    let publicId: UUID
-    let knownCourse: Int64?
-}
-
-/// `runnerSelect` with the runner's row locked until the transaction ends.
-struct RunnerLockStatement: RunnerSelecting {
+/// What one runner's post reads, with the runner's row locked until the transaction ends.
+struct RunnerLockStatement: PostgresPreparedStatement {
     static let name = "data4help_run_runner_lock"
-    static let sql = runnerSelect(locking: true)
+    static let sql = """
+        SELECT \(runnerColumns(known: "$3"))
+        FROM run_events e JOIN run_participants p ON p.run_id = e.id AND p.individual_id = $1
+        WHERE e.public_id = $2
+        FOR UPDATE OF p
+        """
+
     let individualId: Int64
     let publicId: UUID
     let knownCourse: Int64?
-}
 
-/// The bindings and rows both runner selects share.
-protocol RunnerSelecting: PostgresPreparedStatement where Row == PostgresRow {
-    var individualId: Int64 { get }
-    var publicId: UUID { get }
-    var knownCourse: Int64? { get }
-}
-
-extension RunnerSelecting {
     func makeBindings() throws -> PostgresBindings {
         var bindings = PostgresBindings(capacity: 3)
         bindings.append(individualId)
@@ -259,69 +304,110 @@ extension RunnerSelecting {
     func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
 }
 
-/// A runner's batch in one statement (one round trip at hundreds of posts a second): the
-/// runner's state, and the new positions if the state was written. With a `version` (the row's
-/// `xmin` as read), only if the row is still that version; without, unconditionally (the row is
-/// locked). Fixes already stored count as dropped: counted before the insert, in the same
-/// snapshot (a concurrent post of the same runner changes the row's version, or waits for its
-/// lock). Answers whether the state was written and how many positions were new. The
-/// announcement is not sent here but after the commit (`AnnouncementSender`).
-struct RunPositionWriteStatement: PostgresPreparedStatement {
-    static let name = "data4help_run_position_write"
+/// What many runners' posts read, without a lock (the write checks each row's version): a row
+/// per key that names an enrolled runner of an existing event, with the key's ordinal (from 1)
+/// last.
+struct RunnerBatchReadStatement: PostgresPreparedStatement {
+    static let name = "data4help_run_runner_batch_read"
     static let sql = """
-        WITH fixes AS (
-            SELECT 'epoch'::timestamptz + t * interval '1 millisecond' AS at, lat, lon, NULLIF(acc, 'NaN'::float4) AS acc, d, o
-            FROM unnest($3::int8[], $4::float8[], $5::float8[], $6::float4[], $7::float8[], $8::float4[]) AS n(t, lat, lon, acc, d, o)
-        ), updated AS (
-            UPDATE run_participants SET last_fix_at = $9::timestamptz, latitude = $10::float8, longitude = $11::float8,
-                distance_meters = $12::float8, first_fix_at = $13::timestamptz, off_course = $14::bool, finished_at = $15::timestamptz,
-                dropped_fixes = dropped_fixes + $16::int4
-                    + (SELECT count(*) FROM fixes f
-                       WHERE EXISTS (SELECT 1 FROM run_positions r WHERE r.run_id = $1 AND r.individual_id = $2 AND r.recorded_at = f.at))::int4
-            WHERE run_id = $1 AND individual_id = $2 AND ($17::text IS NULL OR xmin::text = $17::text)
-            RETURNING 1
-        ), inserted AS (
-            INSERT INTO run_positions (run_id, individual_id, recorded_at, latitude, longitude, accuracy, distance_meters, offset_meters)
-            SELECT $1, $2, at, lat, lon, acc, d, o FROM fixes
-            WHERE EXISTS (SELECT 1 FROM updated)
-            ON CONFLICT DO NOTHING
-            RETURNING 1
-        )
-        SELECT (SELECT count(*) FROM updated)::int4, (SELECT count(*) FROM inserted)::int4
+        SELECT \(runnerColumns(known: "k.known")), k.ordinal::int4
+        FROM unnest($1::int8[], $2::uuid[], $3::int8[]) WITH ORDINALITY AS k(individual_id, public_id, known, ordinal)
+        JOIN run_events e ON e.public_id = k.public_id
+        JOIN run_participants p ON p.run_id = e.id AND p.individual_id = k.individual_id
         """
+    static let ordinalColumn = 28
 
-    typealias Row = (updated: Int32, stored: Int32)
-
-    let runId: Int64
-    let individualId: Int64
-    let write: RunPositionWrite
-    let version: String?
+    let keys: [RunnerKey]
 
     func makeBindings() throws -> PostgresBindings {
-        let (positions, state) = (write.positions, write.state)
-        var bindings = PostgresBindings(capacity: 17)
-        bindings.append(runId)
-        bindings.append(individualId)
-        bindings.append(positions.map(\.timeMs))
-        bindings.append(positions.map(\.latitude))
-        bindings.append(positions.map(\.longitude))
-        bindings.append(positions.map { $0.accuracy ?? .nan })
-        bindings.append(positions.map(\.distanceMeters))
-        bindings.append(positions.map(\.offsetMeters))
-        bindings.append(state.lastFixAt)
-        bindings.append(state.latitude)
-        bindings.append(state.longitude)
-        bindings.append(state.distanceMeters)
-        bindings.append(state.firstFixAt)
-        bindings.append(state.offCourse)
-        bindings.append(state.finishedAt)
-        bindings.append(Int32(clamping: write.dropped))
-        bindings.append(version)
+        var bindings = PostgresBindings(capacity: 3)
+        bindings.append(keys.map(\.individualId))
+        bindings.append(keys.map(\.publicId))
+        bindings.append(NullableArrayParameter(keys.map(\.knownCourse)))
         return bindings
     }
 
-    func decodeRow(_ row: PostgresRow) throws -> Row {
-        let (updated, stored) = try row.decode((Int32, Int32).self)
-        return (updated, stored)
+    func decodeRow(_ row: PostgresRow) throws -> PostgresRow { row }
+}
+
+/// Runners' batches in one statement (one round trip and one commit for the posts of a moment):
+/// each runner's state, and their new positions if the state was written. With a `version` (the
+/// row's `xmin` as read), only if the row is still that version; without, unconditionally (the
+/// row is locked). Fixes already stored count as dropped: counted before the insert, in the same
+/// snapshot (a concurrent post of the same runner changes the row's version, or waits for its
+/// lock). Answers, per runner in order, whether the state was written and how many positions
+/// were new. Each runner at most once (the caller's check). The announcements are not sent here
+/// but after the commit (`AnnouncementSender`).
+struct RunPositionWriteStatement: PostgresPreparedStatement {
+    static let name = "data4help_run_position_write"
+    static let sql = """
+        WITH w AS (
+            SELECT * FROM unnest($1::int8[], $2::int8[], $3::timestamptz[], $4::float8[], $5::float8[], $6::float8[], $7::timestamptz[],
+                                 $8::bool[], $9::timestamptz[], $10::int4[], $11::text[]) WITH ORDINALITY
+                AS w(run_id, individual_id, last_fix_at, latitude, longitude, distance_meters, first_fix_at, off_course, finished_at,
+                     dropped, version, ordinal)
+        ), fixes AS (
+            SELECT w.ordinal, w.run_id, w.individual_id, 'epoch'::timestamptz + n.t * interval '1 millisecond' AS at, n.lat, n.lon,
+                   NULLIF(n.acc, 'NaN'::float4) AS acc, n.d, n.o
+            FROM unnest($12::int4[], $13::int8[], $14::float8[], $15::float8[], $16::float4[], $17::float8[], $18::float4[])
+                AS n(runner, t, lat, lon, acc, d, o)
+            JOIN w ON w.ordinal = n.runner
+        ), updated AS (
+            UPDATE run_participants p SET last_fix_at = w.last_fix_at, latitude = w.latitude, longitude = w.longitude,
+                distance_meters = w.distance_meters, first_fix_at = w.first_fix_at, off_course = w.off_course,
+                finished_at = w.finished_at,
+                dropped_fixes = p.dropped_fixes + w.dropped
+                    + (SELECT count(*) FROM fixes f
+                       WHERE f.ordinal = w.ordinal
+                         AND EXISTS (SELECT 1 FROM run_positions r
+                                     WHERE r.run_id = f.run_id AND r.individual_id = f.individual_id AND r.recorded_at = f.at))::int4
+            FROM w
+            WHERE p.run_id = w.run_id AND p.individual_id = w.individual_id AND (w.version IS NULL OR p.xmin::text = w.version)
+            RETURNING w.ordinal
+        ), inserted AS (
+            INSERT INTO run_positions (run_id, individual_id, recorded_at, latitude, longitude, accuracy, distance_meters, offset_meters)
+            SELECT f.run_id, f.individual_id, f.at, f.lat, f.lon, f.acc, f.d, f.o FROM fixes f JOIN updated u ON u.ordinal = f.ordinal
+            ON CONFLICT DO NOTHING
+            RETURNING run_id, individual_id
+        )
+        SELECT u.ordinal IS NOT NULL, coalesce(i.stored, 0)::int4
+        FROM w LEFT JOIN updated u ON u.ordinal = w.ordinal
+        LEFT JOIN (SELECT run_id, individual_id, count(*) AS stored FROM inserted GROUP BY run_id, individual_id) i
+            ON i.run_id = w.run_id AND i.individual_id = w.individual_id
+        ORDER BY w.ordinal
+        """
+
+    typealias Row = WriteOutcome
+
+    let writes: [RunnerWrite]
+
+    func makeBindings() throws -> PostgresBindings {
+        let states = writes.map(\.write.state)
+        var bindings = PostgresBindings(capacity: 18)
+        bindings.append(writes.map(\.runId))
+        bindings.append(writes.map(\.individualId))
+        bindings.append(NullableArrayParameter(states.map(\.lastFixAt)))
+        bindings.append(NullableArrayParameter(states.map(\.latitude)))
+        bindings.append(NullableArrayParameter(states.map(\.longitude)))
+        bindings.append(states.map(\.distanceMeters))
+        bindings.append(NullableArrayParameter(states.map(\.firstFixAt)))
+        bindings.append(states.map(\.offCourse))
+        bindings.append(NullableArrayParameter(states.map(\.finishedAt)))
+        bindings.append(writes.map { Int32(clamping: $0.write.dropped) })
+        bindings.append(NullableArrayParameter(writes.map(\.version)))
+        let positions = writes.enumerated().flatMap { index, runner in runner.write.positions.map { (Int32(clamping: index + 1), $0) } }
+        bindings.append(positions.map(\.0))
+        bindings.append(positions.map(\.1.timeMs))
+        bindings.append(positions.map(\.1.latitude))
+        bindings.append(positions.map(\.1.longitude))
+        bindings.append(positions.map { $0.1.accuracy ?? .nan })
+        bindings.append(positions.map(\.1.distanceMeters))
+        bindings.append(positions.map(\.1.offsetMeters))
+        return bindings
+    }
+
+    func decodeRow(_ row: PostgresRow) throws -> WriteOutcome {
+        let (updated, stored) = try row.decode((Bool, Int32).self)
+        return WriteOutcome(updated: updated, stored: Int(stored))
     }
 }
