@@ -187,6 +187,50 @@ struct RunPositionCourseTests {
     }
 }
 
+/// Migration 0053: a position belongs to its enrolment (one foreign key to `run_participants`
+/// where there were one to the event and one to the individual), on a database holding positions
+/// in the layout before it, a withdrawn runner's among them.
+@Suite struct RunPositionEnrolmentKeyTests {
+    @Test func positionsLeftByAWithdrawalGoTheOthersStayAndNewOnesNeedAnEnrolment() async throws {
+        let url = try await TestPostgres.shared.emptyDatabase()
+        let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
+        try await database.whileRunning {
+            let all = try MigrationSet(directory: TestPostgres.migrationsDirectory)
+            try await Migrator(database: database, migrations: try MigrationSet(files: all.files.filter { $0.version < 53 })).migrate()
+            let (event, runners) = try await RunPositionCourseTests.enrolled(database, runners: 3)
+            for runner in runners {
+                try await database.query(
+                    """
+                    INSERT INTO run_positions (run_id, individual_id, recorded_at, latitude, longitude, distance_meters, offset_meters)
+                    SELECT \(event.id), \(runner), now() + n * interval '1 second', 45.48, 9.17, n, 0 FROM generate_series(1, 5) AS n
+                    """)
+            }
+            // The layout before: a withdrawal left its positions behind.
+            try await database.query("DELETE FROM run_participants WHERE run_id = \(event.id) AND individual_id = \(runners[2])")
+
+            try await Migrator(database: database, migrations: all).migrate()
+            func count(_ runner: Int64) async throws -> Int64 {
+                try await database.query("SELECT count(*) FROM run_positions WHERE individual_id = \(runner)")[0].decode(Int64.self)
+            }
+            #expect(try await count(runners[0]) == 5)
+            #expect(try await count(runners[1]) == 5)
+            #expect(try await count(runners[2]) == 0, "a withdrawn runner's positions are gone")
+
+            await #expect(throws: PSQLError.self, "a position needs an enrolment") {
+                try await database.query(
+                    """
+                    INSERT INTO run_positions (run_id, individual_id, recorded_at, latitude, longitude, distance_meters, offset_meters)
+                    VALUES (\(event.id), \(runners[2]), now(), 45.48, 9.17, 0, 0)
+                    """)
+            }
+            try await database.query("DELETE FROM run_participants WHERE run_id = \(event.id) AND individual_id = \(runners[1])")
+            #expect(try await count(runners[1]) == 0, "a withdrawal takes its positions")
+            try await database.query("DELETE FROM individuals WHERE id = \(runners[0])")
+            #expect(try await count(runners[0]) == 0, "so does the deletion of the individual")
+        }
+    }
+}
+
 /// `NullableArrayParameter` as PostgreSQL reads it: each element, NULL where nil, in order, for
 /// the element types the coalesced statements send.
 @Suite struct NullableArrayParameterTests {

@@ -306,14 +306,20 @@ struct RunnerLockStatement: PostgresPreparedStatement {
 
 /// What many runners' posts read, without a lock (the write checks each row's version): a row
 /// per key that names an enrolled runner of an existing event, with the key's ordinal (from 1)
-/// last.
+/// last. Each key is looked up by itself (`LATERAL`, kept apart by `OFFSET 0`): as a plain join,
+/// the generic plan found each runner's row among all of their event's (the primary key's
+/// `run_id` alone, `individual_id` as a filter), 5,000 rows a key in a race of 5,000.
 struct RunnerBatchReadStatement: PostgresPreparedStatement {
     static let name = "data4help_run_runner_batch_read"
     static let sql = """
-        SELECT \(runnerColumns(known: "k.known")), k.ordinal::int4
+        SELECT r.*, k.ordinal::int4
         FROM unnest($1::int8[], $2::uuid[], $3::int8[]) WITH ORDINALITY AS k(individual_id, public_id, known, ordinal)
-        JOIN run_events e ON e.public_id = k.public_id
-        JOIN run_participants p ON p.run_id = e.id AND p.individual_id = k.individual_id
+        CROSS JOIN LATERAL (
+            SELECT \(runnerColumns(known: "k.known"))
+            FROM run_events e JOIN run_participants p ON p.run_id = e.id AND p.individual_id = k.individual_id
+            WHERE e.public_id = k.public_id
+            OFFSET 0
+        ) r
         """
     static let ordinalColumn = 28
 
