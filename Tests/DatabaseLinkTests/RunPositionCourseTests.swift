@@ -172,7 +172,9 @@ struct RunPositionCourseTests {
             #expect(rows.count == runners.count)
             let dropped = try await database.query(
                 "SELECT individual_id, dropped_fixes FROM run_participants WHERE run_id = \(event.id)"
-            ).reduce(into: [Int64: Int32]()) { let row = try $1.decode((Int64, Int32).self); $0[row.0] = row.1 }
+            ).reduce(into: [Int64: Int32]()) {
+                let row = try $1.decode((Int64, Int32).self); $0[row.0] = row.1
+            }
             for (index, runner) in runners.enumerated() {
                 let row = try #require(rows.first { $0.displayName == "R\(runner)" })
                 var expected = state(index, from: row)
@@ -238,19 +240,22 @@ struct RunPositionCourseTests {
         let url = try await TestPostgres.shared.emptyDatabase()
         let database = Database(configuration: url.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
         try await database.whileRunning {
-            func read<T: PostgresDecodable>(_ query: PostgresQuery, as type: T.Type) async throws -> [T?] where T._DecodableType == T {
-                try await database.query(query).map { try $0.decode(T?.self) }
+            /// The elements as PostgreSQL reads them back from the parameter, in order.
+            func readBack<T: PostgresDecodable & PostgresArrayEncodable & PostgresNonThrowingEncodable>(
+                _ values: [T?], as type: String
+            ) async throws -> [T?] where T._DecodableType == T {
+                let array = NullableArrayParameter(values)
+                let query: PostgresQuery = "SELECT v FROM unnest(\(array)::\(unescaped: type)[]) WITH ORDINALITY AS u(v, o) ORDER BY o"
+                return try await database.query(query).map { try $0.decode(T?.self) }
             }
             let dates: [Date?] = [Date(timeIntervalSince1970: 1_800_000_000.5), nil, Date(timeIntervalSince1970: -86_400.25), nil]
-            let times = try await read(
-                "SELECT v FROM unnest(\(NullableArrayParameter(dates))::timestamptz[]) WITH ORDINALITY AS u(v, o) ORDER BY o", as: Date.self)
-            #expect(times == dates)
+            #expect(try await readBack(dates, as: "timestamptz") == dates)
             let doubles: [Double?] = [nil, -1.5, 45.123456789012, .greatestFiniteMagnitude]
-            #expect(try await read("SELECT v FROM unnest(\(NullableArrayParameter(doubles))::float8[]) WITH ORDINALITY AS u(v, o) ORDER BY o", as: Double.self) == doubles)
+            #expect(try await readBack(doubles, as: "float8") == doubles)
             let texts: [String?] = ["12345", nil, "", "ä|x"]
-            #expect(try await read("SELECT v FROM unnest(\(NullableArrayParameter(texts))::text[]) WITH ORDINALITY AS u(v, o) ORDER BY o", as: String.self) == texts)
+            #expect(try await readBack(texts, as: "text") == texts)
             let integers: [Int64?] = [.min, nil, .max]
-            #expect(try await read("SELECT v FROM unnest(\(NullableArrayParameter(integers))::int8[]) WITH ORDINALITY AS u(v, o) ORDER BY o", as: Int64.self) == integers)
+            #expect(try await readBack(integers, as: "int8") == integers)
             let none: [Int64?] = [nil, nil]
             let shape = try await database.query(
                 "SELECT cardinality(\(NullableArrayParameter(none))::int8[]), cardinality(\(NullableArrayParameter([Int64?]()))::int8[])"
