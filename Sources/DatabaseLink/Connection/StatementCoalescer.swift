@@ -53,8 +53,9 @@ package final class StatementCoalescer<Input: Sendable, Output: Sendable>: Senda
                 return nil
             }
             var total = 0
-            let count = queue.waiting.prefix {
-                total += $0.weight; return total <= maximumWeight
+            let count = queue.waiting.prefix { waiting in
+                total += waiting.weight
+                return total <= maximumWeight
             }.count
             let taken = Array(queue.waiting.prefix(max(count, 1)))
             queue.waiting.removeFirst(taken.count)
