@@ -40,6 +40,8 @@ struct LiveBenchCommand: AsyncParsableCommand {
     @Option(help: "Protocol versions to run one after the other, comma-separated (default 1,2; with --follow 2).") var protocols: String?
     @Option(help: "Points of the course (the same out-and-back line, sampled evenly; a marathon's drawn course has thousands).")
     var coursePoints = 3
+    @Option(help: "Write a CPU profile of this process while the runners post to this file (Tools/profile-report.py reads it).")
+    var profile: String?
 
     func validate() throws {
         guard runners > 0, spectators > 0, seconds > 0, fixEvery.milliseconds > 0 else {
@@ -54,6 +56,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
         guard !versions.isEmpty, versions.allSatisfy({ $0 == 1 || $0 == 2 }), follow == 0 || !versions.contains(1) else {
             throw ValidationError("--protocols is 1, 2 or 1,2; version 1 cannot follow")
         }
+        guard profile == nil || versions.count == 1 else { throw ValidationError("--profile takes one protocol version (--protocols 2)") }
         // Every runner is a phone of its own: posts must not queue behind a handful of client
         // connections (AsyncHTTPClient's default is 8 per host), or the benchmark measures that queue.
         try await BenchServer.run(
@@ -164,6 +167,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
         let speeds = (0..<runners).map { 2.5 + 2.0 * Double($0) / Double(max(1, runners - 1)) }
         let every = Double(fixEvery.milliseconds) / 1000
         let rounds = max(1, Int(exactly: (Double(seconds) / every).rounded(.down)) ?? 1)
+        if profile != nil { SamplingProfiler.start() }
         let begin = ContinuousClock.now, cpuAtBegin = CPUTime.now
         let generatorAtBegin = ThreadCPU.seconds(of: generatorThreads)
         let deliveredAtBegin = watchers.reduce(0) { $0 + $1.stateCount }
@@ -205,6 +209,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
         }
         let streamed = ContinuousClock.now - begin, (cpu, machine) = CPUTime.now.since(cpuAtBegin)
         let generatorCPU = ThreadCPU.seconds(of: generatorThreads) - generatorAtBegin
+        if let profile { print("profile: \(try SamplingProfiler.stop(writingTo: profile)) samples written to \(profile)") }
         let delivered = watchers.reduce(0) { $0 + $1.stateCount } - deliveredAtBegin
         try await Task.sleep(for: .seconds(3 + Double(fieldEvery.milliseconds) / 1000))  // the last updates, and the field's
         let open = watchers.filter(\.open).count

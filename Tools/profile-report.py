@@ -1,0 +1,116 @@
+#!/usr/bin/env python3
+"""Sums a CPU profile written by `data4help bench live --profile FILE` (SamplingProfiler).
+
+    python3 Tools/profile-report.py FILE [--top N] [--focus FUNCTION-SUBSTRING]
+
+Prints the share of samples by module, by function where the CPU was (self), and by function
+anywhere on the stack (inclusive, once a sample). Symbols come from llvm-symbolizer (the Swift
+toolchain's) and names from `swift demangle --simplified`. Stacks stop where an async function
+was resumed, so inclusive shares of async callers are lower bounds.
+"""
+import argparse
+import collections
+import os
+import shutil
+import subprocess
+import sys
+
+
+def tool(name):
+    for candidate in (shutil.which(name), os.path.join("/opt/swift/usr/bin", name)):
+        if candidate and os.path.exists(candidate):
+            return candidate
+    sys.exit(f"{name} not found")
+
+
+def read(path):
+    maps, samples = [], []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.startswith("#"):
+                continue
+            if line.startswith("map "):
+                fields = line.split()
+                start, end = (int(x, 16) for x in fields[1].split("-"))
+                maps.append((start, end, int(fields[3], 16), fields[6] if len(fields) > 6 else "?"))
+            elif line.strip():
+                samples.append([int(x, 16) for x in line.split()])
+    return maps, samples
+
+
+def locate(maps):
+    """address -> (module path, address inside the module as linked)"""
+    bases = {}
+    for start, _, offset, path in maps:
+        if offset == 0 and path not in bases:
+            bases[path] = start
+    spans = sorted((start, end, path) for start, end, _, path in maps)
+
+    def where(address):
+        for start, end, path in spans:
+            if start <= address < end:
+                return path, address - bases.get(path, start)
+        return None, address
+    return where
+
+
+def symbolize(requests):
+    """{(module, address)} -> function name"""
+    names = {}
+    by_module = collections.defaultdict(list)
+    for module, address in requests:
+        by_module[module].append(address)
+    symbolizer, swift = tool("llvm-symbolizer"), tool("swift")
+    for module, addresses in by_module.items():
+        if module is None or not os.path.exists(module):
+            for address in addresses:
+                names[(module, address)] = f"[{os.path.basename(module or '?')}]"
+            continue
+        text = "\n".join(hex(a) for a in addresses) + "\n"
+        out = subprocess.run([symbolizer, "--obj=" + module, "--functions=linkage", "--no-inlines", "--no-demangle"],
+                             input=text, capture_output=True, text=True).stdout
+        blocks = [b.split("\n") for b in out.strip("\n").split("\n\n")]
+        raw = [b[0] if b and b[0] not in ("??", "") else f"[{os.path.basename(module)}]" for b in blocks]
+        demangled = subprocess.run([swift, "demangle", "--simplified"], input="\n".join(raw) + "\n",
+                                   capture_output=True, text=True).stdout.split("\n")
+        for address, name in zip(addresses, demangled):
+            names[(module, address)] = name.strip()[:160]
+    return names
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("profile")
+    parser.add_argument("--top", type=int, default=40)
+    parser.add_argument("--focus", help="only samples with a function containing this on their stack")
+    args = parser.parse_args()
+    maps, samples = read(args.profile)
+    where = locate(maps)
+    # Frame 0 is the handler, then the signal trampoline; the next is the interrupted instruction,
+    # the rest return addresses (one byte back, into the call).
+    stacks = []
+    for sample in samples:
+        frames = sample[2:] if len(sample) > 2 else sample
+        stacks.append([where(a if i == 0 else a - 1) for i, a in enumerate(frames)])
+    names = symbolize({frame for stack in stacks for frame in stack})
+    named = [[(module, names[(module, address)]) for module, address in stack] for stack in stacks]
+    if args.focus:
+        named = [s for s in named if any(args.focus in name for _, name in s)]
+    total = len(named)
+    if not total:
+        sys.exit("no samples")
+    modules, own, inclusive = collections.Counter(), collections.Counter(), collections.Counter()
+    for stack in named:
+        modules[os.path.basename(stack[0][0] or "?")] += 1
+        own[stack[0][1]] += 1
+        for name in {name for _, name in stack}:
+            inclusive[name] += 1
+    print(f"{total} samples" + (f" with {args.focus!r} on the stack" if args.focus else ""))
+    for title, counter in (("by module (self)", modules), ("by function (self)", own), ("by function (inclusive)", inclusive)):
+        print(f"\n{title}")
+        for name, count in counter.most_common(args.top):
+            print(f"{100 * count / total:6.2f} %  {name}")
+
+
+if __name__ == "__main__":
+    main()
