@@ -3,8 +3,9 @@
 
     python3 Tools/profile-report.py FILE [--top N] [--focus FUNCTION-SUBSTRING]
 
-Prints the share of samples by module, by function where the CPU was (self), and by function
-anywhere on the stack (inclusive, once a sample). Symbols come from llvm-symbolizer (the Swift
+Prints the share of samples by layer (LAYERS: the first whose marker is on a sample's stack), by
+module, by function where the CPU was (self), and by function anywhere on the stack (inclusive,
+once a sample). Symbols come from llvm-symbolizer (the Swift
 toolchain's) and names from `swift demangle --simplified`. Stacks stop where an async function
 was resumed, so inclusive shares of async callers are lower bounds.
 """
@@ -14,6 +15,31 @@ import os
 import shutil
 import subprocess
 import sys
+
+
+# A sample's layer: the first of these with a marker on its stack, innermost frame first within
+# the order below (the load generator before the server, whose code it shares on event loops).
+LAYERS = [
+    ("load generator: posting client (AsyncHTTPClient)", ["HTTP1ClientChannelHandler", "HTTPClient.", "HTTPConnectionPool",
+                                                          "HTTP1Connection", "LiveBenchCommand"]),
+    ("load generator: spectators' WebSockets", ["LiveWatcher", "WebSocketClient"]),
+    ("PostgreSQL client (postgres-nio, pool)", ["Postgres", "PSQL", "ConnectionPool", "PoolStateMachine", "ConnectionWatch"]),
+    ("live view: announcements, hub, fan-out", ["EventListener", "LiveRunHub", "LiveRun.", "SpectatorHandler", "LiveAnnouncement",
+                                                "WebSocket"]),
+    ("server: a post's handling (router, middleware, JSON, rules)", ["Middleware", "RouterMethods", "RunPositionController",
+                                                                     "LivePositions", "JSONBody", "Responder"]),
+    ("server: HTTP (Hummingbird, NIOHTTP1)", ["HTTPServer", "HTTP1ToHTTPServerCodec", "HTTPChannel", "HTTP1Channel", "Hummingbird",
+                                              "HTTPDecoder", "HTTPResponseEncoder"]),
+    ("event loops: other (sockets, timers, wake-ups)", ["SelectableEventLoop"]),
+    ("cooperative pool: other (task switches, executors)", ["swift_job_run", "_dispatch_worker_thread"]),
+]
+
+
+def layer(stack):
+    for label, markers in LAYERS:
+        if any(marker in name for _, name in stack for marker in markers):
+            return label
+    return "other"
 
 
 def tool(name):
@@ -99,14 +125,15 @@ def main():
     total = len(named)
     if not total:
         sys.exit("no samples")
-    modules, own, inclusive = collections.Counter(), collections.Counter(), collections.Counter()
+    modules, own, inclusive, layers = collections.Counter(), collections.Counter(), collections.Counter(), collections.Counter()
     for stack in named:
+        layers[layer(stack)] += 1
         modules[os.path.basename(stack[0][0] or "?")] += 1
         own[stack[0][1]] += 1
         for name in {name for _, name in stack}:
             inclusive[name] += 1
     print(f"{total} samples" + (f" with {args.focus!r} on the stack" if args.focus else ""))
-    for title, counter in (("by module (self)", modules), ("by function (self)", own), ("by function (inclusive)", inclusive)):
+    for title, counter in (("by layer", layers), ("by module (self)", modules), ("by function (self)", own), ("by function (inclusive)", inclusive)):
         print(f"\n{title}")
         for name, count in counter.most_common(args.top):
             print(f"{100 * count / total:6.2f} %  {name}")
