@@ -163,8 +163,8 @@ package struct RunPositionStore: Sendable {
     /// positions were new. A runner named twice is written once, for the first: the others
     /// answer not written, as if they had met it (their post goes through the lock).
     private static func written(_ writes: [RunnerWrite], on connection: LeasedConnection, logger: Logger) async throws -> [WriteOutcome] {
-        var seen = Set<RunnerKey.Row>()
-        let unique = writes.map { seen.insert(RunnerKey.Row(runId: $0.runId, individualId: $0.individualId)).inserted }
+        var seen = Set<RunnerWrite.Enrolment>()
+        let unique = writes.map { seen.insert(RunnerWrite.Enrolment(runId: $0.runId, individualId: $0.individualId)).inserted }
         let statement = RunPositionWriteStatement(writes: zip(writes, unique).filter(\.1).map(\.0))
         var outcomes = try await connection.execute(statement, logger: logger).makeIterator()
         return try unique.map { isUnique in
@@ -244,12 +244,6 @@ package struct RunPositionStore: Sendable {
 /// A runner's post's key: who posts, to which event (its public id), holding which course
 /// version parsed.
 struct RunnerKey: Sendable {
-    /// A runner's row in `run_participants`.
-    struct Row: Hashable {
-        var runId: Int64
-        var individualId: Int64
-    }
-
     var individualId: Int64
     var publicId: UUID
     var knownCourse: Int64?
@@ -257,6 +251,12 @@ struct RunnerKey: Sendable {
 
 /// A runner's decided post, to write: the row version its read saw (nil when the row is locked).
 struct RunnerWrite: Sendable {
+    /// The enrolment (`run_participants` row) a write is for: one write each in a statement.
+    struct Enrolment: Hashable {
+        var runId: Int64
+        var individualId: Int64
+    }
+
     var runId: Int64
     var individualId: Int64
     var write: RunPositionWrite
