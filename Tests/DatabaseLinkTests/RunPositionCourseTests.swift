@@ -117,6 +117,25 @@ struct RunPositionCourseTests {
             #expect(again.stored == 0)
             let dropped = try await database.query("SELECT dropped_fixes FROM run_participants WHERE run_id = \(event.id)")[0].decode(Int32.self)
             #expect(dropped == 1)
+
+            // Once the state has a last fix, a stored fix older than it (a late resend) still
+            // counts as dropped, and a fix after it is new.
+            let last = Date(timeIntervalSince1970: 1_800_000_000 + Double(posts))
+            func post(_ second: Int) async throws -> Int {
+                try await store.apply(publicId: event.publicId, individualId: runner, knownCourse: nil) { _, state, _, _ in
+                    var next = state
+                    next.lastFixAt = max(last, Date(timeIntervalSince1970: 1_800_000_000 + Double(second)))
+                    let fix = RunPositionRecord(
+                        timeMs: 1_800_000_000_000 + Int64(second) * 1_000, latitude: 45.48, longitude: 9.1725, accuracy: nil,
+                        distanceMeters: 1, offsetMeters: 0)
+                    return RunPositionWrite(positions: [fix], state: next, dropped: 0, announcement: nil)
+                }.stored
+            }
+            #expect(try await post(posts) == 1, "a new fix")
+            #expect(try await post(posts) == 0, "the last fix again")
+            #expect(try await post(3) == 0, "a late resend")
+            let counted = try await database.query("SELECT dropped_fixes FROM run_participants WHERE run_id = \(event.id)")[0].decode(Int32.self)
+            #expect(counted == 3)
         }
     }
 
