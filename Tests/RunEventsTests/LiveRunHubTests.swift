@@ -9,7 +9,7 @@ import Testing
 @Suite("Live fan-out: batches rendered once, shared bytes, slow spectators coalesced")
 struct LiveRunHubTests {
     static let startsAt = Date(timeIntervalSince1970: 1_800_000_000)
-    static let runners = (0..<3).map { UUID(uuidString: "00000000-0000-0000-0000-00000000000\($0)")! }
+    static let runners = (0..<12).map { UUID(uuidString: "00000000-0000-0000-0000-" + String(format: "%012d", $0))! }
 
     /// A wire format that says what it was asked to render: `name@metres#rank`, `name#rank`,
     /// `U[states|ranks]`, `S[…]`.
@@ -233,6 +233,48 @@ struct LiveRunHubTests {
         // Following R0 instead: a new snapshot.
         follower.change(to: LiveView(follow: [Self.runners[0]], fieldEvery: nil))
         #expect(text(follower.take()) == "S[R1@20,R0@11,R2@2]")
+    }
+
+    /// In a field of twelve (two behind the leaders), a followed runner whose rank alone changes
+    /// gets no message of its own (nor a wake-up): the new rank comes with the runner's next move.
+    @Test(.timeLimit(.minutes(20))) func aFollowedRunnersRankAloneWaitsForTheirNextMove() async throws {
+        let clock = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        let wire = CountingWire(stateCarriesRank: false), loads = Counter(), wakes = Counter()
+        let (hub, id) = try Self.hub(
+            wire: wire, loads: loads, stored: (0..<12).map { Self.state($0, metres: Double(120 - 10 * $0), second: 5) },
+            now: { clock.withLock { $0 } })
+        let follower = try await hub.subscribe(to: id, view: LiveView(follow: [Self.runners[11]], fieldEvery: .seconds(1))) { wakes.add() }
+        defer { hub.unsubscribe(follower) }
+        #expect(follower.next() != nil, "the snapshot")
+        func afterBatch(_ announce: RunnerStateRecord) async throws {
+            let before = wire.states.withLock { $0 }
+            hub.receive(Self.announcement(id, announce))
+            while wire.states.withLock({ $0 }) == before { try await Task.sleep(for: .milliseconds(5)) }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        func text(_ take: LiveRunHub.Subscription.Take) -> String {
+            switch take {
+            case .message(let message): String(buffer: message)
+            case .fieldIn: "field later"
+            case .nothing: "nothing"
+            }
+        }
+
+        // R5 moves within its place (every fix at one time: no runner carried past another): the
+        // field's, later.
+        try await afterBatch(Self.state(5, metres: 71, second: 5))
+        #expect(text(follower.take()) == "field later")
+        // R10 drops behind R11 (ranks 12 and 11), the leaders stay: no wake-up, no message.
+        let woken = wakes.value
+        try await afterBatch(Self.state(10, metres: 5, second: 5))
+        #expect(wakes.value == woken)
+        #expect(text(follower.take()) == "field later")
+        // R11 moves: its state, and its rank since its last message.
+        try await afterBatch(Self.state(11, metres: 11, second: 5))
+        #expect(text(follower.take()) == "U[R11@11|R11#11]")
+        // The field's period: everything since the snapshot.
+        clock.withLock { $0 += 1 }
+        #expect(text(follower.take()) == "U[R5@71,R11@11,R10@5|R11#11,R10#12]")
     }
 
     @Test(.timeLimit(.minutes(20))) func anUnknownEventIsRefusedAndLeavesNothingBehind() async throws {

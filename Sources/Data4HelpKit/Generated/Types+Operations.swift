@@ -20883,9 +20883,10 @@ public enum Operations {
     /// Unfinished runners are ranked by where they are estimated to be at the newest fix (each
     /// carried forward at their own pace for up to 30 s), finished ones by finishing time.
     ///
-    /// `follow` (runner ids) and `fieldEveryMs`: the followed runners at every update, the rest
-    /// of the field at most every `fieldEveryMs` (on a grid of that period), the leaders when
-    /// they change. A spectator may change them later with a `LiveViewChange` text message; a
+    /// `follow` (runner ids) and `fieldEveryMs`: the followed runners at every update that moves
+    /// them (with their rank; a rank that others changed comes with their next move or the
+    /// field), the rest of the field at most every `fieldEveryMs` (on a grid of that period),
+    /// the leaders when they change. A spectator may change them later with a `LiveViewChange` text message; a
     /// refused one is answered by a `LiveError` and the connection stays.
     ///
     /// `v=1`: version 1 (kept for one release), `{ "type": "snapshot", "run", "runners":

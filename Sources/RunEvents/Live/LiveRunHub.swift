@@ -223,11 +223,11 @@ final class LiveRun: Sendable {
             self.view = view
         }
 
-        /// Whether a batch that changed the runners marked in `changed` (by index) is worth
-        /// waking it for.
-        func wantsWake(changed: [Bool], leadersChanged: Bool) -> Bool {
+        /// Whether a batch that moved the runners marked in `moved` (by index) is worth waking it
+        /// for (a followed runner whose rank alone changed is not: see `LiveRun.followed`).
+        func wantsWake(moved: [Bool], leadersChanged: Bool) -> Bool {
             guard view.fieldEvery != nil else { return true }
-            return leadersChanged || !fieldDeferred || followed.contains { $0 < changed.count && changed[$0] }
+            return leadersChanged || !fieldDeferred || followed.contains { $0 < moved.count && moved[$0] }
         }
     }
 
@@ -448,9 +448,8 @@ final class LiveRun: Sendable {
             return (index, rankOnly[index] ? wire.state(runner, index: index, of: updated.event) : nil, wire.rank(runner, index: index))
         }
         let leaders = Array(updated.order.prefix(LiveView.leaderCount))
-        var touched = [Bool](repeating: false, count: count)
-        for index in changed.moved { touched[index] = true }
-        for index in changed.ranksChanged { touched[index] = true }
+        var movedNow = [Bool](repeating: false, count: count)
+        for index in changed.moved { movedNow[index] = true }
         let viewers = state.withLock { state -> [LiveRunHub.Subscription] in
             state.lastBatchAt = .now
             if changed.joined, !wire.stateNamesRunner { state.reloadWanted = true }  // spectators learn the new runners' indices from a snapshot
@@ -476,7 +475,7 @@ final class LiveRun: Sendable {
                 state.renderedLeaders = wire.leaders(leaders)
                 state.leadersChangedIn = state.batch
             }
-            return state.viewers.values.filter { $0.wantsWake(changed: touched, leadersChanged: leadersChanged) }.map(\.subscription)
+            return state.viewers.values.filter { $0.wantsWake(moved: movedNow, leadersChanged: leadersChanged) }.map(\.subscription)
         }
         for subscription in viewers { subscription.wake() }
     }
@@ -499,8 +498,8 @@ final class LiveRun: Sendable {
             if let every = viewer.view.fieldEvery {
                 let (period, next) = period(every)
                 if period <= viewer.fieldPeriod {
-                    defer { viewer.followSeen = state.batch }
                     if viewer.followSeen < state.batch, let message = followed(&state, viewer.followed, since: viewer.followSeen) {
+                        viewer.followSeen = state.batch
                         return .message(message)
                     }
                     viewer.fieldDeferred = true
@@ -541,10 +540,16 @@ final class LiveRun: Sendable {
         return wire.update(runners: states, ranks: ranks, leaders: state.leadersChangedIn > since ? state.renderedLeaders : nil)
     }
 
-    /// `update` for the followed runners (indices), nil when none of them and not the leaders changed.
+    /// `update` for the followed runners (indices) whose state or rank changed since `since`; nil
+    /// unless one of them moved or the leaders changed. A followed runner's rank that changed
+    /// alone (others passed them, or they passed others by standing still less) waits for the
+    /// next such message or the field's: in a dense pack the followed runners' ranks change at
+    /// nearly every batch, and a message for each was most of a follower's messages (the city
+    /// race of `bench live`).
     private func followed(_ state: inout State, _ follow: [Int], since: UInt64) -> ByteBuffer? {
+        let moved = follow.contains { index in index < state.changedIn.count && state.changedIn[index] > since }
+        guard moved || state.leadersChangedIn > since else { return nil }
         let changed = follow.filter { index in index < state.changedIn.count && max(state.changedIn[index], state.rankChangedIn[index]) > since }
-        guard !changed.isEmpty || state.leadersChangedIn > since else { return nil }
         return update(&state, runners: changed, since: since)
     }
 
