@@ -35,6 +35,19 @@ import Testing
         }
     }
 
+    /// With a gathering time, a call that finds nothing under way waits for others: one that
+    /// comes 20 ms later goes in the same statement (without, in a statement of its own).
+    @Test func aCallWithinTheGatheringTimeGoesInTheSameStatement() async throws {
+        for (gathering, statements) in [(Duration.milliseconds(300), 1), (.zero, 2)] {
+            let coalescer = StatementCoalescer<Int, Int>(maximumWeight: 10, gathering: gathering) { inputs in inputs }
+            async let first = coalescer.submit(1)
+            try await Task.sleep(for: .milliseconds(20))
+            let second = try await coalescer.submit(2)
+            #expect(try await first == 1 && second == 2)
+            #expect(coalescer.statements == statements, "gathering \(gathering)")
+        }
+    }
+
     struct Refused: Error {}
 
     @Test func aStatementsErrorIsEveryCallersOfItAndOnlyTheirs() async throws {

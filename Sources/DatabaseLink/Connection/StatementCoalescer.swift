@@ -14,16 +14,20 @@ package final class StatementCoalescer<Input: Sendable, Output: Sendable>: Senda
     private typealias Waiting = (input: Input, weight: Int, continuation: CheckedContinuation<Output, any Error>)
 
     private let maximumWeight: Int
+    private let gathering: Duration
     private let weight: @Sendable (Input) -> Int
     private let perform: @Sendable ([Input]) async throws -> [Output]
     private let queue = Mutex<(waiting: [Waiting], running: Bool)>(([], false))
     private let performed = Atomic<Int>(0)
 
+    /// - Parameter gathering: how long a call that finds no statement under way waits for others
+    ///   before its statement starts (zero: it starts at once).
     package init(
-        maximumWeight: Int, weight: @escaping @Sendable (Input) -> Int = { _ in 1 },
+        maximumWeight: Int, gathering: Duration = .zero, weight: @escaping @Sendable (Input) -> Int = { _ in 1 },
         perform: @escaping @Sendable ([Input]) async throws -> [Output]
     ) {
         self.maximumWeight = maximumWeight
+        self.gathering = gathering
         self.weight = weight
         self.perform = perform
     }
@@ -47,6 +51,7 @@ package final class StatementCoalescer<Input: Sendable, Output: Sendable>: Senda
     }
 
     private func drain() async {
+        if gathering > .zero { try? await Task.sleep(for: gathering) }
         while let batch = queue.withLock({ queue -> [Waiting]? in
             guard !queue.waiting.isEmpty else {
                 queue.running = false
