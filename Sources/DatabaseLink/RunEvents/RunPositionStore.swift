@@ -205,8 +205,6 @@ package struct RunPositionStore: Sendable {
         ).map { try RunnerStateRecord(row: $0) }
     }
 
-    /// Stored positions in time order, for replay (index: run_positions_time_idx); `after` is the
-    /// last (time, runner) of the previous page.
     /// One runner's stored positions in a run (by the run's public id), in time order: the route
     /// of the workout their finish made.
     package func route(runPublicId: UUID, individualId: Int64, limit: Int) async throws -> [RunPositionRecord] {
@@ -224,6 +222,8 @@ package struct RunPositionStore: Sendable {
         }
     }
 
+    /// Stored positions in time order, for replay (index: run_positions_time_idx); `after` is the
+    /// last (time, runner) of the previous page.
     package func positions(
         runId: Int64, runnerId: UUID?, fromMs: Int64?, toMs: Int64?, after: (timeMs: Int64, runnerId: UUID)?, limit: Int
     ) async throws -> [(runnerId: UUID, position: RunPositionRecord)] {
