@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
 """Sums a CPU profile written by `data4help bench live --profile FILE` (SamplingProfiler).
 
-    python3 Tools/profile-report.py FILE [--top N] [--focus FUNCTION-SUBSTRING]
+    python3 Tools/profile-report.py FILE [--top N] [--focus FUNCTION-SUBSTRING] [--callers FUNCTION [--depth N]]
 
 Prints the share of samples by layer (LAYERS: the first whose marker is on a sample's stack), by
 module, by function where the CPU was (self), and by function anywhere on the stack (inclusive,
-once a sample). Symbols come from llvm-symbolizer (the Swift
+once a sample), by the async function a pool job resumed, and optionally the callers of one
+function where it ran (`--callers swift_retain`). Symbols come from llvm-symbolizer (the Swift
 toolchain's) and names from `swift demangle --simplified`. Stacks stop where an async function
 was resumed, so inclusive shares of async callers are lower bounds.
 """
@@ -109,6 +110,9 @@ def main():
     parser.add_argument("profile")
     parser.add_argument("--top", type=int, default=40)
     parser.add_argument("--focus", help="only samples with a function containing this on their stack")
+    parser.add_argument("--callers", metavar="FUNCTION",
+                        help="also: the callers (up to --depth frames) of this function where it was the running one")
+    parser.add_argument("--depth", type=int, default=2)
     args = parser.parse_args()
     maps, samples = read(args.profile)
     where = locate(maps)
@@ -132,8 +136,23 @@ def main():
         own[stack[0][1]] += 1
         for name in {name for _, name in stack}:
             inclusive[name] += 1
+    # The async function a job resumed: the frame the executor ran (a stack stops there, so this
+    # names what the "cooperative pool: other" layer was doing).
+    resumed, callers = collections.Counter(), collections.Counter()
+    for stack in named:
+        names_only = [name for _, name in stack]
+        for depth, name in enumerate(names_only):
+            if "runJobInEstablishedExecutorContext" in name:
+                resumed[names_only[depth - 1] if depth > 0 else "?"] += 1
+                break
+        if args.callers and names_only and names_only[0] == args.callers:
+            callers[" <- ".join(names_only[1:1 + args.depth])] += 1
     print(f"{total} samples" + (f" with {args.focus!r} on the stack" if args.focus else ""))
-    for title, counter in (("by layer", layers), ("by module (self)", modules), ("by function (self)", own), ("by function (inclusive)", inclusive)):
+    tables = [("by layer", layers), ("by module (self)", modules), ("by function (self)", own), ("by function (inclusive)", inclusive),
+              ("by async function resumed (the frame a pool job ran)", resumed)]
+    if args.callers:
+        tables.append((f"callers of {args.callers} (self samples)", callers))
+    for title, counter in tables:
         print(f"\n{title}")
         for name, count in counter.most_common(args.top):
             print(f"{100 * count / total:6.2f} %  {name}")
