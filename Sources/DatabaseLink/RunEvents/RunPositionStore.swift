@@ -223,7 +223,9 @@ package struct RunPositionStore: Sendable {
     }
 
     /// Stored positions in time order, for replay (index: run_positions_time_idx); `after` is the
-    /// last (time, runner) of the previous page.
+    /// last (time, runner) of the previous page. The page's time bound is also stated on its own
+    /// (the row comparison spans two tables, so the index could not start from it): a page read
+    /// every position of the run from its start.
     package func positions(
         runId: Int64, runnerId: UUID?, fromMs: Int64?, toMs: Int64?, after: (timeMs: Int64, runnerId: UUID)?, limit: Int
     ) async throws -> [(runnerId: UUID, position: RunPositionRecord)] {
@@ -236,7 +238,8 @@ package struct RunPositionStore: Sendable {
               AND (\(fromMs)::int8 IS NULL OR r.recorded_at >= 'epoch'::timestamptz + \(fromMs) * interval '1 millisecond')
               AND (\(toMs)::int8 IS NULL OR r.recorded_at < 'epoch'::timestamptz + \(toMs) * interval '1 millisecond')
               AND (\(after?.timeMs)::int8 IS NULL
-                   OR (r.recorded_at, p.runner_id) > ('epoch'::timestamptz + \(after?.timeMs) * interval '1 millisecond', \(after?.runnerId)::uuid))
+                   OR (r.recorded_at >= 'epoch'::timestamptz + \(after?.timeMs) * interval '1 millisecond'
+                       AND (r.recorded_at, p.runner_id) > ('epoch'::timestamptz + \(after?.timeMs) * interval '1 millisecond', \(after?.runnerId)::uuid)))
             ORDER BY r.recorded_at, p.runner_id
             LIMIT \(limit)
             """
