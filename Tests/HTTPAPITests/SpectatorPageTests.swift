@@ -70,7 +70,7 @@ struct SpectatorPageTests {
                 let movedX = try #require(Double(moved["cx"] as? String ?? ""))
                 #expect(movedX > startX + 100, "\(startX) → \(movedX)")  // 60 m of a 150 m leg is 360 of the 900 drawn
 
-                // Marco passes her: he leads, and her new rank (a rank entry: she did not post) shows.
+                // Marco passes her: he leads, and her new rank (from the order's moves: she did not post) shows.
                 _ = try await api.send(
                     .post, "/api/users/runs/\(id)/positions", token: second,
                     json: [
@@ -133,6 +133,55 @@ struct SpectatorPageTests {
     /// and the runners with Leaflet (served by us from Debian's libjs-leaflet) over the tiles it
     /// fetched: each runner's dot is where its position falls on the tile grid (Web Mercator),
     /// within two pixels.
+    /// Ten runners overtaking each other in four rounds of concurrent posts: after each round the
+    /// page's leaderboard, which it orders from the snapshot's order and each update's `moves`,
+    /// is the server's, rank for rank.
+    @Test(.timeLimit(.minutes(20))) func theLeaderboardFollowsTheOrdersMovesThroughOvertakes() async throws {
+        try await TestServer.run { api in
+            let (organiser, _) = try await api.individualSession()
+            var enrolling: [(token: String, name: String)] = []
+            for number in 0..<10 { enrolling.append((try await api.individualSession().0, "Runner \(number)")) }
+            let runners = enrolling
+            let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser, enrolling: runners)
+            try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
+
+            let browser = try await HeadlessChromium()
+            defer { browser.stop() }
+            let port = try #require(api.client.port)
+            try await browser.withPage("http://127.0.0.1:\(port)/runs/\(id)") { session in
+                _ = try await session.wait(for: Self.probe) { value in Self.parse(value)["status"] as? String == "Live" }
+                // Each round every runner covers 3 to 30 m more (their order shuffles), all at the
+                // same second, so the ranking is by distance; the fractions keep distances apart.
+                func step(_ runner: Int, _ round: Int) -> Double { Double((runner * 3 + round * 7) % 10) * 3 }
+                var metres = (0..<10).map { (runner: Int) -> Double in 5 + Double(runner * 7 % 10) * 3 + Double(runner) * 0.1 }
+                for round in 1...4 {
+                    if round > 1 { metres = metres.indices.map { (runner: Int) -> Double in metres[runner] + 3 + step(runner, round) } }
+                    let at = startsAt.addingTimeInterval(Double(round * 5)), posting = metres
+                    try await withThrowingTaskGroup(of: Void.self) { group in
+                        for (number, runner) in runners.enumerated() {
+                            group.addTask {
+                                let posted = try await api.send(
+                                    .post, "/api/users/runs/\(id)/positions", token: runner.token,
+                                    json: ["positions": [RunPositionTests.fix(posting[number], at: at)]])
+                                #expect(posted.status == .ok && posted.json["accepted"] as? Int == 1, "\(posted.json)")
+                            }
+                        }
+                        try await group.waitForAll()
+                    }
+                    let server = try await api.send(.get, "/api/runs/\(id)/leaderboard").items.map {
+                        ["\($0["rank"] as? Int ?? 0)", $0["displayName"] as? String ?? ""]
+                    }
+                    #expect(server.map { $0[1] } == runners.indices.sorted { metres[$0] > metres[$1] }.map { runners[$0].name })
+                    let shown = Self.parse(
+                        try await session.wait(for: Self.probe) { value in
+                            (Self.parse(value)["rows"] as? [[String]])?.map { [$0[0], $0[1]] } == server
+                        })
+                    #expect((shown["rows"] as? [[String]])?.count == 10, "round \(round)")
+                }
+            }
+        }
+    }
+
     @Test(.timeLimit(.minutes(20))) func theMapPutsRunnersOnTheTiles() async throws {
         let tiles = try TileServer()
         let tileServer = tiles.start()

@@ -17,12 +17,16 @@ struct LiveRunHubTests {
         let states = Mutex(0)
         let updates = Mutex(0)
         let stateCarriesRank: Bool
+        let sendsOrderChanges: Bool
         var stateNamesRunner: Bool { true }
 
         /// `stateCarriesRank` false: like version 2, every rank change is a rank entry and the
-        /// leaders are sent as `L[…]` when they change.
-        init(stateCarriesRank: Bool = true) {
+        /// leaders are sent as `L[…]` when they change. `sendsOrderChanges`: like version 2, a
+        /// message that brings the whole field says how the order changed (`|M index>rank,…`,
+        /// or `|O` and the whole order) instead.
+        init(stateCarriesRank: Bool = true, sendsOrderChanges: Bool = false) {
             self.stateCarriesRank = stateCarriesRank
+            self.sendsOrderChanges = sendsOrderChanges
         }
 
         func state(_ state: RunnerState, index: Int, of event: RunEvent) -> ByteBuffer {
@@ -42,11 +46,17 @@ struct LiveRunHubTests {
             ByteBuffer(string: "L" + indices.map(String.init).joined(separator: ","))
         }
 
-        func update(runners: [ByteBuffer], ranks: [ByteBuffer], leaders: ByteBuffer?) -> ByteBuffer {
+        func update(runners: [ByteBuffer], ranks: [ByteBuffer], order: LiveOrderChange?, leaders: ByteBuffer?) -> ByteBuffer {
             updates.withLock { $0 += 1 }
             func list(_ items: [ByteBuffer]) -> String { items.map { String(buffer: $0) }.joined(separator: ",") }
             let leaders = stateCarriesRank ? "" : leaders.map { "|" + String(buffer: $0) } ?? ""
-            return ByteBuffer(string: "U[" + list(runners) + "|" + list(ranks) + leaders + "]")
+            let order =
+                switch order {
+                case .moves(let moves): "|M" + moves.map { "\($0.index)>\($0.rank)" }.joined(separator: ",")
+                case .whole(let order): "|O" + order.map(String.init).joined(separator: ",")
+                case nil: ""
+                }
+            return ByteBuffer(string: "U[" + list(runners) + "|" + list(ranks) + order + leaders + "]")
         }
     }
 
@@ -275,6 +285,40 @@ struct LiveRunHubTests {
         // The field's period: everything since the snapshot.
         clock.withLock { $0 += 1 }
         #expect(text(follower.take()) == "U[R5@71,R11@11,R10@5|R11#11,R10#12]")
+    }
+
+    /// Where the format sends order changes (version 2): a message that brings the whole field
+    /// names the runners that moved in the order since the spectator's previous such message —
+    /// one runner passing five is one move, not six rank entries — a follower's other messages
+    /// name its runners' ranks, and a spectator that missed a batch gets the moves since what it
+    /// has.
+    @Test(.timeLimit(.minutes(20))) func aWholeFieldMessageNamesTheFewestRunnersMovedInTheOrder() async throws {
+        let clock = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        let wire = CountingWire(stateCarriesRank: false, sendsOrderChanges: true), loads = Counter()
+        let (hub, id) = try Self.hub(
+            wire: wire, loads: loads, stored: (0..<12).map { Self.state($0, metres: Double(120 - 10 * $0), second: 5) },
+            now: { clock.withLock { $0 } })
+        var whole = try await Watcher.watch(hub, id)
+        let slow = try await hub.subscribe(to: id) {}
+        let follower = try await hub.subscribe(to: id, view: LiveView(follow: [Self.runners[11]], fieldEvery: .seconds(1))) {}
+        let wholeSubscription = whole.subscription
+        defer { for subscription in [wholeSubscription, slow, follower] { hub.unsubscribe(subscription) } }
+        #expect(await whole.next() != nil && slow.next() != nil && follower.next() != nil, "the snapshots")
+
+        // R11, last, passes R5 to R10.
+        hub.receive(Self.announcement(id, Self.state(11, metres: 75, second: 5)))
+        let first = await whole.next().map { String(buffer: $0) }
+        #expect(first == "U[R11@75||M11>6|L0,1,2,3,4,11,5,6,7,8]")
+        #expect(follower.next().map { String(buffer: $0) } == "U[R11@75|R11#6|L0,1,2,3,4,11,5,6,7,8]")
+        // The follower's field, a period later: the same message as the whole field's.
+        clock.withLock { $0 += 1 }
+        #expect(follower.next().map { String(buffer: $0) } == first)
+
+        // R10 passes everyone: one move against the order of the previous message; two against
+        // the snapshot's, which is what the slow spectator has.
+        hub.receive(Self.announcement(id, Self.state(10, metres: 130, second: 5)))
+        #expect(await whole.next().map { String(buffer: $0) } == "U[R10@130||M10>1|L10,0,1,2,3,4,11,5,6,7]")
+        #expect(slow.next().map { String(buffer: $0) } == "U[R10@130,R11@75||M10>1,11>7|L10,0,1,2,3,4,11,5,6,7]")
     }
 
     @Test(.timeLimit(.minutes(20))) func anUnknownEventIsRefusedAndLeavesNothingBehind() async throws {

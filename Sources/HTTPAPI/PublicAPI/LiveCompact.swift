@@ -14,9 +14,14 @@ import RunEvents
 /// - The snapshot: `{"type":"snapshot","v":2,"run":{…},"epoch":ms,"runners":[[id,name],…],
 ///   "states":[state…],"order":[index…]}` — a runner's **index** is its place in `runners`;
 ///   `order` is every index, leader first; `epoch` is the event's start (ms since 1970).
-/// - An update: `{"type":"update","runners":[state…],"ranks":[index,rank,…],"leaders":[index…]}` —
-///   the runners whose state changed, the new ranks (flat pairs), and the top ten, leader
-///   first, only when they changed.
+/// - An update: `{"type":"update","runners":[state…],"ranks":[index,rank,…],"moves":[index,rank,…],
+///   "leaders":[index…]}` — the runners whose state changed; in a message that brings the whole
+///   field (every message, or a follower's field message), `moves`: how the order changed since
+///   the previous such message, as the fewest runners moved (`LiveBoard.moves`) with their new
+///   ranks, leader first (remove them all from the order, then insert each at its rank), left
+///   out when nothing moved; or `order`, the whole order, when the server no longer holds the
+///   one the spectator has; `ranks` (flat pairs) in a follower's other messages: the followed
+///   runners' new ranks; and the top ten, leader first, only when they changed.
 /// - A state: `[index, latitude × 1e5, longitude × 1e5, metres along the course, tenths of a
 ///   second since epoch, pace in s/km (0: not yet known), flags]`, flags 1 off course,
 ///   2 finished. The page computes the estimated finish from the pace and the course's length.
@@ -56,11 +61,25 @@ struct LiveCompact: LiveWireFormat {
         ByteBuffer(string: "[" + indices.map(String.init).joined(separator: ",") + "]")
     }
 
-    func update(runners: [ByteBuffer], ranks: [ByteBuffer], leaders: ByteBuffer?) -> ByteBuffer {
+    var sendsOrderChanges: Bool { true }
+
+    func update(runners: [ByteBuffer], ranks: [ByteBuffer], order: LiveOrderChange?, leaders: ByteBuffer?) -> ByteBuffer {
         var message = ByteBuffer(string: #"{"type":"update","runners":"#)
         LiveJSON.writeArray(runners, to: &message)
         message.writeString(#","ranks":"#)
         LiveJSON.writeArray(ranks, to: &message)
+        switch order {
+        case .moves(let moves):
+            message.writeString(#","moves":["#)
+            for (number, move) in moves.enumerated() {
+                message.writeString(number == 0 ? "\(move.index),\(move.rank)" : ",\(move.index),\(move.rank)")
+            }
+            message.writeString("]")
+        case .whole(let order):
+            message.writeString(#","order":[\#(order.map(String.init).joined(separator: ","))]"#)
+        case nil:
+            break
+        }
         if let leaders {
             message.writeString(#","leaders":"#)
             message.writeImmutableBuffer(leaders)

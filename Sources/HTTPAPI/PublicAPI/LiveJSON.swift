@@ -31,7 +31,9 @@ struct LiveJSON: LiveWireFormat {
 
     func leaders(_ indices: [Int]) -> ByteBuffer { ByteBuffer() }
 
-    func update(runners: [ByteBuffer], ranks: [ByteBuffer], leaders: ByteBuffer?) -> ByteBuffer {
+    var sendsOrderChanges: Bool { false }
+
+    func update(runners: [ByteBuffer], ranks: [ByteBuffer], order: LiveOrderChange?, leaders: ByteBuffer?) -> ByteBuffer {
         var message = ByteBuffer(string: #"{"type":"update","runners":"#)
         Self.writeArray(runners, to: &message)
         message.writeString(#","ranks":"#)

@@ -14,6 +14,7 @@ struct WebSocketFramedWire: LiveWireFormat {
 
     var stateCarriesRank: Bool { inner.stateCarriesRank }
     var stateNamesRunner: Bool { inner.stateNamesRunner }
+    var sendsOrderChanges: Bool { inner.sendsOrderChanges }
 
     func state(_ state: RunnerState, index: Int, of event: RunEvent) -> ByteBuffer {
         inner.state(state, index: index, of: event)
@@ -31,8 +32,8 @@ struct WebSocketFramedWire: LiveWireFormat {
         inner.leaders(indices)
     }
 
-    func update(runners: [ByteBuffer], ranks: [ByteBuffer], leaders: ByteBuffer?) -> ByteBuffer {
-        Self.textFrame(inner.update(runners: runners, ranks: ranks, leaders: leaders))
+    func update(runners: [ByteBuffer], ranks: [ByteBuffer], order: LiveOrderChange?, leaders: ByteBuffer?) -> ByteBuffer {
+        Self.textFrame(inner.update(runners: runners, ranks: ranks, order: order, leaders: leaders))
     }
 
     /// `payload` as one final, unmasked text frame (RFC 6455 §5.2): FIN and opcode 1, then the

@@ -98,4 +98,48 @@ package struct LiveBoard: Sendable {
         }
         return changes
     }
+
+    /// A runner moved in the order, and the rank it moved to.
+    package struct Move: Sendable, Equatable {
+        package var index: Int
+        package var rank: Int
+
+        package init(index: Int, rank: Int) {
+            self.index = index
+            self.rank = rank
+        }
+    }
+
+    /// The fewest runners to move to turn the order `old` into `new` (both every index, leader
+    /// first), each with its rank in `new`, leader first: everyone else keeps their order
+    /// relative to each other (they are the longest run of `new` that `old` already has in
+    /// that order). A spectator that holds `old` removes the moved runners and inserts each at
+    /// its rank in turn. When one runner passes a hundred, that is one move where rank entries
+    /// were a hundred and one. An index not in `old` is always moved.
+    package static func moves(from old: [Int], to new: [Int]) -> [Move] {
+        var placeInOld = [Int](repeating: -1, count: (old.max() ?? -1) + 1)
+        for (place, index) in old.enumerated() where index >= 0 { placeInOld[index] = place }
+        // The longest subsequence of `new` whose places in `old` increase (patience sorting):
+        // `tails[k]` is the position in `new` of the smallest last place of such a run of k + 1.
+        var tails: [Int] = []
+        var previous = [Int](repeating: -1, count: new.count)
+        for (position, index) in new.enumerated() {
+            guard index >= 0, index < placeInOld.count, placeInOld[index] >= 0 else { continue }
+            let place = placeInOld[index]
+            var low = 0, high = tails.count
+            while low < high {
+                let middle = (low + high) / 2
+                if placeInOld[new[tails[middle]]] < place { low = middle + 1 } else { high = middle }
+            }
+            if low > 0 { previous[position] = tails[low - 1] }
+            if low == tails.count { tails.append(position) } else { tails[low] = position }
+        }
+        var kept = [Bool](repeating: false, count: new.count)
+        var position = tails.last ?? -1
+        while position >= 0 {
+            kept[position] = true
+            position = previous[position]
+        }
+        return new.indices.compactMap { position in kept[position] ? nil : Move(index: new[position], rank: position + 1) }
+    }
 }

@@ -24,8 +24,26 @@ package protocol LiveWireFormat: Sendable {
     func rank(_ state: RunnerState, index: Int) -> ByteBuffer
     /// The leaders' indices, leader first (empty: the format does not send them).
     func leaders(_ indices: [Int]) -> ByteBuffer
-    /// The runners whose state changed, the rank entries, and the leaders when they changed.
-    func update(runners: [ByteBuffer], ranks: [ByteBuffer], leaders: ByteBuffer?) -> ByteBuffer
+    /// Whether a message that brings the whole field (a spectator's every message, or a
+    /// follower's field message) says how the order changed since the spectator's previous such
+    /// message (`LiveOrderChange`) instead of a rank entry for every runner whose rank changed.
+    /// In a dense field one runner's move changes the ranks of all those it passed: in
+    /// `bench live`'s city race the rank entries were about half of a field message's bytes.
+    var sendsOrderChanges: Bool { get }
+    /// The runners whose state changed, the rank entries, how the order changed (only where
+    /// `sendsOrderChanges`, in a message that brings the whole field, and when it did), and the
+    /// leaders when they changed.
+    func update(runners: [ByteBuffer], ranks: [ByteBuffer], order: LiveOrderChange?, leaders: ByteBuffer?) -> ByteBuffer
+}
+
+/// How the order of the whole field changed since a spectator's previous message that brought
+/// it.
+package enum LiveOrderChange: Sendable, Equatable {
+    /// The runners that moved in the order, with their new ranks, leader first
+    /// (`LiveBoard.moves`): the others keep their order relative to each other.
+    case moves([LiveBoard.Move])
+    /// The whole order, leader first: the hub no longer holds the order the spectator has.
+    case whole([Int])
 }
 
 /// What one spectator asked to see: by default every runner at every batch; or the runners they
@@ -260,6 +278,9 @@ final class LiveRun: Sendable {
         /// batch behind; a loaded machine spreads them over a few).
         var sharedUpdates: (to: UInt64, from: [UInt64: ByteBuffer]) = (0, [:])
         var sharedSnapshot: (generation: Int, batch: UInt64, phase: RunPhase, message: ByteBuffer)?
+        /// Where the format sends order changes: the order at each batch some spectator was last
+        /// brought the whole field at (its `seen`), and how many spectators hold it.
+        var orders: [UInt64: (order: [Int], holders: Int)] = [:]
         var viewers: [ObjectIdentifier: Viewer] = [:]
         var waiting: [CheckedContinuation<Void, any Error>] = []
         /// The worker (loading and batching) is running.
@@ -274,6 +295,19 @@ final class LiveRun: Sendable {
             renderedRank.append(contentsOf: repeatElement(nil, count: missing))
             rerankedIn.append(contentsOf: repeatElement(0, count: missing))
             rankChangedIn.append(contentsOf: repeatElement(0, count: missing))
+        }
+
+        /// `viewer` now has the whole field as of the newest batch, whose order is `order`.
+        mutating func bring(_ viewer: Viewer, order: [Int], keepingOrders: Bool) {
+            release(viewer.seen)
+            viewer.seen = batch
+            if keepingOrders { orders[batch, default: (order, 0)].holders += 1 }
+        }
+
+        /// A spectator no longer holds the order of `batch`.
+        mutating func release(_ batch: UInt64) {
+            guard let held = orders[batch] else { return }
+            if held.holders > 1 { orders[batch]?.holders -= 1 } else { orders.removeValue(forKey: batch) }
         }
     }
 
@@ -313,7 +347,7 @@ final class LiveRun: Sendable {
     /// Answers how many spectators remain.
     func remove(_ subscription: LiveRunHub.Subscription) -> Int {
         state.withLock { state in
-            state.viewers.removeValue(forKey: ObjectIdentifier(subscription))
+            if let viewer = state.viewers.removeValue(forKey: ObjectIdentifier(subscription)) { state.release(viewer.seen) }
             return state.viewers.count
         }
     }
@@ -489,7 +523,8 @@ final class LiveRun: Sendable {
             guard let viewer = state.viewers[ObjectIdentifier(subscription)], let board = state.board else { return .nothing }
             if viewer.generation != state.generation {
                 viewer.generation = state.generation
-                (viewer.seen, viewer.followSeen) = (state.batch, state.batch)
+                state.bring(viewer, order: board.order, keepingOrders: wire.sendsOrderChanges)
+                viewer.followSeen = state.batch
                 viewer.followed = viewer.view.follow.compactMap { board.indices[$0] }.sorted()
                 if let every = viewer.view.fieldEvery { viewer.fieldPeriod = period(every).current }
                 return .message(snapshot(&state, board: board))
@@ -508,12 +543,12 @@ final class LiveRun: Sendable {
                 viewer.fieldPeriod = period
                 viewer.fieldDeferred = false
             }
-            defer { (viewer.seen, viewer.followSeen) = (state.batch, state.batch) }
-            if state.sharedUpdates.to != state.batch { state.sharedUpdates = (state.batch, [:]) }
             let since = viewer.seen
-            if let shared = state.sharedUpdates.from[since] { return .message(shared) }
-            let message = update(&state, runners: board.order, since: since)
+            if state.sharedUpdates.to != state.batch { state.sharedUpdates = (state.batch, [:]) }
+            let message = state.sharedUpdates.from[since] ?? update(&state, runners: board.order, since: since, field: board.order)
             state.sharedUpdates.from[since] = message
+            state.bring(viewer, order: board.order, keepingOrders: wire.sendsOrderChanges)  // after the update: it may need the order `since`
+            viewer.followSeen = state.batch
             return .message(message)
         }
     }
@@ -527,17 +562,30 @@ final class LiveRun: Sendable {
     }
 
     /// The states and rank entries of `runners` (indices) changed since `since`, and the leaders
-    /// if they changed.
-    private func update(_ state: inout State, runners: [Int], since: UInt64) -> ByteBuffer {
+    /// if they changed. `field`: the message brings the whole field, whose order is now this —
+    /// where the format sends order changes, they replace the rank entries.
+    private func update(_ state: inout State, runners: [Int], since: UInt64, field: [Int]? = nil) -> ByteBuffer {
         var states: [ByteBuffer] = [], ranks: [ByteBuffer] = []
         let carriesRank = wire.stateCarriesRank
+        let orderChanges = wire.sendsOrderChanges && field != nil
         for index in runners {
             let moved = state.changedIn[index] > since
             if moved, state.rendered[index].readableBytes > 0 { states.append(state.rendered[index]) }
+            guard !orderChanges else { continue }
             let reranked = carriesRank ? state.rerankedIn[index] : state.rankChangedIn[index]
             if reranked > since, !(moved && carriesRank), let rank = state.renderedRank[index] { ranks.append(rank) }
         }
-        return wire.update(runners: states, ranks: ranks, leaders: state.leadersChangedIn > since ? state.renderedLeaders : nil)
+        var order: LiveOrderChange?
+        if orderChanges, let field {
+            if let held = state.orders[since]?.order {
+                let moves = LiveBoard.moves(from: held, to: field)
+                order = moves.isEmpty ? nil : .moves(moves)
+            } else {
+                order = .whole(field)
+            }
+        }
+        return wire.update(
+            runners: states, ranks: ranks, order: order, leaders: state.leadersChangedIn > since ? state.renderedLeaders : nil)
     }
 
     /// `update` for the followed runners (indices) whose state or rank changed since `since`; nil

@@ -530,12 +530,16 @@ final class LiveWatcher: Sendable {
         }
     }
 
-    /// Version 2: how many states an update carries — its `[` less those of `runners`, `ranks`
-    /// and `leaders` (a count, not a parse: every spectator does it for every message).
+    /// Version 2: how many states an update carries — its `[` less those of `runners`, `ranks`,
+    /// and `moves`, `order` and `leaders` where present (a count, not a parse: every spectator
+    /// does it for every message).
     static func compactStateCount(in buffer: ByteBuffer) -> Int {
         let brackets = occurrences(of: [UInt8(ascii: "[")], in: buffer)
-        return max(0, brackets - 2 - (occurrences(of: Array(#""leaders""#.utf8), in: buffer) > 0 ? 1 : 0))
+        let lists = optionalLists.reduce(2) { count, key in count + (occurrences(of: key, in: buffer) > 0 ? 1 : 0) }
+        return max(0, brackets - lists)
     }
+
+    private static let optionalLists = [#""moves""#, #""order""#, #""leaders""#].map { Array($0.utf8) }
 
     /// How often `needle` occurs in `buffer`.
     static func occurrences(of needle: [UInt8], in buffer: ByteBuffer) -> Int {

@@ -57,7 +57,7 @@ final class LiveSpectator: Sendable {
     var updates: [[String: Any]] { received.filter { $0["type"] as? String == "update" }.flatMap { ($0["runners"] as? [[String: Any]]) ?? [] } }
 
     /// Rank entries (`{ runnerId, rank }`) of every update so far: in version 1 the runners whose
-    /// rank alone changed, in version 2 every rank change.
+    /// rank alone changed, in version 2 every rank change (read from the order's moves).
     var ranks: [[String: Any]] { received.filter { $0["type"] as? String == "update" }.flatMap { ($0["ranks"] as? [[String: Any]]) ?? [] } }
 
     /// Version 2's messages, read with the snapshot's roster and epoch.
@@ -66,6 +66,8 @@ final class LiveSpectator: Sendable {
         var roster: [(id: String, name: String)] = []
         var epoch = 0.0
         var rank: [Int: Int] = [:]
+        /// Every index, leader first, as of the last message that brought the whole field.
+        var order: [Int] = []
 
         mutating func read(_ message: [String: Any]) -> [String: Any] {
             var read = message
@@ -73,16 +75,37 @@ final class LiveSpectator: Sendable {
                 started = true
                 roster = ((message["runners"] as? [[Any]]) ?? []).map { ($0.first as? String ?? "", $0.last as? String ?? "") }
                 epoch = (message["epoch"] as? Double ?? 0) / 1000
-                rank = Dictionary(((message["order"] as? [Int]) ?? []).enumerated().map { ($1, $0 + 1) }) { first, _ in first }
+                order = (message["order"] as? [Int]) ?? []
+                rank = Dictionary(order.enumerated().map { ($1, $0 + 1) }) { first, _ in first }
                 let states = Dictionary(((message["states"] as? [[Double]]) ?? []).map { (Int($0[0]), $0) }) { first, _ in first }
                 read["runners"] = ((message["order"] as? [Int]) ?? []).map { state($0, states[$0]) }
                 return read
             }
+            // The rank entries: every rank the message changed, whether it says so in `ranks`
+            // (pairs) or by the order's `moves` or a whole `order` (as the page reads them).
+            var changed: [(index: Int, rank: Int)] = []
+            if let whole = message["order"] as? [Int] {
+                order = whole
+            } else if let moves = message["moves"] as? [Int] {
+                let pairs = stride(from: 0, to: moves.count - 1, by: 2).map { (index: moves[$0], rank: moves[$0 + 1]) }
+                let moved = Set(pairs.map(\.index))
+                var rest = order.filter { !moved.contains($0) }[...]
+                var next: [Int] = []
+                for pair in pairs {
+                    while next.count < pair.rank - 1, let first = rest.popFirst() { next.append(first) }
+                    next.append(pair.index)
+                }
+                order = next + rest
+            }
+            if message["order"] != nil || message["moves"] != nil {
+                for (place, index) in order.enumerated() where rank[index] != place + 1 { changed.append((index, place + 1)) }
+            }
             let pairs = (message["ranks"] as? [Int]) ?? []
+            for pair in stride(from: 0, to: pairs.count - 1, by: 2) { changed.append((pairs[pair], pairs[pair + 1])) }
             var entries: [[String: Any]] = []
-            for pair in stride(from: 0, to: pairs.count - 1, by: 2) {
-                rank[pairs[pair]] = pairs[pair + 1]
-                entries.append(["runnerId": roster.indices.contains(pairs[pair]) ? roster[pairs[pair]].id : "", "rank": pairs[pair + 1]])
+            for (index, place) in changed {
+                rank[index] = place
+                entries.append(["runnerId": roster.indices.contains(index) ? roster[index].id : "", "rank": place])
             }
             read["ranks"] = entries
             read["runners"] = ((message["runners"] as? [[Double]]) ?? []).map { state(Int($0[0]), $0) }

@@ -13,6 +13,7 @@
   // [index, lat×1e5, lon×1e5, metres, tenths of a second since epoch, pace s/km (0: unknown), flags].
   let runners = new Map();  // index → { runnerId, displayName, latitude, longitude, … }
   let run = null, epoch = 0;
+  let order = [];  // every index, leader first, as of the last message that brought the whole field
   let project = null;
   const query = new URLSearchParams(location.search);
   const followed = new Set((query.get("follow") || "").split(",").filter(Boolean));
@@ -165,7 +166,6 @@
         run = data.run;
         epoch = data.epoch;
         runners = new Map(data.runners.map(([runnerId, displayName], index) => [index, { runnerId, displayName, latitude: null, distanceMeters: 0 }]));
-        data.order.forEach((index, place) => { const state = runners.get(index); if (state) state.rank = place + 1; });
         document.getElementById("runners").replaceChildren();
         for (const marker of markers.values()) marker.remove();
         markers.clear();
@@ -175,6 +175,23 @@
         return;
       }
       for (const numbers of data.states || data.runners || []) applyState(numbers);
+      // The order: whole (a snapshot, or a server that lost ours), or the fewest runners moved,
+      // each with its new rank, leader first: take them all out, then put each at its rank.
+      if (data.order) {
+        order = data.order.slice();
+      } else if (data.moves) {
+        const moved = new Set();
+        for (let i = 0; i + 1 < data.moves.length; i += 2) moved.add(data.moves[i]);
+        const rest = order.filter((index) => !moved.has(index)), next = [];
+        let kept = 0;
+        for (let i = 0; i + 1 < data.moves.length; i += 2) {
+          while (next.length < data.moves[i + 1] - 1 && kept < rest.length) next.push(rest[kept++]);
+          next.push(data.moves[i]);
+        }
+        order = next.concat(rest.slice(kept));
+      }
+      if (data.order || data.moves) order.forEach((index, place) => { const state = runners.get(index); if (state) state.rank = place + 1; });
+      // A follower's other messages: the followed runners' new ranks.
       const ranks = data.ranks || [];
       for (let i = 0; i + 1 < ranks.length; i += 2) {
         const state = runners.get(ranks[i]);
