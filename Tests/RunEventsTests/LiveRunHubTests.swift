@@ -245,6 +245,38 @@ struct LiveRunHubTests {
         #expect(text(follower.take()) == "S[R1@20,R0@11,R2@2]")
     }
 
+    /// The field's periods of two followers are offset by one batch interval (20 ms here): each
+    /// spectator takes the next slot, so that the field's messages of thousands are not all due
+    /// at one moment.
+    @Test(.timeLimit(.minutes(20))) func followersTakeTheFieldAtOffsetsOfOneBatchInterval() async throws {
+        let clock = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        let wire = CountingWire(stateCarriesRank: false), loads = Counter()
+        let (hub, id) = try Self.hub(
+            wire: wire, loads: loads, stored: [Self.state(0, metres: 10, second: 5), Self.state(1, metres: 5, second: 5)],
+            now: { clock.withLock { $0 } })
+        let view = LiveView(follow: [Self.runners[0]], fieldEvery: .seconds(1))
+        let first = try await hub.subscribe(to: id, view: view) {}, second = try await hub.subscribe(to: id, view: view) {}
+        defer { for subscription in [first, second] { hub.unsubscribe(subscription) } }
+        #expect(first.next() != nil && second.next() != nil, "the snapshots")
+        func due(_ take: LiveRunHub.Subscription.Take) -> String {
+            switch take {
+            case .message(let message): String(buffer: message)
+            case .fieldIn(let wait): "field in \(wait)"
+            case .nothing: "nothing"
+            }
+        }
+
+        let before = wire.states.withLock { $0 }
+        hub.receive(Self.announcement(id, Self.state(1, metres: 6, second: 6)))
+        while wire.states.withLock({ $0 }) == before { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(5))
+        #expect(due(first.take()) == "field in 1.0 seconds")
+        #expect(due(second.take()) == "field in 0.02 seconds")
+        clock.withLock { $0 += 0.02 }
+        #expect(due(second.take()) == "U[R1@6|]")
+        #expect(due(first.take()) == "field in 0.98 seconds")
+    }
+
     /// In a field of twelve (two behind the leaders), a followed runner whose rank alone changes
     /// gets no message of its own (nor a wake-up): the new rank comes with the runner's next move.
     @Test(.timeLimit(.minutes(20))) func aFollowedRunnersRankAloneWaitsForTheirNextMove() async throws {

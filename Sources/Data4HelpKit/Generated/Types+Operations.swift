@@ -20885,8 +20885,9 @@ public enum Operations {
     ///
     /// `follow` (runner ids) and `fieldEveryMs`: the followed runners at every update that moves
     /// them (with their rank; a rank that others changed comes with their next move or the
-    /// field), the rest of the field at most every `fieldEveryMs` (on a grid of that period),
-    /// the leaders when they change. A spectator may change them later with a `LiveViewChange` text message; a
+    /// field), the rest of the field at most every `fieldEveryMs` (on a grid of that period,
+    /// offset per spectator by a multiple of the server's batch interval, so that not every
+    /// spectator's field comes at once), the leaders when they change. A spectator may change them later with a `LiveViewChange` text message; a
     /// refused one is answered by a `LiveError` and the connection stays.
     ///
     /// `v=1`: version 1 (kept for one release), `{ "type": "snapshot", "run", "runners":

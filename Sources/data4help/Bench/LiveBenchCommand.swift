@@ -188,6 +188,9 @@ struct LiveBenchCommand: AsyncParsableCommand {
                         let key = keys[runner] + "|" + (version == 1 ? stamp : String(Int(exactly: (offset * 10).rounded()) ?? 0))
                         tally.posted(key)
                         let postedAt = ContinuousClock.now
+                        let period = fieldEvery.milliseconds
+                        let now = Int(exactly: (Date().timeIntervalSince1970 * 1_000).rounded(.down)) ?? 0
+                        let quarter = period > 0 ? now % period * 4 / period : 0
                         var request = HTTPClientRequest(url: server.base + "/api/users/runs/\(id)/positions")
                         request.method = .POST
                         request.headers.add(name: "Authorization", value: "Bearer \(tokens[runner])")
@@ -200,7 +203,9 @@ struct LiveBenchCommand: AsyncParsableCommand {
                         let response = try await poster.execute(request, timeout: .seconds(60))
                         _ = try await response.body.collect(upTo: 1 << 20)
                         if response.status != .ok { tally.failed.withLock { $0 += 1 } }
-                        tally.postLatencies.withLock { $0.append((ContinuousClock.now - postedAt).inSeconds * 1000) }
+                        let postLatency = (ContinuousClock.now - postedAt).inSeconds * 1000
+                        tally.postLatencies.withLock { $0.append(postLatency) }
+                        tally.postLatenciesByQuarter.withLock { $0[quarter].append(postLatency) }
                         if round == rounds - 1 { tally.finalKeys.withLock { $0[runner] = key } }
                     }
                 }
@@ -239,6 +244,12 @@ struct LiveBenchCommand: AsyncParsableCommand {
             String(
                 format: "post round trip (fix stored, announcement queued): p50 %.1f ms   p99 %.1f ms", percentile(posts, 0.5),
                 percentile(posts, 0.99)))
+        if follow > 0, fieldEvery.milliseconds > 0 {
+            let quarters = tally.postLatenciesByQuarter.withLock { $0 }.map { $0.sorted() }
+            print(
+                "post round trip by the quarter of the field's period it was sent in, p50 / p99 (ms): "
+                    + quarters.map { String(format: "%.1f / %.1f", percentile($0, 0.5), percentile($0, 0.99)) }.joined(separator: ", "))
+        }
         print(
             String(
                 format: "fix posted → update received (%d measuring spectators, %d samples%@): p50 %.1f ms   p99 %.1f ms   max %.1f ms", measured,
@@ -304,6 +315,10 @@ final class LiveTally: Sendable {
     let latencies = Mutex<[Double]>([])
     /// Each post's round trip (ms): the part of the delivery latency spent before the fix is stored.
     let postLatencies = Mutex<[Double]>([])
+    /// With a field period: each post's round trip by the quarter of the period it was sent in
+    /// (the period's grid is the hub's, on the wall clock), to see whether the field's messages,
+    /// all due at a period's start, hold the posts up.
+    let postLatenciesByQuarter = Mutex<[[Double]]>(Array(repeating: [], count: 4))
     let failed = Mutex(0)
     let finalPhase = Mutex(false)
     /// Each runner's last fix (by runner number).
