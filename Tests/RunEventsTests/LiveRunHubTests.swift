@@ -277,6 +277,27 @@ struct LiveRunHubTests {
         #expect(due(first.take()) == "field in 0.98 seconds")
     }
 
+    /// Followers whose runners did not move take the leaders' change as one message built once.
+    @Test(.timeLimit(.minutes(20))) func theLeadersAloneAreOneMessageForEveryFollower() async throws {
+        let wire = CountingWire(stateCarriesRank: false), loads = Counter()
+        let (hub, id) = try Self.hub(
+            wire: wire, loads: loads,
+            stored: [Self.state(0, metres: 10, second: 5), Self.state(1, metres: 5, second: 5), Self.state(2, metres: 1, second: 5)])
+        let view = LiveView(follow: [Self.runners[2]], fieldEvery: .seconds(60))
+        let first = try await hub.subscribe(to: id, view: view) {}, second = try await hub.subscribe(to: id, view: view) {}
+        defer { for subscription in [first, second] { hub.unsubscribe(subscription) } }
+        #expect(first.next() != nil && second.next() != nil, "the snapshots")
+
+        let before = wire.states.withLock { $0 }
+        hub.receive(Self.announcement(id, Self.state(1, metres: 20, second: 6)))  // R1 passes R0
+        while wire.states.withLock({ $0 }) == before { try await Task.sleep(for: .milliseconds(5)) }
+        try await Task.sleep(for: .milliseconds(5))
+        let updates = wire.updates.withLock { $0 }
+        let (a, b) = (first.next().map { String(buffer: $0) }, second.next().map { String(buffer: $0) })
+        #expect(a == "U[||L1,0,2]" && b == a)
+        #expect(wire.updates.withLock { $0 } == updates + 1)
+    }
+
     /// In a field of twelve (two behind the leaders), a followed runner whose rank alone changes
     /// gets no message of its own (nor a wake-up): the new rank comes with the runner's next move.
     @Test(.timeLimit(.minutes(20))) func aFollowedRunnersRankAloneWaitsForTheirNextMove() async throws {

@@ -281,6 +281,10 @@ final class LiveRun: Sendable {
         /// batch behind; a loaded machine spreads them over a few).
         var sharedUpdates: (to: UInt64, from: [UInt64: ByteBuffer]) = (0, [:])
         var sharedSnapshot: (generation: Int, batch: UInt64, phase: RunPhase, message: ByteBuffer)?
+        /// A follower's message with the leaders alone, the same for every follower at the newest
+        /// batch (most of a follower's messages are these: the top ten of a big field change a few
+        /// times a second).
+        var sharedLeaders: (batch: UInt64, message: ByteBuffer)?
         /// Where the format sends order changes: the order at each batch some spectator was last
         /// brought the whole field at (its `seen`), and how many spectators hold it.
         var orders: [UInt64: (order: [Int], holders: Int)] = [:]
@@ -616,7 +620,11 @@ final class LiveRun: Sendable {
         let moved = follow.contains { index in index < state.changedIn.count && state.changedIn[index] > since }
         guard moved || state.leadersChangedIn > since else { return nil }
         let changed = follow.filter { index in index < state.changedIn.count && max(state.changedIn[index], state.rankChangedIn[index]) > since }
-        return update(&state, runners: changed, since: since)
+        guard changed.isEmpty else { return update(&state, runners: changed, since: since) }
+        if let shared = state.sharedLeaders, shared.batch == state.batch { return shared.message }
+        let message = update(&state, runners: [], since: since)
+        state.sharedLeaders = (state.batch, message)
+        return message
     }
 
     private func snapshot(_ state: inout State, board: LiveBoard) -> ByteBuffer {
