@@ -557,8 +557,13 @@ final class LiveRun: Sendable {
             }
             let since = viewer.seen
             if state.sharedUpdates.to != state.batch { state.sharedUpdates = (state.batch, [:]) }
-            let message = state.sharedUpdates.from[since] ?? update(&state, runners: board.order, since: since, field: board.order)
-            state.sharedUpdates.from[since] = message
+            let message: ByteBuffer
+            if let shared = state.sharedUpdates.from[since] {
+                message = shared
+            } else {
+                message = update(&state, runners: board.order, since: since, field: board.order)
+                state.sharedUpdates.from[since] = message
+            }
             state.bring(viewer, order: board.order, keepingOrders: wire.sendsOrderChanges)  // after the update: it may need the order `since`
             viewer.followSeen = state.batch
             return .message(message)
