@@ -42,7 +42,8 @@ package enum LiveOrderChange: Sendable, Equatable {
     /// The runners that moved in the order, with their new ranks, leader first
     /// (`LiveBoard.moves`): the others keep their order relative to each other.
     case moves([LiveBoard.Move])
-    /// The whole order, leader first: the hub no longer holds the order the spectator has.
+    /// The whole order, leader first, should the hub not hold the order the spectator has (a
+    /// safeguard: each spectator holds the order it was last brought while it is connected).
     case whole([Int])
 }
 
