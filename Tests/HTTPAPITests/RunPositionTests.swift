@@ -33,7 +33,7 @@ struct RunPositionTests {
     /// everyone is in, so no fixed lead can be used up by a loaded machine: a start that has already
     /// passed when the server reads the change is refused (422 `startsAt`), and the move is retried.
     static func liveEvent(
-        _ api: some APISending, _ organiser: String, enrolling runners: [(token: String, name: String)],
+        _ api: some APISending, _ organiser: String, enrolling runners: [(token: String, name: String)], maxParticipants: Int = 100,
         whileUpcoming: (String) async throws -> Void = { _ in }
     ) async throws -> (id: String, startsAt: Date) {
         let turn = point(150)
@@ -41,6 +41,7 @@ struct RunPositionTests {
             .post, "/api/users/runs", token: organiser,
             json: RunEventTests.event([
                 "startsAt": RunEventTests.time(86_400), "endsAt": RunEventTests.time(90_000), "enrolmentDeadline": RunEventTests.time(86_400),
+                "maxParticipants": maxParticipants,
                 "path": [
                     "type": "LineString",
                     "coordinates": [[start.longitude, start.latitude], [turn.longitude, turn.latitude], [start.longitude, start.latitude]],

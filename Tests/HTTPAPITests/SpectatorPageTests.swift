@@ -262,6 +262,62 @@ struct SpectatorPageTests {
         }
     }
 
+    /// A field of 102 on the map, one runner followed: every runner's dot is drawn, but the
+    /// names only of the followed runner (thousands of permanent labels cover the map and took
+    /// the browser seconds a message to place), and the leaderboard lists the hundred leaders,
+    /// then the followed runner, then how many more there are.
+    @Test(.timeLimit(.minutes(20))) func aBigFieldKeepsTheLeaderboardAndTheLabelsWithinBounds() async throws {
+        let tiles = try TileServer()
+        let tileServer = tiles.start()
+        defer { tileServer.cancel() }
+        try await TestServer.run(configure: { $0.mapTileURL = tiles.template }) { api in
+            let (organiser, _) = try await api.individualSession()
+            let runners = try await withThrowingTaskGroup(of: (token: String, name: String).self) { group in
+                for number in 0..<102 { group.addTask { (try await api.individualSession().token, "Runner \(number)") } }
+                return try await group.reduce(into: []) { $0.append($1) }
+            }
+            let (id, startsAt) = try await RunPositionTests.liveEvent(api, organiser, enrolling: runners, maxParticipants: 200)
+            try await Task.sleep(until: .now + .seconds(max(0, startsAt.timeIntervalSinceNow) + 0.2))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                for (number, runner) in runners.enumerated() {
+                    group.addTask {
+                        let posted = try await api.send(
+                            .post, "/api/users/runs/\(id)/positions", token: runner.token,
+                            json: ["positions": [RunPositionTests.fix(1 + Double(number), at: startsAt.addingTimeInterval(5))]])
+                        #expect(posted.status == .ok)
+                    }
+                }
+                try await group.waitForAll()
+            }
+            let board = try await api.send(.get, "/api/runs/\(id)/leaderboard").items
+            let last = try #require(board.last)
+            let (lastId, lastName) = (try #require(last["runnerId"] as? String), try #require(last["displayName"] as? String))
+
+            let browser = try await HeadlessChromium()
+            defer { browser.stop() }
+            try await browser.withPage("http://127.0.0.1:\(try #require(api.client.port))/runs/\(id)?follow=\(lastId)") { session in
+                let shown = Self.parse(
+                    try await session.wait(
+                        for: """
+                            JSON.stringify({
+                              dots: document.querySelectorAll('.leaflet-overlay-pane [data-runner]').length,
+                              labels: [...document.querySelectorAll('.leaflet-tooltip.runner-name')].map(e => e.textContent),
+                              rows: [...document.querySelectorAll('#leaderboard tr')].map(r => [r.dataset.runner ?? '', r.cells[0].textContent, r.className])
+                            })
+                            """
+                    ) { value in
+                        let shown = Self.parse(value)
+                        return shown["dots"] as? Int == 102 && (shown["rows"] as? [[String]])?.count == 102
+                    })
+                #expect(shown["labels"] as? [String] == [lastName])
+                let rows = try #require(shown["rows"] as? [[String]])
+                #expect(rows.prefix(100).map { $0[1] } == (1...100).map(String.init))
+                #expect(rows[100] == [lastId, "102", "followed"])
+                #expect(rows[101][1].contains("1 more runners"), "\(rows[101])")
+            }
+        }
+    }
+
     /// The page's connection drops (a proxy between browser and server cuts it): the page says so,
     /// reconnects by itself, and starts again from a fresh snapshot — with what happened while it
     /// was away.

@@ -14,6 +14,14 @@
   let runners = new Map();  // index → { runnerId, displayName, latitude, longitude, … }
   let run = null, epoch = 0;
   let order = [];  // every index, leader first, as of the last message that brought the whole field
+  // What the next render redraws: the runners (indices) whose state changed, and their markers.
+  // A city race has thousands of runners and a few messages a second: the page redraws only the
+  // changed markers and the leaderboard's top rows, once per frame.
+  const dirty = new Set();
+  const shapes = new Map();  // runnerId → the SVG marker (without tiles): { group, circle, text }
+  let renderDue = false, redraw = false;
+  // The leaderboard's rows: the leaders down to this place, then the followed runners below it.
+  const boardRows = 100;
   let project = null;
   const query = new URLSearchParams(location.search);
   const followed = new Set((query.get("follow") || "").split(",").filter(Boolean));
@@ -22,6 +30,7 @@
   function applyState(numbers) {
     const state = runners.get(numbers[0]);
     if (!state) return;  // a runner the next snapshot will introduce
+    dirty.add(numbers[0]);
     state.latitude = numbers[1] / 1e5;
     state.longitude = numbers[2] / 1e5;
     state.distanceMeters = numbers[3];
@@ -40,7 +49,15 @@
     if (followed.size) next.set("follow", [...followed].join(",")); else next.delete("follow");
     history.replaceState(null, "", location.pathname + (next.toString() ? "?" + next : ""));
     if (socket && socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ follow: [...followed] }));
+    for (const [index, state] of runners) if (state.runnerId === runnerId) dirty.add(index);
     render();
+  }
+
+  // One render per frame, however many messages came in it.
+  function scheduleRender() {
+    if (renderDue) return;
+    renderDue = true;
+    requestAnimationFrame(() => { renderDue = false; render(); });
   }
 
   // Fits the course into the 1000 × 1000 view box (equirectangular around its centre).
@@ -82,51 +99,82 @@
   }
 
   // A runner's dot on the map: red, green once finished, amber off course, purple when followed;
-  // a click follows them.
+  // a click follows them. Names are always shown in a field of up to `labelledField` runners,
+  // else for the followed runners only (the others' on hover): thousands of permanent labels
+  // cover the map and cost the browser seconds to place. Style and label change only with the
+  // runner's status, not at every move.
+  const labelledField = 50;
   function placeOnMap(state) {
     let marker = markers.get(state.runnerId);
     if (!marker) {
       marker = L.circleMarker([state.latitude, state.longitude], { radius: 8, color: "#fff", weight: 2, fillOpacity: 1 }).addTo(map);
-      marker.bindTooltip(state.displayName, { permanent: true, direction: "right", offset: [8, 0], className: "runner-name" });
       marker.on("click", () => follow(state.runnerId));
       marker.getElement().setAttribute("data-runner", state.runnerId);
+      marker.look = null;
       markers.set(state.runnerId, marker);
     }
-    const followedNow = followed.has(state.runnerId);
     marker.setLatLng([state.latitude, state.longitude]);
-    marker.setStyle({ fillColor: followedNow ? "#8250df" : state.finished ? "#1a7f37" : state.offCourse ? "#9a6700" : "#cf222e", radius: followedNow ? 10 : 8 });
-    if (followedNow) marker.bringToFront();
+    const followedNow = followed.has(state.runnerId);
+    const look = (followedNow ? "followed" : state.finished ? "finished" : state.offCourse ? "off" : "running") + (runners.size <= labelledField || followedNow ? " labelled" : "");
+    if (marker.look !== look) {
+      const labelled = look.endsWith(" labelled");
+      if (!marker.look || marker.look.endsWith(" labelled") !== labelled) {
+        marker.unbindTooltip();
+        marker.bindTooltip(state.displayName, { permanent: labelled, direction: "right", offset: [8, 0], className: "runner-name" });
+      }
+      marker.setStyle({ fillColor: followedNow ? "#8250df" : state.finished ? "#1a7f37" : state.offCourse ? "#9a6700" : "#cf222e", radius: followedNow ? 10 : 8 });
+      if (followedNow) marker.bringToFront();
+      marker.getElement().classList.toggle("followed", followedNow);
+      marker.look = look;
+    }
     const element = marker.getElement();
-    element.classList.toggle("followed", followedNow);
     element.dataset.latitude = state.latitude;
     element.dataset.longitude = state.longitude;
   }
 
   function render() {
     const layer = document.getElementById("runners");
-    for (const state of runners.values()) {
-      if (state.latitude == null) continue;
+    if (redraw) {
+      // A snapshot: every marker anew (its runners' indices may have changed).
+      redraw = false;
+      layer.replaceChildren();
+      shapes.clear();
+      for (const marker of markers.values()) marker.remove();
+      markers.clear();
+      for (const index of runners.keys()) dirty.add(index);
+    }
+    for (const index of dirty) {
+      const state = runners.get(index);
+      if (!state || state.latitude == null) continue;
       if (map) { placeOnMap(state); continue; }
       if (!project) continue;
-      let marker = layer.querySelector('[data-runner="' + state.runnerId + '"]');
+      let shape = shapes.get(state.runnerId);
       const isFollowed = followed.has(state.runnerId);
-      if (!marker) {
-        marker = document.createElementNS("http://www.w3.org/2000/svg", "g");
-        marker.setAttribute("data-runner", state.runnerId);
-        marker.innerHTML = '<circle r="9"></circle><text x="12" y="4"></text>';
-        layer.appendChild(marker);
+      if (!shape) {
+        const group = document.createElementNS("http://www.w3.org/2000/svg", "g");
+        group.setAttribute("data-runner", state.runnerId);
+        group.innerHTML = '<circle r="9"></circle><text x="12" y="4"></text>';
+        group.querySelector("text").textContent = state.displayName;
+        layer.appendChild(group);
+        shape = { group, circle: group.querySelector("circle"), text: group.querySelector("text") };
+        shapes.set(state.runnerId, shape);
       }
+      const marker = shape.group;
       const [x, y] = project(state.longitude, state.latitude);
-      marker.querySelector("circle").setAttribute("cx", x.toFixed(1));
-      marker.querySelector("circle").setAttribute("cy", y.toFixed(1));
-      marker.querySelector("text").setAttribute("transform", "translate(" + x.toFixed(1) + " " + y.toFixed(1) + ")");
-      marker.querySelector("text").textContent = state.displayName;
+      shape.circle.setAttribute("cx", x.toFixed(1));
+      shape.circle.setAttribute("cy", y.toFixed(1));
+      shape.text.setAttribute("transform", "translate(" + x.toFixed(1) + " " + y.toFixed(1) + ")");
       marker.setAttribute("class", "runner" + (state.finished ? " finished" : "") + (state.offCourse ? " off" : "") + (isFollowed ? " followed" : ""));
       marker.dataset.latitude = state.latitude;
       marker.dataset.longitude = state.longitude;
     }
-    const rows = [...runners.values()].sort((a, b) => (a.rank || 1e9) - (b.rank || 1e9));
+    dirty.clear();
+    // The leaders, then the followed runners further down (ranked), not thousands of rows.
+    const shown = new Set(order.slice(0, boardRows));
+    for (const [index, state] of runners) if (followed.has(state.runnerId) || !order.length) shown.add(index);
+    const rows = [...shown].map(index => runners.get(index)).filter(Boolean).sort((a, b) => (a.rank || 1e9) - (b.rank || 1e9));
     const body = document.getElementById("leaderboard");
+    const more = runners.size - rows.length;
     body.replaceChildren(...rows.map(state => {
       const row = document.createElement("tr");
       row.setAttribute("data-runner", state.runnerId);
@@ -148,6 +196,14 @@
       row.appendChild(cell);
       return row;
     }));
+    if (more > 0) {
+      const row = document.createElement("tr"), cell = document.createElement("td");
+      cell.colSpan = 6;
+      cell.className = "more";
+      cell.textContent = "… and " + more + " more runners (follow one to keep them here)";
+      row.appendChild(cell);
+      body.appendChild(row);
+    }
   }
 
   let delay = 500, socket = null;
@@ -166,9 +222,7 @@
         run = data.run;
         epoch = data.epoch;
         runners = new Map(data.runners.map(([runnerId, displayName], index) => [index, { runnerId, displayName, latitude: null, distanceMeters: 0 }]));
-        document.getElementById("runners").replaceChildren();
-        for (const marker of markers.values()) marker.remove();
-        markers.clear();
+        redraw = true;  // the markers go at the next render, not before: the page stays whole meanwhile
         drawCourse(data.run);
       } else if (data.type === "error") {
         status.textContent = data.detail;
@@ -197,7 +251,7 @@
         const state = runners.get(ranks[i]);
         if (state) state.rank = ranks[i + 1];
       }
-      render();
+      scheduleRender();
     };
     socket.onclose = () => {
       status.textContent = "Reconnecting…";
