@@ -82,7 +82,8 @@ def main():
             page = browser.new_page()
             began = time.time()
             page.goto(page_file.as_uri(), timeout=900_000, wait_until="commit")
-            page.wait_for_function("document.getElementById('result').textContent !== 'pending'", timeout=900_000)
+            # The page is loading still when `goto` returns (it waits for the response only).
+            page.wait_for_function("(document.getElementById('result')?.textContent ?? 'pending') !== 'pending'", timeout=900_000)
             print(f"{options.runners} runners{' on the map' if options.map else ''}: {page.inner_text('#result')}; {time.time() - began:.1f} s from loading the page")
             browser.close()
 
