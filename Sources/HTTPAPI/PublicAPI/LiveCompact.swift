@@ -36,7 +36,7 @@ struct LiveCompact: LiveWireFormat {
             index, Self.whole(latitude * 1e5), Self.whole(longitude * 1e5), Self.whole(state.distanceMeters),
             Self.whole(time.timeIntervalSince(event.startsAt) * 10), Self.whole(state.paceSecondsPerKm ?? 0), flags,
         ]
-        return ByteBuffer(string: "[" + numbers.map(String.init).joined(separator: ",") + "]")
+        return ByteBuffer(string: Self.list(numbers))
     }
 
     func snapshot(_ board: LiveBoard, event: RunEvent, runners: [ByteBuffer]) -> ByteBuffer {
@@ -48,8 +48,7 @@ struct LiveCompact: LiveWireFormat {
         message.writeBuffer(&entries)
         message.writeString(#","states":"#)
         LiveJSON.writeArray(runners.filter { $0.readableBytes > 0 }, to: &message)
-        let order = board.order.map(String.init).joined(separator: ",")
-        message.writeString(#","order":[\#(order)]}"#)
+        message.writeString(#","order":\#(Self.list(board.order))}"#)
         return message
     }
 
@@ -58,7 +57,7 @@ struct LiveCompact: LiveWireFormat {
     }
 
     func leaders(_ indices: [Int]) -> ByteBuffer {
-        ByteBuffer(string: "[" + indices.map(String.init).joined(separator: ",") + "]")
+        ByteBuffer(string: Self.list(indices))
     }
 
     var sendsOrderChanges: Bool { true }
@@ -76,7 +75,7 @@ struct LiveCompact: LiveWireFormat {
             }
             message.writeString("]")
         case .whole(let order):
-            message.writeString(#","order":[\#(order.map(String.init).joined(separator: ","))]"#)
+            message.writeString(#","order":\#(Self.list(order))"#)
         case nil:
             break
         }
@@ -86,6 +85,11 @@ struct LiveCompact: LiveWireFormat {
         }
         message.writeString("}")
         return message
+    }
+
+    /// Integers as a JSON array: a state, the leaders, an order.
+    private static func list(_ numbers: [Int]) -> String {
+        "[" + numbers.map(String.init).joined(separator: ",") + "]"
     }
 
     /// A number the server computed from validated values (coordinates, metres, seconds), to the

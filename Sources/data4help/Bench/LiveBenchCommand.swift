@@ -315,9 +315,10 @@ final class LiveTally: Sendable {
     let latencies = Mutex<[Double]>([])
     /// Each post's round trip (ms): the part of the delivery latency spent before the fix is stored.
     let postLatencies = Mutex<[Double]>([])
-    /// With a field period: each post's round trip by the quarter of the period it was sent in
-    /// (the period's grid is the hub's, on the wall clock), to see whether the field's messages,
-    /// all due at a period's start, hold the posts up.
+    /// With a field period: each post's round trip by the quarter of the period it was sent in,
+    /// on the hub's grid without offsets (the wall clock from the Unix epoch: where every
+    /// follower's field was due before the hub spread them over the period's slots), to see
+    /// whether the field's messages hold the posts up. With the spread, the quarters are alike.
     let postLatenciesByQuarter = Mutex<[[Double]]>(Array(repeating: [], count: 4))
     let failed = Mutex(0)
     let finalPhase = Mutex(false)
