@@ -80,7 +80,7 @@ struct RunLiveTests {
     }
 
     /// A spectator who follows one runner and takes the field every 60 s gets that runner's
-    /// every move at once and the leaders when they change, but the other runner only at the
+    /// every move at once, new leaders with its next move, but the other runner only at the
     /// next field period; changing whom they follow with a message answers a new snapshot;
     /// refused options name their field.
     @Test(.timeLimit(.minutes(20))) func followedRunnersAtFullRateTheFieldLess() async throws {
@@ -115,7 +115,8 @@ struct RunLiveTests {
             let intoMinute = Date().timeIntervalSince1970.truncatingRemainder(dividingBy: 60)
             if intoMinute > 15 { try await Task.sleep(for: .seconds(60 - intoMinute + 0.5)) }
             let minute = (Date().timeIntervalSince1970 / 60).rounded(.down)
-            // Anna leads, then Bruno passes her: the fan sees her move, and Bruno's lead in the leaders.
+            // Anna leads, then Bruno passes her: the fan sees her move at once; his move and his lead
+            // wait (for the field, up to 60 s) — the lead until Anna's next move, which brings it.
             _ = try await api.send(
                 .post, "/api/users/runs/\(id)/positions", token: anna,
                 json: ["positions": [RunPositionTests.fix(5, at: startsAt.addingTimeInterval(2))]])
@@ -123,13 +124,19 @@ struct RunLiveTests {
             _ = try await api.send(
                 .post, "/api/users/runs/\(id)/positions", token: bruno,
                 json: ["positions": [RunPositionTests.fix(10, at: startsAt.addingTimeInterval(2))]])
-            try await fan.wait { $0.contains { ($0["leaders"] as? [String])?.first == brunoId } }
             try await whole.wait { _ in
                 whole.updates.contains { $0["runnerId"] as? String == annaId } && whole.updates.contains { $0["runnerId"] as? String == brunoId }
             }
+            try await Task.sleep(for: .milliseconds(200))
+            let brunoLeads: @Sendable ([String: Any]) -> Bool = { ($0["leaders"] as? [String])?.first == brunoId }
             if (Date().timeIntervalSince1970 / 60).rounded(.down) == minute {
-                #expect(!fan.updates.contains { $0["runnerId"] as? String == brunoId })  // his move waits for the field (up to 60 s)
+                #expect(!fan.updates.contains { $0["runnerId"] as? String == brunoId })
+                #expect(!fan.received.contains(where: brunoLeads))
             }
+            _ = try await api.send(
+                .post, "/api/users/runs/\(id)/positions", token: anna,
+                json: ["positions": [RunPositionTests.fix(7, at: startsAt.addingTimeInterval(3))]])
+            try await fan.wait { $0.contains(where: brunoLeads) }
 
             // Follow Bruno instead, with the field at every update: a new snapshot, then his moves.
             let snapshots = fan.received.count { $0["type"] as? String == "snapshot" }

@@ -194,9 +194,9 @@ struct LiveRunHubTests {
     }
 
     /// A spectator following R2 with the field every second, on a clock the test moves: R2's
-    /// moves at once, R1's at the next field period, the leaders when they change; a batch with
-    /// nothing for it does not even wake it.
-    @Test(.timeLimit(.minutes(20))) func aFollowerGetsItsRunnersAtOnceTheLeadersWhenTheyChangeAndTheFieldEachPeriod() async throws {
+    /// moves at once, R1's at the next field period, new leaders with R2's next move; a batch
+    /// with nothing for it does not even wake it.
+    @Test(.timeLimit(.minutes(20))) func aFollowerGetsItsRunnersAtOnceTheLeadersWithThemAndTheFieldEachPeriod() async throws {
         let clock = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
         let wire = CountingWire(stateCarriesRank: false), loads = Counter(), wakes = Counter()
         let (hub, id) = try Self.hub(
@@ -236,13 +236,16 @@ struct LiveRunHubTests {
         clock.withLock { $0 += 1 }
         #expect(text(follower.take()) == "U[R0@11,R1@6,R2@2|]")
         #expect(text(follower.take()) == "nothing")
-        // R1 passes R0: the leaders (by index) and nothing else, then the field waits again.
+        // R1 passes R0: new leaders, but no followed runner moved: no message (see
+        // `newLeadersAloneWaitForTheFollowersField`). They come with R2's next move (by index),
+        // then the field waits again.
         clock.withLock { $0 += 0.5 }
-        #expect(text(try await afterBatch(Self.state(1, metres: 20, second: 7))) == "U[||L1,0,2]")
+        #expect(text(try await afterBatch(Self.state(1, metres: 20, second: 7))) == "field in 0.5 seconds")
+        #expect(text(try await afterBatch(Self.state(2, metres: 3, second: 7))) == "U[R2@3||L1,0,2]")
         #expect(text(follower.take()) == "field in 0.5 seconds")
         // Following R0 instead: a new snapshot.
         follower.change(to: LiveView(follow: [Self.runners[0]], fieldEvery: nil))
-        #expect(text(follower.take()) == "S[R1@20,R0@11,R2@2]")
+        #expect(text(follower.take()) == "S[R1@20,R0@11,R2@3]")
     }
 
     /// The field's periods of two followers are offset by one batch interval (20 ms here): each
@@ -277,25 +280,41 @@ struct LiveRunHubTests {
         #expect(due(first.take()) == "field in 0.98 seconds")
     }
 
-    /// Followers whose runners did not move take the leaders' change as one message built once.
-    @Test(.timeLimit(.minutes(20))) func theLeadersAloneAreOneMessageForEveryFollower() async throws {
-        let wire = CountingWire(stateCarriesRank: false), loads = Counter()
+    /// New leaders while no followed runner moves reach a follower with its field's message,
+    /// and with nothing before it: at a mass start the leaders change at every batch, and a
+    /// message of them alone for every follower was most of the city race's messages.
+    @Test(.timeLimit(.minutes(20))) func newLeadersAloneWaitForTheFollowersField() async throws {
+        let clock = Mutex(Date(timeIntervalSince1970: 1_800_000_000))
+        let wire = CountingWire(stateCarriesRank: false), loads = Counter(), wakes = Counter()
         let (hub, id) = try Self.hub(
             wire: wire, loads: loads,
-            stored: [Self.state(0, metres: 10, second: 5), Self.state(1, metres: 5, second: 5), Self.state(2, metres: 1, second: 5)])
-        let view = LiveView(follow: [Self.runners[2]], fieldEvery: .seconds(60))
-        let first = try await hub.subscribe(to: id, view: view) {}, second = try await hub.subscribe(to: id, view: view) {}
-        defer { for subscription in [first, second] { hub.unsubscribe(subscription) } }
-        #expect(first.next() != nil && second.next() != nil, "the snapshots")
+            stored: [Self.state(0, metres: 10, second: 5), Self.state(1, metres: 5, second: 5), Self.state(2, metres: 1, second: 5)],
+            now: { clock.withLock { $0 } })
+        let follower = try await hub.subscribe(to: id, view: LiveView(follow: [Self.runners[2]], fieldEvery: .seconds(1))) { wakes.add() }
+        defer { hub.unsubscribe(follower) }
+        #expect(follower.next() != nil, "the snapshot")
+        func afterBatch(_ runner: Int, metres: Double) async throws {
+            let before = wire.states.withLock { $0 }
+            hub.receive(Self.announcement(id, Self.state(runner, metres: metres, second: 6)))
+            while wire.states.withLock({ $0 }) == before { try await Task.sleep(for: .milliseconds(5)) }
+            try await Task.sleep(for: .milliseconds(5))
+        }
+        func isFieldIn(_ take: LiveRunHub.Subscription.Take) -> Bool {
+            if case .fieldIn = take { true } else { false }
+        }
 
-        let before = wire.states.withLock { $0 }
-        hub.receive(Self.announcement(id, Self.state(1, metres: 20, second: 6)))  // R1 passes R0
-        while wire.states.withLock({ $0 }) == before { try await Task.sleep(for: .milliseconds(5)) }
-        try await Task.sleep(for: .milliseconds(5))
-        let updates = wire.updates.withLock { $0 }
-        let (a, b) = (first.next().map { String(buffer: $0) }, second.next().map { String(buffer: $0) })
-        #expect(a == "U[||L1,0,2]" && b == a)
-        #expect(wire.updates.withLock { $0 } == updates + 1)
+        // Three batches, each with new leaders: R1 passes R0, then R0 passes R1, then R1 again.
+        // The first wakes the follower, which learns its field is due later; the others do not.
+        try await afterBatch(1, metres: 20)
+        #expect(isFieldIn(follower.take()))
+        let woken = wakes.value
+        try await afterBatch(0, metres: 30)
+        try await afterBatch(1, metres: 40)
+        #expect(wakes.value == woken)
+        #expect(isFieldIn(follower.take()))
+        // The field: both runners' last moves, their ranks and the leaders as they are now.
+        clock.withLock { $0 += 1 }
+        #expect(follower.next().map { String(buffer: $0) } == "U[R1@40,R0@30|R1#1,R0#2|L1,0,2]")
     }
 
     /// In a field of twelve (two behind the leaders), a followed runner whose rank alone changes

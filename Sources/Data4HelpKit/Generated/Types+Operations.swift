@@ -20887,8 +20887,10 @@ public enum Operations {
     /// them (with their rank; a rank that others changed comes with their next move or the
     /// field), the rest of the field at most every `fieldEveryMs` (on a grid of that period,
     /// offset per spectator by a multiple of the server's batch interval, so that not every
-    /// spectator's field comes at once), the leaders when they change. A spectator may change them later with a `LiveViewChange` text message; a
-    /// refused one is answered by a `LiveError` and the connection stays.
+    /// spectator's field comes at once), and new leaders with the next of those messages (at most
+    /// a field period after they change: a follower gets no message of the leaders alone). A
+    /// spectator may change them later with a `LiveViewChange` text message; a refused one is
+    /// answered by a `LiveError` and the connection stays.
     ///
     /// `v=1`: version 1 (kept for one release), `{ "type": "snapshot", "run", "runners":
     /// [RunnerState] }` then `{ "type": "update", "runners": [RunnerState], "ranks": [{ "runnerId",

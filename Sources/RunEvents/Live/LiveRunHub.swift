@@ -246,10 +246,11 @@ final class LiveRun: Sendable {
         }
 
         /// Whether a batch that moved the runners marked in `moved` (by index) is worth waking it
-        /// for (a followed runner whose rank alone changed is not: see `LiveRun.followed`).
-        func wantsWake(moved: [Bool], leadersChanged: Bool) -> Bool {
+        /// for (a followed runner whose rank alone changed is not, nor new leaders: see
+        /// `LiveRun.followed`).
+        func wantsWake(moved: [Bool]) -> Bool {
             guard view.fieldEvery != nil else { return true }
-            return leadersChanged || !fieldDeferred || followed.contains { $0 < moved.count && moved[$0] }
+            return !fieldDeferred || followed.contains { $0 < moved.count && moved[$0] }
         }
     }
 
@@ -282,10 +283,6 @@ final class LiveRun: Sendable {
         /// batch behind; a loaded machine spreads them over a few).
         var sharedUpdates: (to: UInt64, from: [UInt64: ByteBuffer]) = (0, [:])
         var sharedSnapshot: (generation: Int, batch: UInt64, phase: RunPhase, message: ByteBuffer)?
-        /// A follower's message with the leaders alone, the same for every follower at the newest
-        /// batch (most of a follower's messages are these: the top ten of a big field change a few
-        /// times a second).
-        var sharedLeaders: (batch: UInt64, message: ByteBuffer)?
         /// Where the format sends order changes: the order at each batch some spectator was last
         /// brought the whole field at (its `seen`), and how many spectators hold it.
         var orders: [UInt64: (order: [Int], holders: Int)] = [:]
@@ -516,21 +513,20 @@ final class LiveRun: Sendable {
                 state.renderedRank[index] = rank
                 state.rankChangedIn[index] = state.batch
             }
-            let leadersChanged = leaders != state.leaders
-            if leadersChanged {
+            if leaders != state.leaders {
                 state.leaders = leaders
                 state.renderedLeaders = wire.leaders(leaders)
                 state.leadersChangedIn = state.batch
             }
-            return state.viewers.values.filter { $0.wantsWake(moved: movedNow, leadersChanged: leadersChanged) }.map(\.subscription)
+            return state.viewers.values.filter { $0.wantsWake(moved: movedNow) }.map(\.subscription)
         }
         for subscription in viewers { subscription.wake() }
     }
 
     /// What `subscription` should do next: send the snapshot if it has not had the current
     /// board's; else, when its field is due, every runner changed since its last field message
-    /// (shared with every spectator at the same point); else the followed runners and leaders
-    /// that changed since its last message.
+    /// (shared with every spectator at the same point); else the followed runners that moved
+    /// since its last message (and the leaders, if they changed).
     func take(for subscription: LiveRunHub.Subscription) -> LiveRunHub.Subscription.Take {
         state.withLock { state in
             guard let viewer = state.viewers[ObjectIdentifier(subscription)], let board = state.board else { return .nothing }
@@ -617,20 +613,20 @@ final class LiveRun: Sendable {
             runners: states, ranks: ranks, order: order, leaders: state.leadersChangedIn > since ? state.renderedLeaders : nil)
     }
 
-    /// `update` for the followed runners (indices) whose state or rank changed since `since`; nil
-    /// unless one of them moved or the leaders changed. A followed runner's rank that others
-    /// changed (passing them, or falling behind them) waits for the next such message or the
-    /// field's: in a dense pack it changes at most batches. In `bench live`'s city race this
-    /// saved about 3 % of the messages; most of a follower's are the leaders'.
+    /// `update` for the followed runners (indices) whose state or rank changed since `since`, with
+    /// the leaders if they changed; nil unless one of them moved. What others change waits for
+    /// the runner's next move or the field's message, at most a field period:
+    /// - a followed runner's rank that others changed (passing them, or falling behind them): in a
+    ///   dense pack it changes at most batches (about 3 % of the messages in `bench live`'s city
+    ///   race);
+    /// - the leaders: at a mass start the top ten change at every batch while the field's first
+    ///   fixes arrive. A message of the leaders alone for every follower at every such batch was
+    ///   half to two thirds of the city race's messages, and in its first seconds the posts fell
+    ///   behind (see the README's *Track4Run*).
     private func followed(_ state: inout State, _ follow: [Int], since: UInt64) -> ByteBuffer? {
-        let moved = follow.contains { index in index < state.changedIn.count && state.changedIn[index] > since }
-        guard moved || state.leadersChangedIn > since else { return nil }
+        guard follow.contains(where: { index in index < state.changedIn.count && state.changedIn[index] > since }) else { return nil }
         let changed = follow.filter { index in index < state.changedIn.count && max(state.changedIn[index], state.rankChangedIn[index]) > since }
-        guard changed.isEmpty else { return update(&state, runners: changed, since: since) }
-        if let shared = state.sharedLeaders, shared.batch == state.batch { return shared.message }
-        let message = update(&state, runners: [], since: since)
-        state.sharedLeaders = (state.batch, message)
-        return message
+        return update(&state, runners: changed, since: since)
     }
 
     private func snapshot(_ state: inout State, board: LiveBoard) -> ByteBuffer {

@@ -24,8 +24,11 @@ import Synchronization
 /// `--field-every` (version 2 only); latency is then measured on the followed runners.
 ///
 /// Latency is measured on `measured` spectators that parse every message (half on each
-/// instance); the others count messages and states and keep only what arrives after the final
-/// positions are sent, which is then checked: every runner's last fix must be there.
+/// instance); the others count messages and states. After the measured rounds every runner posts
+/// once more, and every spectator reads the states of that round, which are then checked: every
+/// runner's last fix must be there. The figures (latency, rates, CPU) cover the measured rounds
+/// only: reading every state on 5,000 spectators is the load generator's work, and in the city
+/// race it had the posts of the round it ran in wait p50 26–104 ms against 8–10 before it.
 struct LiveBenchCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(commandName: "live", abstract: "Track4Run live fan-out latency over two instances.")
 
@@ -40,6 +43,8 @@ struct LiveBenchCommand: AsyncParsableCommand {
     @Option(help: "Protocol versions to run one after the other, comma-separated (default 1,2; with --follow 2).") var protocols: String?
     @Option(help: "Points of the course (the same out-and-back line, sampled evenly; a marathon's drawn course has thousands).")
     var coursePoints = 3
+    @Flag(help: "Also print, for each second of the posting, the posts' round trip and the machine's CPU.")
+    var timeline = false
     @Option(help: "Write a CPU profile of this process while the runners post to this file (Tools/profile-report.py reads it).")
     var profile: String?
 
@@ -171,22 +176,44 @@ struct LiveBenchCommand: AsyncParsableCommand {
         let begin = ContinuousClock.now, cpuAtBegin = CPUTime.now
         let generatorAtBegin = ThreadCPU.seconds(of: generatorThreads)
         let deliveredAtBegin = watchers.reduce(0) { $0 + $1.stateCount }
+        let (messagesAtBegin, bytesAtBegin) = (watchers.reduce(0) { $0 + $1.messageCount }, watchers.reduce(0) { $0 + $1.byteCount })
         let next = WorkCounter()
-        let runnerCount = runners, total = runners * rounds
+        // The measured rounds, then one more that every spectator checks (below): checking means
+        // reading every runner's state in every message, work no real spectator's phone does on
+        // this machine, so the figures are taken over the measured rounds only.
+        let runnerCount = runners, total = runners * (rounds + 1)
+        let sampler = Task { [timeline] in
+            guard timeline else { return }
+            var last = machineBusySeconds() ?? 0
+            while !Task.isCancelled {
+                try? await Task.sleep(until: begin + .seconds(tally.machineTimeline.withLock { $0.count } + 1))
+                let now = machineBusySeconds() ?? 0
+                tally.machineTimeline.withLock { $0.append(now - last) }
+                last = now
+            }
+        }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for _ in 0..<128 {
                 group.addTask {
                     while case let k = next.take(), k < total {
                         let (round, runner) = (k / runnerCount, k % runnerCount)
-                        if round == rounds - 1, runner == 0 { tally.finalPhase.withLock { $0 = true } }
                         let due = begin + .seconds(Double(k) / Double(runnerCount) * every)
                         if ContinuousClock.now < due { try await Task.sleep(until: due) }
+                        let checked = round == rounds
+                        if checked, tally.window.withLock({ $0 == nil }) {
+                            let end = ContinuousClock.now, cpu = CPUTime.now, generator = ThreadCPU.seconds(of: generatorThreads)
+                            let delivered = watchers.reduce(0) { $0 + $1.stateCount }
+                            let messages = watchers.reduce(0) { $0 + $1.messageCount }, bytes = watchers.reduce(0) { $0 + $1.byteCount }
+                            let profiled = try profile.map { try SamplingProfiler.stop(writingTo: $0) }
+                            tally.window.withLock { $0 = $0 ?? (end, cpu, generator, delivered, messages, bytes, profiled) }
+                            tally.finalPhase.withLock { $0 = true }
+                        }
                         let offset = Double(round + 1) * every
                         let time = startsAt.addingTimeInterval(offset)
                         let point = course.point(at: speeds[runner] * offset)
                         let stamp = time.wireTime
                         let key = keys[runner] + "|" + (version == 1 ? stamp : String(Int(exactly: (offset * 10).rounded()) ?? 0))
-                        tally.posted(key)
+                        if !checked { tally.posted(key) }
                         let postedAt = ContinuousClock.now
                         let period = fieldEvery.milliseconds
                         let now = Int(exactly: (Date().timeIntervalSince1970 * 1_000).rounded(.down)) ?? 0
@@ -204,18 +231,24 @@ struct LiveBenchCommand: AsyncParsableCommand {
                         _ = try await response.body.collect(upTo: 1 << 20)
                         if response.status != .ok { tally.failed.withLock { $0 += 1 } }
                         let postLatency = (ContinuousClock.now - postedAt).inSeconds * 1000
+                        if checked {
+                            tally.finalKeys.withLock { $0[runner] = key }
+                            continue
+                        }
                         tally.postLatencies.withLock { $0.append(postLatency) }
                         tally.postLatenciesByQuarter.withLock { $0[quarter].append(postLatency) }
-                        if round == rounds - 1 { tally.finalKeys.withLock { $0[runner] = key } }
+                        if timeline { tally.postTimeline.withLock { $0.append(((postedAt - begin).inSeconds, postLatency)) } }
                     }
                 }
             }
             try await group.waitForAll()
         }
-        let streamed = ContinuousClock.now - begin, (cpu, machine) = CPUTime.now.since(cpuAtBegin)
-        let generatorCPU = ThreadCPU.seconds(of: generatorThreads) - generatorAtBegin
-        if let profile { print("profile: \(try SamplingProfiler.stop(writingTo: profile)) samples written to \(profile)") }
-        let delivered = watchers.reduce(0) { $0 + $1.stateCount } - deliveredAtBegin
+        sampler.cancel()
+        guard let measuredWindow = tally.window.withLock({ $0 }) else { throw ValidationError("the checked round was not posted") }
+        let streamed = measuredWindow.end - begin, (cpu, machine) = measuredWindow.cpu.since(cpuAtBegin)
+        let generatorCPU = measuredWindow.generator - generatorAtBegin
+        if let profile, let samples = measuredWindow.profiled { print("profile: \(samples) samples written to \(profile)") }
+        let delivered = measuredWindow.delivered - deliveredAtBegin
         try await Task.sleep(for: .seconds(3 + Double(fieldEvery.milliseconds) / 1000))  // the last updates, and the field's
         let open = watchers.filter(\.open).count
         for watcher in watchers { watcher.stop() }
@@ -230,15 +263,15 @@ struct LiveBenchCommand: AsyncParsableCommand {
             }
         }
         let latencies = tally.latencies.withLock { $0 }.sorted()
-        let messages = watchers.reduce(0) { $0 + $1.messageCount }
-        let bytes = watchers.reduce(0) { $0 + $1.byteCount }
+        let messages = measuredWindow.messages - messagesAtBegin, bytes = measuredWindow.bytes - bytesAtBegin
         let (stateBytes, stateCount, largest) = watchers.prefix(measured).reduce((0, 0, 0)) {
             ($0.0 + $1.stateBytes, $0.1 + $1.measuredStates, max($0.2, $1.largestState))
         }
         let seconds = streamed.inSeconds, cores = ProcessInfo.processInfo.activeProcessorCount
         print(
-            String(format: "posted %d positions in %.1f s (%.0f/s), %d failed", total, seconds, Double(total) / seconds, tally.failed.withLock { $0 })
-        )
+            String(
+                format: "posted %d positions in %.1f s (%.0f/s), then a round of %d that every spectator checks (not measured); %d failed",
+                runners * rounds, seconds, Double(runners * rounds) / seconds, runners, tally.failed.withLock { $0 }))
         let posts = tally.postLatencies.withLock { $0 }.sorted()
         print(
             String(
@@ -249,6 +282,16 @@ struct LiveBenchCommand: AsyncParsableCommand {
             print(
                 "post round trip by the quarter of the field's period it was sent in, p50 / p99 (ms): "
                     + quarters.map { String(format: "%.1f / %.1f", percentile($0, 0.5), percentile($0, 0.99)) }.joined(separator: ", "))
+        }
+        if timeline {
+            let posted = tally.postTimeline.withLock { $0 }, machineBySecond = tally.machineTimeline.withLock { $0 }
+            for second in 0..<(machineBySecond.count) {
+                let these = posted.filter { Int($0.0) == second }.map(\.1).sorted()
+                print(
+                    String(
+                        format: "second %2d: %4d posts, round trip p50 %6.1f p99 %6.1f max %6.1f ms; machine %.2f cores", second, these.count,
+                        percentile(these, 0.5), percentile(these, 0.99), these.last ?? .nan, machineBySecond[second]))
+            }
         }
         print(
             String(
@@ -320,6 +363,14 @@ final class LiveTally: Sendable {
     /// follower's field was due before the hub spread them over the period's slots), to see
     /// whether the field's messages hold the posts up. With the spread, the quarters are alike.
     let postLatenciesByQuarter = Mutex<[[Double]]>(Array(repeating: [], count: 4))
+    /// Where the measured rounds ended: the time, the CPU figures and the runner updates
+    /// delivered then, and the profile's samples.
+    let window = Mutex<(end: ContinuousClock.Instant, cpu: CPUTime, generator: Double, delivered: Int, messages: Int, bytes: Int, profiled: Int?)?>(
+        nil)
+    /// With `--timeline`: each post's sending time (seconds from the start) and round trip.
+    let postTimeline = Mutex<[(Double, Double)]>([])
+    /// With `--timeline`: the machine's busy cores in each second from the start.
+    let machineTimeline = Mutex<[Double]>([])
     let failed = Mutex(0)
     let finalPhase = Mutex(false)
     /// Each runner's last fix (by runner number).
@@ -353,9 +404,10 @@ final class LiveWatcher: Sendable {
         var stateBytes = 0
         var largestState = 0
         /// Each runner's newest fix in the final phase: version 1 by id (the time as written),
-        /// version 2 by index (tenths of a second).
+        /// version 2 by index (tenths of a second, -1 for none yet: every spectator notes every
+        /// state then, and a dictionary's hashing was a visible share of the machine).
         var newest: [String: String] = [:]
-        var newestTenths: [Int: Int] = [:]
+        var newestTenths: [Int] = []
         var channel: (any Channel)?
     }
 
@@ -365,10 +417,8 @@ final class LiveWatcher: Sendable {
     /// Runner and time of the states already measured (a state re-sent in a field message, or
     /// because a rank changed, is not a new delivery).
     private let measured = Mutex(Set<String>())
-    /// The runners followed (ids), and as the keys' runner part once the roster is known: only
-    /// their latency is measured.
+    /// The runners followed (ids; version 2 only): only their latency is measured.
     private let following: [String]
-    private let followedKeys = Mutex<Set<Substring>?>(nil)
 
     init(group: any EventLoopGroup, host: String, port: Int, path: String, measuring: Bool, following: [String] = [], tally: LiveTally) {
         self.measuring = measuring
@@ -419,7 +469,10 @@ final class LiveWatcher: Sendable {
     /// keyed as `LiveTally` keys them.
     func finalStates() -> [String: String] {
         state.withLock { state in
-            tally.version == 1 ? state.newest : Dictionary(uniqueKeysWithValues: state.newestTenths.map { (String($0), String($1)) })
+            tally.version == 1
+                ? state.newest
+                : Dictionary(
+                    uniqueKeysWithValues: state.newestTenths.enumerated().filter { $0.element >= 0 }.map { (String($0.offset), String($0.element)) })
         }
     }
 
@@ -437,8 +490,9 @@ final class LiveWatcher: Sendable {
         let bytes = message.readableBytesView
         let isUpdate = bytes.starts(with: Self.updatePrefix)
         if tally.version == 2, measuring, !isUpdate, bytes.starts(with: Self.snapshotPrefix) { noteRoster(message) }
-        // Keys and sizes of the runner updates, where this spectator reads them.
-        var keys: [String] = [], tenths: [(Int, Int)] = [], sizes: [Int] = []
+        // Keys and sizes of the runner updates, where this spectator reads them (version 2: the
+        // keys of followed runners only, whose latency is measured).
+        var keys: [String] = [], tenths: [(index: Int, tenths: Int, bytes: Int)] = [], sizes: [Int] = []
         var count = 0
         if tally.version == 1 {
             if measuring || finalPhase {
@@ -451,11 +505,13 @@ final class LiveWatcher: Sendable {
             if measuring, isUpdate, count > 0, let runners = Self.v1RunnersLength(message) { sizes = [runners / count] }
         } else if isUpdate {
             if measuring || finalPhase {
-                let states = Self.compactStates(in: message)
-                tenths = states.map { ($0.index, $0.tenths) }
-                keys = measuring ? states.map { "\($0.index)|\($0.tenths)" } : []
-                sizes = measuring ? states.map(\.bytes) : []
-                count = states.count
+                tenths = Self.compactStates(in: message)
+                if measuring {
+                    let followed = followedIndices
+                    keys = tenths.lazy.filter { followed?.contains($0.index) ?? true }.map { "\($0.index)|\($0.tenths)" }
+                    sizes = tenths.map(\.bytes)
+                }
+                count = tenths.count
             } else {
                 count = Self.compactStateCount(in: message)
             }
@@ -476,27 +532,36 @@ final class LiveWatcher: Sendable {
                     if state.newest[parts[0]].map({ parts[1] > $0 }) ?? true { state.newest[parts[0]] = parts[1] }
                 }
             } else {
-                for (index, time) in tenths where state.newestTenths[index].map({ time > $0 }) ?? true { state.newestTenths[index] = time }
+                for (index, time, _) in tenths where (0..<(1 << 20)).contains(index) {
+                    if index >= state.newestTenths.count {
+                        state.newestTenths.append(contentsOf: repeatElement(-1, count: index + 1 - state.newestTenths.count))
+                    }
+                    if time > state.newestTenths[index] { state.newestTenths[index] = time }
+                }
             }
         }
         // Updates only: a snapshot re-sends states delivered before.
         guard measuring, isUpdate else { return }
-        let followed =
-            following.isEmpty
-            ? nil
-            : followedKeys.withLock { keys in
-                if keys == nil {
-                    let roster = tally.roster.withLock { $0 }
-                    keys = Set(following.map { id in tally.version == 1 ? Substring(id) : Substring(String(roster.firstIndex(of: id) ?? -1)) })
-                }
-                return keys
-            }
         for key in keys {
-            if let followed, !followed.contains(key.prefix { $0 != "|" }) { continue }
             guard measured.withLock({ $0.insert(key).inserted }), let sent = tally.sent.withLock({ $0[key] }) else { continue }
             tally.latencies.withLock { $0.append((arrived - sent).inSeconds * 1000) }
         }
     }
+
+    /// Version 2: the followed runners' indices (nil: every runner is measured), once the roster is known.
+    private var followedIndices: Set<Int>? {
+        guard !following.isEmpty else { return nil }
+        return followedIndexSet.withLock { indices in
+            if indices == nil {
+                let roster = tally.roster.withLock { $0 }
+                guard !roster.isEmpty else { return [] }
+                indices = Set(following.compactMap { roster.firstIndex(of: $0) })
+            }
+            return indices
+        }
+    }
+
+    private let followedIndexSet = Mutex<Set<Int>?>(nil)
 
     /// Version 2: the roster of a snapshot (`runners`: `[id, name]` by index), for the bench's keys.
     private func noteRoster(_ message: ByteBuffer) {
