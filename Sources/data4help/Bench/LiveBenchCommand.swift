@@ -405,7 +405,7 @@ final class LiveWatcher: Sendable {
         var largestState = 0
         /// Each runner's newest fix in the final phase: version 1 by id (the time as written),
         /// version 2 by index (tenths of a second, -1 for none yet: every spectator notes every
-        /// state then, and a dictionary's hashing was a visible share of the machine).
+        /// state then, so an array rather than a dictionary to hash into).
         var newest: [String: String] = [:]
         var newestTenths: [Int] = []
         var channel: (any Channel)?
