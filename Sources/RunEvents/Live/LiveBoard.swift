@@ -77,8 +77,8 @@ package struct LiveBoard: Sendable {
         // The previous order is nearly the new one: the sort (stable, run-adaptive) is about
         // linear on it.
         let newest = RunnerState.newestFix(of: states)
-        let standings = states.map { $0.standing(at: newest, startsAt: event.startsAt) }
-        order.sort { a, b in RunnerState.ranksAhead(states[a], standings[a], of: states[b], standings[b]) }
+        let keys = states.map { RankKey($0, standing: $0.standing(at: newest, startsAt: event.startsAt)) }
+        order.sort { a, b in keys[a].ranksAhead(of: keys[b]) }
         for (position, index) in order.enumerated() {
             let rank = position + 1
             let rankChanged = states[index].rank != rank

@@ -72,14 +72,32 @@ package struct RunnerState: Sendable, Equatable, Codable {
         return distanceMeters * (1 + min(newest.timeIntervalSince(time), Self.rankingCarry) / elapsed)
     }
 
-    /// Whether `a` (standing at `aStanding`) ranks ahead of `b`: finished runners first, by
-    /// finishing time; the others by standing; ties by runner id.
+    /// Whether `a` (standing at `aStanding`) ranks ahead of `b` (see `RankKey`).
     static func ranksAhead(_ a: RunnerState, _ aStanding: Double, of b: RunnerState, _ bStanding: Double) -> Bool {
-        switch (a.finishedAt, b.finishedAt) {
-        case let (x?, y?): x != y ? x < y : a.runnerId < b.runnerId
+        RankKey(a, standing: aStanding).ranksAhead(of: RankKey(b, standing: bStanding))
+    }
+}
+
+/// What ranking compares of a runner, apart from the state: a board's sort compares thousands of
+/// pairs at every batch, and reading them out of `RunnerState` copied its strings each time.
+struct RankKey {
+    let finishedAt: Date?
+    let standing: Double
+    let runnerId: UUID
+
+    init(_ state: RunnerState, standing: Double) {
+        finishedAt = state.finishedAt
+        self.standing = standing
+        runnerId = state.runnerId
+    }
+
+    /// Finished runners first, by finishing time; the others by standing; ties by runner id.
+    func ranksAhead(of other: RankKey) -> Bool {
+        switch (finishedAt, other.finishedAt) {
+        case let (x?, y?): x != y ? x < y : runnerId < other.runnerId
         case (.some, nil): true
         case (nil, .some): false
-        case (nil, nil): aStanding != bStanding ? aStanding > bStanding : a.runnerId < b.runnerId
+        case (nil, nil): standing != other.standing ? standing > other.standing : runnerId < other.runnerId
         }
     }
 }

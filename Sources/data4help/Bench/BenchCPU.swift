@@ -36,15 +36,28 @@ func processCPUSeconds() -> Double {
 }
 
 /// CPU time every core of the machine has spent busy so far (`/proc/stat`: all but idle and
-/// iowait), nil where there is no such file.
+/// iowait, so the time the hypervisor gave to other machines — steal — included), nil where
+/// there is no such file.
 func machineBusySeconds() -> Double? {
+    guard let ticks = machineTicks(), ticks.count >= 5 else { return nil }
+    return (ticks.reduce(0, +) - ticks[3] - ticks[4]) / Double(sysconf(Int32(_SC_CLK_TCK)))  // less idle, iowait
+}
+
+/// CPU time the hypervisor gave to other machines while this one wanted it (`/proc/stat`'s
+/// steal), nil where there is no such figure. On a shared virtual machine it comes and goes:
+/// around one `bench live` run it was 0.3–0.8 of 2 cores over spans of 5 seconds, then near 0.
+func machineStolenSeconds() -> Double? {
+    guard let ticks = machineTicks(), ticks.count >= 8 else { return nil }
+    return ticks[7] / Double(sysconf(Int32(_SC_CLK_TCK)))
+}
+
+/// The machine's line of `/proc/stat`, in ticks: user, nice, system, idle, iowait, irq, softirq,
+/// steal, …
+private func machineTicks() -> [Double]? {
     guard let stat = try? String(contentsOfFile: "/proc/stat", encoding: .utf8),
         let line = stat.split(separator: "\n").first(where: { $0.hasPrefix("cpu ") })
     else { return nil }
-    let ticks = line.split(separator: " ").dropFirst().compactMap { Double($0) }
-    guard ticks.count >= 5 else { return nil }
-    let busy = ticks.reduce(0, +) - ticks[3] - ticks[4]  // idle, iowait
-    return busy / Double(sysconf(Int32(_SC_CLK_TCK)))
+    return line.split(separator: " ").dropFirst().compactMap { Double($0) }
 }
 
 /// This process's CPU time and the whole machine's, read together: a phase's share of each is

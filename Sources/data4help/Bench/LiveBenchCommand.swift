@@ -173,7 +173,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
         let every = Double(fixEvery.milliseconds) / 1000
         let rounds = max(1, Int(exactly: (Double(seconds) / every).rounded(.down)) ?? 1)
         if profile != nil { SamplingProfiler.start() }
-        let begin = ContinuousClock.now, cpuAtBegin = CPUTime.now
+        let begin = ContinuousClock.now, cpuAtBegin = CPUTime.now, stolenAtBegin = machineStolenSeconds()
         let generatorAtBegin = ThreadCPU.seconds(of: generatorThreads)
         let deliveredAtBegin = watchers.reduce(0) { $0 + $1.stateCount }
         let (messagesAtBegin, bytesAtBegin) = (watchers.reduce(0) { $0 + $1.messageCount }, watchers.reduce(0) { $0 + $1.byteCount })
@@ -184,11 +184,11 @@ struct LiveBenchCommand: AsyncParsableCommand {
         let runnerCount = runners, total = runners * (rounds + 1)
         let sampler = Task { [timeline] in
             guard timeline else { return }
-            var last = machineBusySeconds() ?? 0
+            var last = (machineBusySeconds() ?? 0, machineStolenSeconds() ?? 0)
             while !Task.isCancelled {
                 try? await Task.sleep(until: begin + .seconds(tally.machineTimeline.withLock { $0.count } + 1))
-                let now = machineBusySeconds() ?? 0
-                tally.machineTimeline.withLock { $0.append(now - last) }
+                let now = (machineBusySeconds() ?? 0, machineStolenSeconds() ?? 0)
+                tally.machineTimeline.withLock { $0.append((now.0 - last.0, now.1 - last.1)) }
                 last = now
             }
         }
@@ -202,10 +202,11 @@ struct LiveBenchCommand: AsyncParsableCommand {
                         let checked = round == rounds
                         if checked, tally.window.withLock({ $0 == nil }) {
                             let end = ContinuousClock.now, cpu = CPUTime.now, generator = ThreadCPU.seconds(of: generatorThreads)
+                            let stolen = machineStolenSeconds()
                             let delivered = watchers.reduce(0) { $0 + $1.stateCount }
                             let messages = watchers.reduce(0) { $0 + $1.messageCount }, bytes = watchers.reduce(0) { $0 + $1.byteCount }
                             let profiled = try profile.map { try SamplingProfiler.stop(writingTo: $0) }
-                            tally.window.withLock { $0 = $0 ?? (end, cpu, generator, delivered, messages, bytes, profiled) }
+                            tally.window.withLock { $0 = $0 ?? (end, cpu, generator, stolen, delivered, messages, bytes, profiled) }
                             tally.finalPhase.withLock { $0 = true }
                         }
                         let offset = Double(round + 1) * every
@@ -289,8 +290,9 @@ struct LiveBenchCommand: AsyncParsableCommand {
                 let these = posted.filter { Int($0.0) == second }.map(\.1).sorted()
                 print(
                     String(
-                        format: "second %2d: %4d posts, round trip p50 %6.1f p99 %6.1f max %6.1f ms; machine %.2f cores", second, these.count,
-                        percentile(these, 0.5), percentile(these, 0.99), these.last ?? .nan, machineBySecond[second]))
+                        format: "second %2d: %4d posts, round trip p50 %6.1f p99 %6.1f max %6.1f ms; machine %.2f cores (stolen %.2f)", second,
+                        these.count, percentile(these, 0.5), percentile(these, 0.99), these.last ?? .nan, machineBySecond[second].busy,
+                        machineBySecond[second].stolen))
             }
         }
         print(
@@ -310,8 +312,9 @@ struct LiveBenchCommand: AsyncParsableCommand {
         print(
             String(
                 format:
-                    "CPU while posting, in cores of %d: servers %.2f (this process but the load generator's event loops), load generator %.2f, whole machine %.2f (PostgreSQL included)",
-                cores, serverCPU / seconds, generatorCPU / seconds, machine / seconds))
+                    "CPU while posting, in cores of %d: servers %.2f (this process but the load generator's event loops), load generator %.2f, whole machine %.2f (PostgreSQL included; of it %.2f stolen by the hypervisor for other machines)",
+                cores, serverCPU / seconds, generatorCPU / seconds, machine / seconds,
+                ((measuredWindow.stolen ?? .nan) - (stolenAtBegin ?? .nan)) / seconds))
         print(String(format: "servers' CPU per delivered runner update: %.2f µs", serverCPU / Double(max(1, delivered)) * 1e6))
         print("spectators still connected at the end: \(open) of \(spectators)")
         let reasons = Dictionary(grouping: watchers.compactMap(\.lostBecause), by: { $0 }).mapValues(\.count)
@@ -365,12 +368,14 @@ final class LiveTally: Sendable {
     let postLatenciesByQuarter = Mutex<[[Double]]>(Array(repeating: [], count: 4))
     /// Where the measured rounds ended: the time, the CPU figures and the runner updates
     /// delivered then, and the profile's samples.
-    let window = Mutex<(end: ContinuousClock.Instant, cpu: CPUTime, generator: Double, delivered: Int, messages: Int, bytes: Int, profiled: Int?)?>(
-        nil)
+    let window = Mutex<
+        (end: ContinuousClock.Instant, cpu: CPUTime, generator: Double, stolen: Double?, delivered: Int, messages: Int, bytes: Int, profiled: Int?)?
+    >(nil)
     /// With `--timeline`: each post's sending time (seconds from the start) and round trip.
     let postTimeline = Mutex<[(Double, Double)]>([])
-    /// With `--timeline`: the machine's busy cores in each second from the start.
-    let machineTimeline = Mutex<[Double]>([])
+    /// With `--timeline`: the machine's busy seconds in each second from the start, and of them
+    /// the seconds the hypervisor gave to other machines.
+    let machineTimeline = Mutex<[(busy: Double, stolen: Double)]>([])
     let failed = Mutex(0)
     let finalPhase = Mutex(false)
     /// Each runner's last fix (by runner number).
