@@ -287,7 +287,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
         if timeline {
             let posted = tally.postTimeline.withLock { $0 }, machineBySecond = tally.machineTimeline.withLock { $0 }
             for second in 0..<(machineBySecond.count) {
-                let these = posted.filter { Int($0.0) == second }.map(\.1).sorted()
+                let these = posted.filter { Int(exactly: $0.0.rounded(.down)) == second }.map(\.1).sorted()
                 print(
                     String(
                         format: "second %2d: %4d posts, round trip p50 %6.1f p99 %6.1f max %6.1f ms; machine %.2f cores (stolen %.2f)", second,
