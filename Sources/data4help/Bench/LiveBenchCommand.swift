@@ -173,10 +173,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
         let every = Double(fixEvery.milliseconds) / 1000
         let rounds = max(1, Int(exactly: (Double(seconds) / every).rounded(.down)) ?? 1)
         if profile != nil { SamplingProfiler.start() }
-        let begin = ContinuousClock.now, cpuAtBegin = CPUTime.now, stolenAtBegin = machineStolenSeconds()
-        let generatorAtBegin = ThreadCPU.seconds(of: generatorThreads)
-        let deliveredAtBegin = watchers.reduce(0) { $0 + $1.stateCount }
-        let (messagesAtBegin, bytesAtBegin) = (watchers.reduce(0) { $0 + $1.messageCount }, watchers.reduce(0) { $0 + $1.byteCount })
+        let start = LiveReading.now(watchers, generatorThreads: generatorThreads), begin = start.at
         let next = WorkCounter()
         // The measured rounds, then one more that every spectator checks (below): checking means
         // reading every runner's state in every message, work no real spectator's phone does on
@@ -200,14 +197,10 @@ struct LiveBenchCommand: AsyncParsableCommand {
                         let due = begin + .seconds(Double(k) / Double(runnerCount) * every)
                         if ContinuousClock.now < due { try await Task.sleep(until: due) }
                         let checked = round == rounds
-                        if checked, tally.window.withLock({ $0 == nil }) {
-                            let end = ContinuousClock.now, cpu = CPUTime.now, generator = ThreadCPU.seconds(of: generatorThreads)
-                            let stolen = machineStolenSeconds()
-                            let delivered = watchers.reduce(0) { $0 + $1.stateCount }
-                            let messages = watchers.reduce(0) { $0 + $1.messageCount }, bytes = watchers.reduce(0) { $0 + $1.byteCount }
+                        if checked, !tally.checking {
+                            let end = LiveReading.now(watchers, generatorThreads: generatorThreads)
                             let profiled = try profile.map { try SamplingProfiler.stop(writingTo: $0) }
-                            tally.window.withLock { $0 = $0 ?? (end, cpu, generator, stolen, delivered, messages, bytes, profiled) }
-                            tally.finalPhase.withLock { $0 = true }
+                            tally.window.withLock { $0 = $0 ?? (end, profiled) }
                         }
                         let offset = Double(round + 1) * every
                         let time = startsAt.addingTimeInterval(offset)
@@ -245,11 +238,11 @@ struct LiveBenchCommand: AsyncParsableCommand {
             try await group.waitForAll()
         }
         sampler.cancel()
-        guard let measuredWindow = tally.window.withLock({ $0 }) else { throw ValidationError("the checked round was not posted") }
-        let streamed = measuredWindow.end - begin, (cpu, machine) = measuredWindow.cpu.since(cpuAtBegin)
-        let generatorCPU = measuredWindow.generator - generatorAtBegin
-        if let profile, let samples = measuredWindow.profiled { print("profile: \(samples) samples written to \(profile)") }
-        let delivered = measuredWindow.delivered - deliveredAtBegin
+        guard let (end, profiled) = tally.window.withLock({ $0 }) else { throw ValidationError("the checked round was not posted") }
+        let streamed = end.at - begin, (cpu, machine) = end.cpu.since(start.cpu)
+        let generatorCPU = end.generator - start.generator
+        if let profile, let profiled { print("profile: \(profiled) samples written to \(profile)") }
+        let delivered = end.delivered - start.delivered
         try await Task.sleep(for: .seconds(3 + Double(fieldEvery.milliseconds) / 1000))  // the last updates, and the field's
         let open = watchers.filter(\.open).count
         for watcher in watchers { watcher.stop() }
@@ -264,7 +257,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
             }
         }
         let latencies = tally.latencies.withLock { $0 }.sorted()
-        let messages = measuredWindow.messages - messagesAtBegin, bytes = measuredWindow.bytes - bytesAtBegin
+        let messages = end.messages - start.messages, bytes = end.bytes - start.bytes
         let (stateBytes, stateCount, largest) = watchers.prefix(measured).reduce((0, 0, 0)) {
             ($0.0 + $1.stateBytes, $0.1 + $1.measuredStates, max($0.2, $1.largestState))
         }
@@ -285,9 +278,10 @@ struct LiveBenchCommand: AsyncParsableCommand {
                     + quarters.map { String(format: "%.1f / %.1f", percentile($0, 0.5), percentile($0, 0.99)) }.joined(separator: ", "))
         }
         if timeline {
-            let posted = tally.postTimeline.withLock { $0 }, machineBySecond = tally.machineTimeline.withLock { $0 }
+            let posted = Dictionary(grouping: tally.postTimeline.withLock { $0 }) { Int(exactly: $0.0.rounded(.down)) ?? -1 }
+            let machineBySecond = tally.machineTimeline.withLock { $0 }
             for second in 0..<(machineBySecond.count) {
-                let these = posted.filter { Int(exactly: $0.0.rounded(.down)) == second }.map(\.1).sorted()
+                let these = (posted[second] ?? []).map(\.1).sorted()
                 print(
                     String(
                         format: "second %2d: %4d posts, round trip p50 %6.1f p99 %6.1f max %6.1f ms; machine %.2f cores (stolen %.2f)", second,
@@ -314,7 +308,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
                 format:
                     "CPU while posting, in cores of %d: servers %.2f (this process but the load generator's event loops), load generator %.2f, whole machine %.2f (PostgreSQL included; of it %.2f stolen by the hypervisor for other machines)",
                 cores, serverCPU / seconds, generatorCPU / seconds, machine / seconds,
-                ((measuredWindow.stolen ?? .nan) - (stolenAtBegin ?? .nan)) / seconds))
+                ((end.stolen ?? .nan) - (start.stolen ?? .nan)) / seconds))
         print(String(format: "servers' CPU per delivered runner update: %.2f µs", serverCPU / Double(max(1, delivered)) * 1e6))
         print("spectators still connected at the end: \(open) of \(spectators)")
         let reasons = Dictionary(grouping: watchers.compactMap(\.lostBecause), by: { $0 }).mapValues(\.count)
@@ -366,18 +360,17 @@ final class LiveTally: Sendable {
     /// follower's field was due before the hub spread them over the period's slots), to see
     /// whether the field's messages hold the posts up. With the spread, the quarters are alike.
     let postLatenciesByQuarter = Mutex<[[Double]]>(Array(repeating: [], count: 4))
-    /// Where the measured rounds ended: the time, the CPU figures and the runner updates
-    /// delivered then, and the profile's samples.
-    let window = Mutex<
-        (end: ContinuousClock.Instant, cpu: CPUTime, generator: Double, stolen: Double?, delivered: Int, messages: Int, bytes: Int, profiled: Int?)?
-    >(nil)
+    /// Where the measured rounds ended, and the profile's samples; set when the checked round
+    /// begins.
+    let window = Mutex<(end: LiveReading, profiled: Int?)?>(nil)
+    /// The checked round has begun: every spectator reads every state.
+    var checking: Bool { window.withLock { $0 != nil } }
     /// With `--timeline`: each post's sending time (seconds from the start) and round trip.
     let postTimeline = Mutex<[(Double, Double)]>([])
     /// With `--timeline`: the machine's busy seconds in each second from the start, and of them
     /// the seconds the hypervisor gave to other machines.
     let machineTimeline = Mutex<[(busy: Double, stolen: Double)]>([])
     let failed = Mutex(0)
-    let finalPhase = Mutex(false)
     /// Each runner's last fix (by runner number).
     let finalKeys = Mutex<[Int: String]>([:])
     /// Version 2: the runners' ids by index, from the first measuring spectator's snapshot.
@@ -389,6 +382,30 @@ final class LiveTally: Sendable {
 
     func posted(_ key: String) {
         sent.withLock { $0[key] = .now }
+    }
+}
+
+/// What the figures of the measured rounds are differences of, read at their start and end.
+struct LiveReading: Sendable {
+    let at: ContinuousClock.Instant
+    let cpu: CPUTime
+    /// The load generator's CPU seconds, and the machine's stolen ones (nil without `/proc/stat`).
+    let generator: Double
+    let stolen: Double?
+    /// Runner updates, messages and bytes the spectators received so far.
+    let delivered: Int
+    let messages: Int
+    let bytes: Int
+
+    static func now(_ watchers: [LiveWatcher], generatorThreads: [Int]) -> LiveReading {
+        var (delivered, messages, bytes) = (0, 0, 0)
+        for watcher in watchers {
+            let counts = watcher.counts
+            (delivered, messages, bytes) = (delivered + counts.states, messages + counts.messages, bytes + counts.bytes)
+        }
+        return LiveReading(
+            at: .now, cpu: .now, generator: ThreadCPU.seconds(of: generatorThreads), stolen: machineStolenSeconds(), delivered: delivered,
+            messages: messages, bytes: bytes)
     }
 }
 
@@ -456,10 +473,8 @@ final class LiveWatcher: Sendable {
     }
 
     var connected: Bool { state.withLock { $0.connected } }
-    var messageCount: Int { state.withLock { $0.messages } }
-    var byteCount: Int { state.withLock { $0.bytes } }
-    /// Runner updates received.
-    var stateCount: Int { state.withLock { $0.states } }
+    /// Runner updates, messages and bytes received, read together.
+    var counts: (states: Int, messages: Int, bytes: Int) { state.withLock { ($0.states, $0.messages, $0.bytes) } }
     /// Runner updates a measuring spectator read, their bytes, and the largest.
     var measuredStates: Int { state.withLock { $0.measuredStates } }
     var stateBytes: Int { state.withLock { $0.stateBytes } }
@@ -491,7 +506,7 @@ final class LiveWatcher: Sendable {
 
     fileprivate func received(_ message: ByteBuffer) {
         let arrived = ContinuousClock.now
-        let finalPhase = tally.finalPhase.withLock { $0 }
+        let finalPhase = tally.checking
         let bytes = message.readableBytesView
         let isUpdate = bytes.starts(with: Self.updatePrefix)
         if tally.version == 2, measuring, !isUpdate, bytes.starts(with: Self.snapshotPrefix) { noteRoster(message) }
