@@ -207,7 +207,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
                         let point = course.point(at: speeds[runner] * offset)
                         let stamp = time.wireTime
                         let key = keys[runner] + "|" + (version == 1 ? stamp : String(Int(exactly: (offset * 10).rounded()) ?? 0))
-                        if !checked { tally.posted(key) }
+                        if !checked { tally.posted(key, secondsFromStart: (ContinuousClock.now - begin).inSeconds) }
                         let postedAt = ContinuousClock.now
                         let period = fieldEvery.milliseconds
                         let now = Int(exactly: (Date().timeIntervalSince1970 * 1_000).rounded(.down)) ?? 0
@@ -224,11 +224,13 @@ struct LiveBenchCommand: AsyncParsableCommand {
                         let response = try await poster.execute(request, timeout: .seconds(60))
                         _ = try await response.body.collect(upTo: 1 << 20)
                         if response.status != .ok { tally.failed.withLock { $0 += 1 } }
-                        let postLatency = (ContinuousClock.now - postedAt).inSeconds * 1000
+                        let answeredAt = ContinuousClock.now
+                        let postLatency = (answeredAt - postedAt).inSeconds * 1000
                         if checked {
                             tally.finalKeys.withLock { $0[runner] = key }
                             continue
                         }
+                        tally.answered(key, at: answeredAt)
                         tally.postLatencies.withLock { $0.append(postLatency) }
                         tally.postLatenciesByQuarter.withLock { $0[quarter].append(postLatency) }
                         if timeline { tally.postTimeline.withLock { $0.append(((postedAt - begin).inSeconds, postLatency)) } }
@@ -256,7 +258,8 @@ struct LiveBenchCommand: AsyncParsableCommand {
                 if seen[String(parts[0])] != String(parts[1]) { missing += 1 }
             }
         }
-        let latencies = tally.latencies.withLock { $0 }.sorted()
+        let deliveries = tally.deliveries()
+        let latencies = deliveries.latencies.sorted(), afterAnswer = deliveries.afterAnswer.sorted()
         let messages = end.messages - start.messages, bytes = end.bytes - start.bytes
         let (stateBytes, stateCount, largest) = watchers.prefix(measured).reduce((0, 0, 0)) {
             ($0.0 + $1.stateBytes, $0.1 + $1.measuredStates, max($0.2, $1.largestState))
@@ -281,12 +284,13 @@ struct LiveBenchCommand: AsyncParsableCommand {
             let posted = Dictionary(grouping: tally.postTimeline.withLock { $0 }) { Int(exactly: $0.0.rounded(.down)) ?? -1 }
             let machineBySecond = tally.machineTimeline.withLock { $0 }
             for second in 0..<(machineBySecond.count) {
-                let these = (posted[second] ?? []).map(\.1).sorted()
+                let these = (posted[second] ?? []).map(\.1).sorted(), delivered = (deliveries.bySecond[second] ?? []).sorted()
                 print(
                     String(
-                        format: "second %2d: %4d posts, round trip p50 %6.1f p99 %6.1f max %6.1f ms; machine %.2f cores (stolen %.2f)", second,
-                        these.count, percentile(these, 0.5), percentile(these, 0.99), these.last ?? .nan, machineBySecond[second].busy,
-                        machineBySecond[second].stolen))
+                        format:
+                            "second %2d: %4d posts, round trip p50 %6.1f p99 %6.1f max %6.1f ms; delivered p50 %6.1f p99 %6.1f ms; machine %.2f cores (stolen %.2f)",
+                        second, these.count, percentile(these, 0.5), percentile(these, 0.99), these.last ?? .nan, percentile(delivered, 0.5),
+                        percentile(delivered, 0.99), machineBySecond[second].busy, machineBySecond[second].stolen))
             }
         }
         print(
@@ -294,6 +298,10 @@ struct LiveBenchCommand: AsyncParsableCommand {
                 format: "fix posted → update received (%d measuring spectators, %d samples%@): p50 %.1f ms   p99 %.1f ms   max %.1f ms", measured,
                 latencies.count, follow > 0 ? ", followed runners" : "", percentile(latencies, 0.5), percentile(latencies, 0.99),
                 latencies.last ?? .nan))
+        print(
+            String(
+                format: "  of it after the post's answer (announcement, hubs' batches, fan-out): p50 %.1f ms   p99 %.1f ms   max %.1f ms",
+                percentile(afterAnswer, 0.5), percentile(afterAnswer, 0.99), afterAnswer.last ?? .nan))
         print(
             String(
                 format: "messages delivered to spectators: %d (%.0f/s, %.1f MB/s), runner updates delivered: %d (%.0f/s)", messages,
@@ -351,8 +359,13 @@ struct BenchDuration: ExpressibleByArgument, CustomStringConvertible, Sendable {
 /// runner's index and the tenths of a second since the epoch.
 final class LiveTally: Sendable {
     let version: Int
-    let sent = Mutex<[String: ContinuousClock.Instant]>([:])  // key → when its post began
-    let latencies = Mutex<[Double]>([])
+    /// Key → when its post began, and in which second from the start.
+    let sent = Mutex<[String: (at: ContinuousClock.Instant, second: Int)]>([:])
+    /// Key → when its post's answer arrived (the fix stored, its announcement queued).
+    let answers = Mutex<[String: ContinuousClock.Instant]>([:])
+    /// Each measured delivery: its key and when it arrived (the figures are taken at the end,
+    /// when every post's answer is in).
+    let arrivals = Mutex<[(key: String, at: ContinuousClock.Instant)]>([])
     /// Each post's round trip (ms): the part of the delivery latency spent before the fix is stored.
     let postLatencies = Mutex<[Double]>([])
     /// With a field period: each post's round trip by the quarter of the period it was sent in,
@@ -380,8 +393,35 @@ final class LiveTally: Sendable {
         self.version = version
     }
 
-    func posted(_ key: String) {
-        sent.withLock { $0[key] = .now }
+    func posted(_ key: String, secondsFromStart: Double) {
+        let second = Int(exactly: secondsFromStart.rounded(.down)) ?? -1
+        sent.withLock { $0[key] = (.now, second) }
+    }
+
+    func answered(_ key: String, at instant: ContinuousClock.Instant) {
+        answers.withLock { $0[key] = instant }
+    }
+
+    /// Notes a delivery of `key` that arrived at `arrived`.
+    func delivered(_ key: String, at arrived: ContinuousClock.Instant) {
+        arrivals.withLock { $0.append((key, arrived)) }
+    }
+
+    /// The deliveries' latencies (ms from the post's start), the same by the second the post was
+    /// sent in, and each delivery's time from its post's answer (negative when the update arrived
+    /// before the answer): the part after the fix was stored (the announcement, both hubs'
+    /// batches and the fan-out).
+    func deliveries() -> (latencies: [Double], bySecond: [Int: [Double]], afterAnswer: [Double]) {
+        let (sent, answers) = (self.sent.withLock { $0 }, self.answers.withLock { $0 })
+        var result: (latencies: [Double], bySecond: [Int: [Double]], afterAnswer: [Double]) = ([], [:], [])
+        for (key, arrived) in arrivals.withLock({ $0 }) {
+            guard let post = sent[key] else { continue }
+            let latency = (arrived - post.at).inSeconds * 1000
+            result.latencies.append(latency)
+            result.bySecond[post.second, default: []].append(latency)
+            if let answered = answers[key] { result.afterAnswer.append((arrived - answered).inSeconds * 1000) }
+        }
+        return result
     }
 }
 
@@ -563,8 +603,8 @@ final class LiveWatcher: Sendable {
         // Updates only: a snapshot re-sends states delivered before.
         guard measuring, isUpdate else { return }
         for key in keys {
-            guard measured.withLock({ $0.insert(key).inserted }), let sent = tally.sent.withLock({ $0[key] }) else { continue }
-            tally.latencies.withLock { $0.append((arrived - sent).inSeconds * 1000) }
+            guard measured.withLock({ $0.insert(key).inserted }) else { continue }
+            tally.delivered(key, at: arrived)
         }
     }
 
