@@ -356,12 +356,16 @@ struct RunnerBatchReadStatement: PostgresPreparedStatement {
 /// insert, in the same snapshot (a concurrent post of the same runner changes the row's version,
 /// or waits for its lock). The insert's `ON CONFLICT DO NOTHING` keeps them out either way.
 /// Only a fix no newer than the runner's stored last fix can be stored already (positions are
-/// written only here, with a state whose last fix is at least their newest), so only those are
-/// looked up, and every fix of a runner with no last fix yet. Every fix was looked up before:
-/// where many runners share a fix's time (phones report on whole seconds; the bench's 5,000
-/// runners share one) the generic plan took `run_positions_time_idx` (run, time) and filtered
-/// the runner, 5,000 index entries for the one row the primary key finds at once (0.9 ms under
-/// `EXPLAIN ANALYZE`; `bench live`'s post p99 at 1,000 a second went from 105.5 to 17.8 ms).
+/// written only here, with a state whose last fix is at least their newest; a withdrawal deletes
+/// both), so only those are looked up — none of a runner with no last fix yet, who has no
+/// stored position. Every fix was looked up before: where many runners share a fix's time
+/// (phones report on whole seconds; the bench's 5,000 runners share one) the generic plan took
+/// `run_positions_time_idx` (run, time) and filtered the runner, 5,000 index entries for the one
+/// row the primary key finds at once (0.9 ms under `EXPLAIN ANALYZE`; `bench live`'s post p99 at
+/// 1,000 a second went from 105.5 to 17.8 ms). Then a runner's first fixes were still looked
+/// up: at a mass start the statement took 15–75 ms for the first seconds (PostgreSQL's log of
+/// the city race, every first fix probing the others' of the same second), and the posts queued
+/// behind it until the eighth second.
 struct RunPositionWriteStatement: PostgresPreparedStatement {
     static let name = "data4help_run_position_write"
     static let sql = """
@@ -382,7 +386,7 @@ struct RunPositionWriteStatement: PostgresPreparedStatement {
                 finished_at = w.finished_at,
                 dropped_fixes = p.dropped_fixes + w.dropped
                     + (SELECT count(*) FROM fixes f
-                       WHERE f.ordinal = w.ordinal AND (f.at <= p.last_fix_at OR p.last_fix_at IS NULL)
+                       WHERE f.ordinal = w.ordinal AND f.at <= p.last_fix_at
                          AND EXISTS (SELECT 1 FROM run_positions r
                                      WHERE r.run_id = f.run_id AND r.individual_id = f.individual_id AND r.recorded_at = f.at))::int4
             FROM w
