@@ -48,4 +48,24 @@ struct CredentialCacheTests {
         cache.forget(hex: "not hex")
         #expect(cache.count == 0)
     }
+
+    /// Credentials resolved together must not expire together: each gets its own share of the
+    /// lifetime, the same every time, and a thousand of them cover the range from half to all.
+    @Test func credentialsResolvedTogetherExpireApart() {
+        let digests = (0..<1_000).map { Array(BearerSecret.digest("d4h_at_token-\($0)")) }
+        let periods = digests.map { CredentialCache.spread(.seconds(60), of: $0) }
+        #expect(periods.allSatisfy { $0 >= .seconds(30) && $0 <= .seconds(60) })
+        #expect(periods.min()! < .seconds(31) && periods.max()! > .seconds(59))
+        #expect(Set(periods).count > 900)
+        #expect(digests.prefix(10).map { CredentialCache.spread(.seconds(60), of: $0) } == Array(periods.prefix(10)))
+        // In the cache: an entry whose share has passed is gone, one whose share has not is there.
+        let cache = CredentialCache(lifetime: .seconds(2))
+        cache.listening()
+        let (short, long) = (digests[periods.firstIndex(of: periods.min()!)!], digests[periods.firstIndex(of: periods.max()!)!])
+        cache.store(short, principal: Self.principal, expiresAt: nil, lastUseWritten: nil)
+        cache.store(long, principal: Self.principal, expiresAt: nil, lastUseWritten: nil)
+        Thread.sleep(forTimeInterval: 1.5)
+        #expect(cache.entry(short) == nil)
+        #expect(cache.entry(long) != nil)
+    }
 }

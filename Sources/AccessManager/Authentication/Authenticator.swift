@@ -5,9 +5,10 @@ import Foundation
 /// Turns a bearer credential into a `Principal`: one indexed lookup of its SHA-256 — or none,
 /// when `cache` holds it — never a password verification per request.
 package struct Authenticator: Sendable {
-    /// A credential's last use is written at most this often, so a busy client does not
-    /// turn every read into a write.
-    static let lastUseResolution: TimeInterval = 60
+    /// A credential's last use is written at most this often (from half of it to all of it,
+    /// spread over credentials: `CredentialCache.spread`), so a busy client does not turn every
+    /// read into a write, and clients that started together do not write together.
+    static let lastUseResolution = Duration.seconds(60)
 
     let tokens: AccessTokenStore
     let apiKeys: APIKeyStore
@@ -27,7 +28,7 @@ package struct Authenticator: Sendable {
         let principal: Principal
         if let cached = cache?.entry(digest) {
             principal = cached.principal
-            if Self.isStale(cached.lastUseWritten) {
+            if Self.isStale(cached.lastUseWritten, digest: digest) {
                 try await touch(principal.credential)
                 cache?.wroteUse(digest, at: Date())
             }
@@ -43,7 +44,7 @@ package struct Authenticator: Sendable {
                 (lastUsedAt, expiresAt) = (token.lastUsedAt, token.expiresAt)
             }
             var written = lastUsedAt
-            if Self.isStale(lastUsedAt) {
+            if Self.isStale(lastUsedAt, digest: digest) {
                 try await touch(principal.credential)
                 written = Date()
             }
@@ -61,8 +62,8 @@ package struct Authenticator: Sendable {
         }
     }
 
-    private static func isStale(_ lastUse: Date?) -> Bool {
+    private static func isStale(_ lastUse: Date?, digest: [UInt8]) -> Bool {
         guard let lastUse else { return true }
-        return Date().timeIntervalSince(lastUse) >= lastUseResolution
+        return Date().timeIntervalSince(lastUse) >= CredentialCache.spread(lastUseResolution, of: digest) / .seconds(1)
     }
 }
