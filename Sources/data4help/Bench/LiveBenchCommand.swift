@@ -181,11 +181,13 @@ struct LiveBenchCommand: AsyncParsableCommand {
         let runnerCount = runners, total = runners * (rounds + 1)
         let sampler = Task { [timeline] in
             guard timeline else { return }
-            var last = (machineBusySeconds() ?? 0, machineStolenSeconds() ?? 0)
+            var last = (machineBusySeconds() ?? 0, machineStolenSeconds() ?? 0, LiveReading.counts(of: watchers))
             while !Task.isCancelled {
                 try? await Task.sleep(until: begin + .seconds(tally.machineTimeline.withLock { $0.count } + 1))
-                let now = (machineBusySeconds() ?? 0, machineStolenSeconds() ?? 0)
-                tally.machineTimeline.withLock { $0.append((now.0 - last.0, now.1 - last.1)) }
+                let now = (machineBusySeconds() ?? 0, machineStolenSeconds() ?? 0, LiveReading.counts(of: watchers))
+                tally.machineTimeline.withLock {
+                    $0.append((now.0 - last.0, now.1 - last.1, now.2.messages - last.2.messages, now.2.bytes - last.2.bytes))
+                }
                 last = now
             }
         }
@@ -288,9 +290,10 @@ struct LiveBenchCommand: AsyncParsableCommand {
                 print(
                     String(
                         format:
-                            "second %2d: %4d posts, round trip p50 %6.1f p99 %6.1f max %6.1f ms; delivered p50 %6.1f p99 %6.1f ms; machine %.2f cores (stolen %.2f)",
+                            "second %2d: %4d posts, round trip p50 %6.1f p99 %6.1f max %6.1f ms; delivered p50 %6.1f p99 %6.1f ms; %6d messages, %5.1f MB; machine %.2f cores (stolen %.2f)",
                         second, these.count, percentile(these, 0.5), percentile(these, 0.99), these.last ?? .nan, percentile(delivered, 0.5),
-                        percentile(delivered, 0.99), machineBySecond[second].busy, machineBySecond[second].stolen))
+                        percentile(delivered, 0.99), machineBySecond[second].messages, Double(machineBySecond[second].bytes) / 1e6,
+                        machineBySecond[second].busy, machineBySecond[second].stolen))
             }
         }
         print(
@@ -382,7 +385,7 @@ final class LiveTally: Sendable {
     let postTimeline = Mutex<[(Double, Double)]>([])
     /// With `--timeline`: the machine's busy seconds in each second from the start, and of them
     /// the seconds the hypervisor gave to other machines.
-    let machineTimeline = Mutex<[(busy: Double, stolen: Double)]>([])
+    let machineTimeline = Mutex<[(busy: Double, stolen: Double, messages: Int, bytes: Int)]>([])
     let failed = Mutex(0)
     /// Each runner's last fix (by runner number).
     let finalKeys = Mutex<[Int: String]>([:])
@@ -438,14 +441,18 @@ struct LiveReading: Sendable {
     let bytes: Int
 
     static func now(_ watchers: [LiveWatcher], generatorThreads: [Int]) -> LiveReading {
-        var (delivered, messages, bytes) = (0, 0, 0)
-        for watcher in watchers {
-            let counts = watcher.counts
-            (delivered, messages, bytes) = (delivered + counts.states, messages + counts.messages, bytes + counts.bytes)
-        }
+        let counts = counts(of: watchers)
         return LiveReading(
-            at: .now, cpu: .now, generator: ThreadCPU.seconds(of: generatorThreads), stolen: machineStolenSeconds(), delivered: delivered,
-            messages: messages, bytes: bytes)
+            at: .now, cpu: .now, generator: ThreadCPU.seconds(of: generatorThreads), stolen: machineStolenSeconds(),
+            delivered: counts.states, messages: counts.messages, bytes: counts.bytes)
+    }
+
+    /// Runner updates, messages and bytes every spectator received so far.
+    static func counts(of watchers: [LiveWatcher]) -> (states: Int, messages: Int, bytes: Int) {
+        watchers.reduce((0, 0, 0)) { total, watcher in
+            let counts = watcher.counts
+            return (total.0 + counts.states, total.1 + counts.messages, total.2 + counts.bytes)
+        }
     }
 }
 
