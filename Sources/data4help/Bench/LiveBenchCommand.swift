@@ -383,8 +383,9 @@ final class LiveTally: Sendable {
     var checking: Bool { window.withLock { $0 != nil } }
     /// With `--timeline`: each post's sending time (seconds from the start) and round trip.
     let postTimeline = Mutex<[(Double, Double)]>([])
-    /// With `--timeline`: the machine's busy seconds in each second from the start, and of them
-    /// the seconds the hypervisor gave to other machines.
+    /// With `--timeline`: the machine's busy seconds in each second from the start, of them the
+    /// seconds the hypervisor gave to other machines, and the messages and bytes the spectators
+    /// received in that second.
     let machineTimeline = Mutex<[(busy: Double, stolen: Double, messages: Int, bytes: Int)]>([])
     let failed = Mutex(0)
     /// Each runner's last fix (by runner number).
