@@ -77,7 +77,8 @@ struct RunPositionCourseTests {
     /// Posts of one runner at once: each reads the state without a lock and writes it back only
     /// if nobody wrote it meanwhile, else goes again with the row locked. Each post here adds one
     /// metre and one fix: a post that wrote over another's state would leave fewer metres than
-    /// posts.
+    /// posts. Like `LivePositions`, each write's state has a last fix at least as new as its
+    /// positions (the store's contract: a runner with no last fix has no stored position).
     @Test func concurrentPostsOfOneRunnerLoseNoUpdate() async throws {
         let url = try await TestPostgres.shared.migratedDatabase()
         let database = Database(configuration: url.clientConfiguration(maximumConnections: 6), logger: TestPostgres.logger)
@@ -91,6 +92,8 @@ struct RunPositionCourseTests {
                         try await store.apply(publicId: event.publicId, individualId: runner, knownCourse: nil) { _, state, _, _ in
                             var next = state
                             next.distanceMeters += 1
+                            let time = Date(timeIntervalSince1970: 1_800_000_000 + Double(post))
+                            next.lastFixAt = max(state.lastFixAt ?? time, time)
                             let fix = RunPositionRecord(
                                 timeMs: 1_800_000_000_000 + Int64(post) * 1_000, latitude: 45.48, longitude: 9.1725, accuracy: nil,
                                 distanceMeters: 1, offsetMeters: 0)

@@ -86,7 +86,10 @@ package struct RunPositionStore: Sendable {
     package var statements: (reads: Int, writes: Int) { (reads.statements, writes.statements) }
 
     /// Applies a runner's batch: `decide` gets the event, the runner's current state, the
-    /// database's clock and the version of the event's course, and answers what to write.
+    /// database's clock and the version of the event's course, and answers what to write: a
+    /// state whose last fix is at least as new as the positions written with it (a fix no newer
+    /// than the stored last fix is looked up as possibly stored already; a runner with no last
+    /// fix has no stored position — `RunPositionWriteStatement`).
     /// `knownCourse` is the course version the caller holds parsed: when it is current, the
     /// event's `path` comes empty. Answers the write and how many positions were new (the rest
     /// were stored already), once committed; the write's announcement is then queued for every
