@@ -209,8 +209,8 @@ struct LiveBenchCommand: AsyncParsableCommand {
                         let point = course.point(at: speeds[runner] * offset)
                         let stamp = time.wireTime
                         let key = keys[runner] + "|" + (version == 1 ? stamp : String(Int(exactly: (offset * 10).rounded()) ?? 0))
-                        if !checked { tally.posted(key, secondsFromStart: (ContinuousClock.now - begin).inSeconds) }
                         let postedAt = ContinuousClock.now
+                        if !checked { tally.posted(key, at: postedAt, since: begin) }
                         let period = fieldEvery.milliseconds
                         let now = Int(exactly: (Date().timeIntervalSince1970 * 1_000).rounded(.down)) ?? 0
                         let quarter = period > 0 ? now % period * 4 / period : 0
@@ -397,9 +397,10 @@ final class LiveTally: Sendable {
         self.version = version
     }
 
-    func posted(_ key: String, secondsFromStart: Double) {
-        let second = Int(exactly: secondsFromStart.rounded(.down)) ?? -1
-        sent.withLock { $0[key] = (.now, second) }
+    /// Notes that `key`'s post began at `instant`, in its second from `begin`.
+    func posted(_ key: String, at instant: ContinuousClock.Instant, since begin: ContinuousClock.Instant) {
+        let second = Int(exactly: (instant - begin).inSeconds.rounded(.down)) ?? -1
+        sent.withLock { $0[key] = (instant, second) }
     }
 
     func answered(_ key: String, at instant: ContinuousClock.Instant) {
