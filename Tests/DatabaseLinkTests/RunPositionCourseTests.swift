@@ -142,6 +142,48 @@ struct RunPositionCourseTests {
         }
     }
 
+    /// The store's contract is checked, not only stated: a write whose positions are newer than
+    /// its state's last fix (or that has none) is refused before anything is written, on the
+    /// optimistic path and on the locked one (a finishing batch goes through the lock).
+    @Test func writeWithPositionsNewerThanItsLastFixIsRefused() async throws {
+        let url = try await TestPostgres.shared.migratedDatabase()
+        let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
+        try await database.whileRunning {
+            let (event, runner) = try await Self.enrolled(database)
+            let store = RunPositionStore(database: database)
+            let fix = RunPositionRecord(
+                timeMs: 1_800_000_001_000, latitude: 45.48, longitude: 9.1725, accuracy: nil, distanceMeters: 1, offsetMeters: 0)
+            for lastFix in [nil, Date(timeIntervalSince1970: 1_800_000_000.999)] {
+                for finishing in [false, true] {
+                    let error = await #expect(throws: RunPositionWrite.ContractViolation.self) {
+                        try await store.apply(publicId: event.publicId, individualId: runner, knownCourse: nil) { _, state, now, _ in
+                            var next = state
+                            next.lastFixAt = lastFix
+                            next.distanceMeters = 1
+                            if finishing { next.finishedAt = now }
+                            let workout = finishing ? NewWorkout(clientId: "run", activity: "running", start: now, end: now) : nil
+                            return RunPositionWrite(positions: [fix], state: next, dropped: 0, announcement: nil, finishedWorkout: workout)
+                        }
+                    }
+                    #expect(error?.newestPositionMs == 1_800_000_001_000)
+                    #expect(error?.lastFixMs == lastFix.map { _ in 1_800_000_000_999 })
+                }
+            }
+            let row = try await database.query(
+                "SELECT distance_meters, last_fix_at IS NULL, (SELECT count(*) FROM run_positions WHERE run_id = \(event.id)) FROM run_participants WHERE run_id = \(event.id)"
+            )[0].decode((Double, Bool, Int64).self)
+            #expect(row.0 == 0 && row.1 && row.2 == 0, "nothing written")
+
+            // At the last fix exactly, the write goes through.
+            let stored = try await store.apply(publicId: event.publicId, individualId: runner, knownCourse: nil) { _, state, _, _ in
+                var next = state
+                next.lastFixAt = Date(timeIntervalSince1970: 1_800_000_001)
+                return RunPositionWrite(positions: [fix], state: next, dropped: 0, announcement: nil)
+            }.stored
+            #expect(stored == 1)
+        }
+    }
+
     /// Many runners' posts at once go in shared statements (`StatementCoalescer`), and each
     /// runner's row gets their own state, NULLs included, and their own positions; a stale
     /// version in the same statement as fresh ones writes nothing of its own.
@@ -166,8 +208,9 @@ struct RunPositionCourseTests {
                 state.finishedAt = index % 5 == 0 ? time : nil
                 return state
             }
+            /// None for a runner with no last fix, the rest at or before it (the store's contract).
             func positions(_ index: Int) -> [RunPositionRecord] {
-                (0..<(index % 4)).map { n in
+                (0..<(index % 3 == 0 ? 0 : index % 4)).map { n in
                     RunPositionRecord(
                         timeMs: 1_800_000_000_000 + Int64(n) * 1_000, latitude: 45.48, longitude: 9.1725 + Double(index) / 1e4,
                         accuracy: n == 1 ? nil : Float(index), distanceMeters: Double(n), offsetMeters: Float(n) / 2)

@@ -41,6 +41,24 @@ package struct RunPositionWrite: Sendable {
     }
 }
 
+extension RunPositionWrite {
+    /// A write that breaks `RunPositionStore.apply`'s contract: positions newer than the state's
+    /// last fix, or with no last fix at all. A caller's mistake, refused before anything is
+    /// written: the write statement tells a stored position from a new one by the last fix, so
+    /// such a write would store positions it then could not recognise when sent again.
+    package struct ContractViolation: Error, Equatable {
+        package let newestPositionMs: Int64
+        package let lastFixMs: Int64?
+    }
+
+    /// Throws `ContractViolation` unless every position is at or before the state's last fix.
+    func keepsStoreContract() throws {
+        guard let newest = positions.lazy.map(\.timeMs).max() else { return }
+        let last = state.lastFixAt?.epochMilliseconds
+        guard let last, newest <= last else { throw ContractViolation(newestPositionMs: newest, lastFixMs: last) }
+    }
+}
+
 /// `run_positions` and the live state on `run_participants`.
 package struct RunPositionStore: Sendable {
     /// The channel live updates are announced on (`pg_notify`), for every instance's spectators.
@@ -94,7 +112,8 @@ package struct RunPositionStore: Sendable {
     /// event's `path` comes empty. Answers the write and how many positions were new (the rest
     /// were stored already), once committed; the write's announcement is then queued for every
     /// instance's spectators. Throws `RunRefusal.notFound` without such an event, `.notEnrolled`
-    /// when the asker does not run in it.
+    /// when the asker does not run in it, and `RunPositionWrite.ContractViolation` (writing
+    /// nothing) for a write whose positions are newer than its state's last fix.
     ///
     /// Optimistic first: the state is read without a lock and written back only if the row is
     /// still the one read, and both the read and the write go in statements shared with the other
@@ -164,6 +183,7 @@ package struct RunPositionStore: Sendable {
         let cells = row.makeRandomAccess()
         let event = try RunEventRecord(row: row)
         let write = try decide(event, try RunnerStateRecord(row: row, from: 15), try cells[25].decode(Date.self), try cells[26].decode(Int64.self))
+        try write.keepsStoreContract()
         return (write, event.id, try cells[27].decode(String.self))
     }
 
