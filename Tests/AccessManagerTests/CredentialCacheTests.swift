@@ -53,11 +53,11 @@ struct CredentialCacheTests {
     /// lifetime, the same every time, and a thousand of them cover the range from half to all.
     @Test func credentialsResolvedTogetherExpireApart() {
         let digests = (0..<1_000).map { Array(BearerSecret.digest("d4h_at_token-\($0)")) }
-        let periods = digests.map { CredentialCache.spread(.seconds(60), of: $0) }
+        let periods = digests.map { CredentialSpread.period(.seconds(60), of: $0) }
         #expect(periods.allSatisfy { $0 >= .seconds(30) && $0 <= .seconds(60) })
         #expect(periods.min()! < .seconds(31) && periods.max()! > .seconds(59))
         #expect(Set(periods).count > 900)
-        #expect(digests.prefix(10).map { CredentialCache.spread(.seconds(60), of: $0) } == Array(periods.prefix(10)))
+        #expect(digests.prefix(10).map { CredentialSpread.period(.seconds(60), of: $0) } == Array(periods.prefix(10)))
         // In the cache: an entry whose share has passed is gone, one whose share has not is there.
         let cache = CredentialCache(lifetime: .seconds(2))
         cache.listening()

@@ -64,6 +64,6 @@ package struct Authenticator: Sendable {
 
     private static func isStale(_ lastUse: Date?, digest: [UInt8]) -> Bool {
         guard let lastUse else { return true }
-        return Date().timeIntervalSince(lastUse) >= CredentialCache.spread(lastUseResolution, of: digest) / .seconds(1)
+        return Date().timeIntervalSince(lastUse) >= CredentialSpread.period(lastUseResolution, of: digest) / .seconds(1)
     }
 }
