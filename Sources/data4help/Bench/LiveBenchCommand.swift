@@ -235,7 +235,7 @@ struct LiveBenchCommand: AsyncParsableCommand {
                         tally.answered(key, at: answeredAt)
                         tally.postLatencies.withLock { $0.append(postLatency) }
                         tally.postLatenciesByQuarter.withLock { $0[quarter].append(postLatency) }
-                        if timeline { tally.postTimeline.withLock { $0.append(((postedAt - begin).inSeconds, postLatency)) } }
+                        if timeline { tally.postTimeline.withLock { $0.append((LiveTally.second(of: postedAt, since: begin), postLatency)) } }
                     }
                 }
             }
@@ -283,10 +283,10 @@ struct LiveBenchCommand: AsyncParsableCommand {
                     + quarters.map { String(format: "%.1f / %.1f", percentile($0, 0.5), percentile($0, 0.99)) }.joined(separator: ", "))
         }
         if timeline {
-            let posted = Dictionary(grouping: tally.postTimeline.withLock { $0 }) { Int(exactly: $0.0.rounded(.down)) ?? -1 }
+            let posted = Dictionary(grouping: tally.postTimeline.withLock { $0 }, by: \.second)
             let machineBySecond = tally.machineTimeline.withLock { $0 }
             for second in 0..<(machineBySecond.count) {
-                let these = (posted[second] ?? []).map(\.1).sorted(), delivered = (deliveries.bySecond[second] ?? []).sorted()
+                let these = (posted[second] ?? []).map(\.latency).sorted(), delivered = (deliveries.bySecond[second] ?? []).sorted()
                 print(
                     String(
                         format:
@@ -381,8 +381,8 @@ final class LiveTally: Sendable {
     let window = Mutex<(end: LiveReading, profiled: Int?)?>(nil)
     /// The checked round has begun: every spectator reads every state.
     var checking: Bool { window.withLock { $0 != nil } }
-    /// With `--timeline`: each post's sending time (seconds from the start) and round trip.
-    let postTimeline = Mutex<[(Double, Double)]>([])
+    /// With `--timeline`: each post's second from the start (`second(of:since:)`) and round trip (ms).
+    let postTimeline = Mutex<[(second: Int, latency: Double)]>([])
     /// With `--timeline`: the machine's busy seconds in each second from the start, of them the
     /// seconds the hypervisor gave to other machines, and the messages and bytes the spectators
     /// received in that second.
@@ -399,8 +399,13 @@ final class LiveTally: Sendable {
 
     /// Notes that `key`'s post began at `instant`, in its second from `begin`.
     func posted(_ key: String, at instant: ContinuousClock.Instant, since begin: ContinuousClock.Instant) {
-        let second = Int(exactly: (instant - begin).inSeconds.rounded(.down)) ?? -1
-        sent.withLock { $0[key] = (instant, second) }
+        sent.withLock { $0[key] = (instant, Self.second(of: instant, since: begin)) }
+    }
+
+    /// The whole second from `begin` that `instant` falls in (-1 out of range): how the timeline
+    /// groups both the posts and their deliveries.
+    static func second(of instant: ContinuousClock.Instant, since begin: ContinuousClock.Instant) -> Int {
+        Int(exactly: (instant - begin).inSeconds.rounded(.down)) ?? -1
     }
 
     func answered(_ key: String, at instant: ContinuousClock.Instant) {
