@@ -184,6 +184,58 @@ struct RunPositionCourseTests {
         }
     }
 
+    /// Replay pages, walked with every page size from 1 up, give the run's positions exactly once
+    /// each in (time, runner) order — ties of many runners at one time across a page's start or
+    /// end included — for the whole run, one runner, and a time window.
+    @Test func replayPagesGiveEveryPositionOnceInOrder() async throws {
+        let url = try await TestPostgres.shared.migratedDatabase()
+        let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
+        try await database.whileRunning {
+            let (event, individuals) = try await Self.enrolled(database, runners: 5)
+            let base: Int64 = 1_800_000_000_000
+            // Runner k has a position at second t unless (t + k) % 3 == 0: up to five at one time.
+            try await database.query(
+                """
+                INSERT INTO run_positions (run_id, individual_id, recorded_at, latitude, longitude, distance_meters, offset_meters)
+                SELECT \(event.id), i, 'epoch'::timestamptz + (\(base) + t * 1000) * interval '1 millisecond', 45.48, 9.1725, t, 0
+                FROM unnest(\(individuals)::int8[]) WITH ORDINALITY AS r(i, k), generate_series(0, 11) AS t
+                WHERE (t + k) % 3 <> 0
+                """)
+            let runnerIds = try await database.query("SELECT runner_id FROM run_participants WHERE run_id = \(event.id)").map {
+                try $0.decode(UUID.self)
+            }
+            let all = try await database.query(
+                """
+                SELECT (extract(epoch FROM r.recorded_at) * 1000)::int8, p.runner_id FROM run_positions r
+                JOIN run_participants p ON p.run_id = r.run_id AND p.individual_id = r.individual_id
+                WHERE r.run_id = \(event.id) ORDER BY 1, 2
+                """
+            ).map { try $0.decode((Int64, UUID).self) }
+            #expect(all.count == 40)
+            let store = RunPositionStore(database: database)
+            let cases: [(runner: UUID?, fromMs: Int64?, toMs: Int64?)] = [
+                (nil, nil, nil), (runnerIds[1], nil, nil), (nil, base + 3_000, base + 9_000),
+            ]
+            for (runner, fromMs, toMs) in cases {
+                let expected = all.filter { time, id in
+                    (runner == nil || id == runner) && time >= (fromMs ?? .min) && time < (toMs ?? .max)
+                }.map { "\($0.0)|\($0.1)" }
+                for limit in [1, 2, 3, 4, 5, 7, 100] {
+                    var walked: [String] = [], after: (timeMs: Int64, runnerId: UUID)?
+                    while walked.count <= all.count {
+                        let page = try await store.positions(
+                            runId: event.id, runnerId: runner, fromMs: fromMs, toMs: toMs, after: after, limit: limit)
+                        walked += page.map { "\($0.position.timeMs)|\($0.runnerId)" }
+                        guard page.count == limit, let last = page.last else { break }
+                        after = (last.position.timeMs, last.runnerId)
+                    }
+                    #expect(
+                        walked == expected, "runner \(runner.map { "\($0)" } ?? "any"), from \(fromMs.map { "\($0)" } ?? "start"), pages of \(limit)")
+                }
+            }
+        }
+    }
+
     /// Many runners' posts at once go in shared statements (`StatementCoalescer`), and each
     /// runner's row gets their own state, NULLs included, and their own positions; a stale
     /// version in the same statement as fresh ones writes nothing of its own.

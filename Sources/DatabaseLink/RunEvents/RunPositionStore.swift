@@ -249,14 +249,34 @@ package struct RunPositionStore: Sendable {
     /// last (time, runner) of the previous page. The page's time bound is also stated on its own
     /// (the row comparison spans two tables, so the index could not start from it): a page read
     /// every position of the run from its start.
+    ///
+    /// The page's end is bounded too: the order's second key (the runner's public id) is on the
+    /// enrolment, so the sort needs the join, and a page read every position after its start to
+    /// sort them. `page_end` is the time of the `limit`-th position after the previous page's
+    /// time, in the index's own order (at most `limit` index entries): at least `limit` positions
+    /// lie in (previous time, page end], so the page is within the previous page's time and the
+    /// page end, ties at both included, and the rest of the race is not read.
     package func positions(
         runId: Int64, runnerId: UUID?, fromMs: Int64?, toMs: Int64?, after: (timeMs: Int64, runnerId: UUID)?, limit: Int
     ) async throws -> [(runnerId: UUID, position: RunPositionRecord)] {
-        try await database.query(
+        let endOffset = max(limit, 1) - 1
+        return try await database.query(
             """
+            WITH page_end AS (
+                SELECT e.recorded_at FROM run_positions e
+                WHERE e.run_id = \(runId)
+                  AND (\(runnerId)::uuid IS NULL
+                       OR e.individual_id = (SELECT individual_id FROM run_participants WHERE run_id = \(runId) AND runner_id = \(runnerId)))
+                  AND (\(fromMs)::int8 IS NULL OR e.recorded_at >= 'epoch'::timestamptz + \(fromMs) * interval '1 millisecond')
+                  AND (\(toMs)::int8 IS NULL OR e.recorded_at < 'epoch'::timestamptz + \(toMs) * interval '1 millisecond')
+                  AND (\(after?.timeMs)::int8 IS NULL OR e.recorded_at > 'epoch'::timestamptz + \(after?.timeMs) * interval '1 millisecond')
+                ORDER BY e.recorded_at
+                OFFSET \(endOffset) LIMIT 1
+            )
             SELECT p.runner_id, (extract(epoch FROM r.recorded_at) * 1000)::int8, r.latitude, r.longitude, r.accuracy, r.distance_meters, r.offset_meters
             FROM run_positions r JOIN run_participants p ON p.run_id = r.run_id AND p.individual_id = r.individual_id
             WHERE r.run_id = \(runId)
+              AND r.recorded_at <= coalesce((SELECT recorded_at FROM page_end), 'infinity'::timestamptz)
               AND (\(runnerId)::uuid IS NULL OR p.runner_id = \(runnerId))
               AND (\(fromMs)::int8 IS NULL OR r.recorded_at >= 'epoch'::timestamptz + \(fromMs) * interval '1 millisecond')
               AND (\(toMs)::int8 IS NULL OR r.recorded_at < 'epoch'::timestamptz + \(toMs) * interval '1 millisecond')
