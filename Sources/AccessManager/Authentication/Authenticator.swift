@@ -6,18 +6,22 @@ import Foundation
 /// when `cache` holds it — never a password verification per request.
 package struct Authenticator: Sendable {
     /// A credential's last use is written at most this often (from half of it to all of it,
-    /// spread over credentials: `CredentialCache.spread`), so a busy client does not turn every
+    /// spread over credentials: `CredentialSpread.period`), so a busy client does not turn every
     /// read into a write, and clients that started together do not write together.
     static let lastUseResolution = Duration.seconds(60)
 
     let tokens: AccessTokenStore
     let apiKeys: APIKeyStore
     let cache: CredentialCache?
+    /// Where a used credential's last use goes once it has one (written in the background); nil:
+    /// written in the request.
+    let uses: CredentialUseWriter?
 
-    package init(tokens: AccessTokenStore, apiKeys: APIKeyStore, cache: CredentialCache? = nil) {
+    package init(tokens: AccessTokenStore, apiKeys: APIKeyStore, cache: CredentialCache? = nil, uses: CredentialUseWriter? = nil) {
         self.tokens = tokens
         self.apiKeys = apiKeys
         self.cache = cache
+        self.uses = uses
     }
 
     /// The principal behind a bearer credential presented on the given surface.
@@ -29,7 +33,7 @@ package struct Authenticator: Sendable {
         if let cached = cache?.entry(digest) {
             principal = cached.principal
             if Self.isStale(cached.lastUseWritten, digest: digest) {
-                try await touch(principal.credential)
+                try await record(principal.credential, firstEver: false)
                 cache?.wroteUse(digest, at: Date())
             }
         } else {
@@ -45,13 +49,24 @@ package struct Authenticator: Sendable {
             }
             var written = lastUsedAt
             if Self.isStale(lastUsedAt, digest: digest) {
-                try await touch(principal.credential)
+                try await record(principal.credential, firstEver: lastUsedAt == nil)
                 written = Date()
             }
             cache?.store(digest, principal: principal, expiresAt: expiresAt, lastUseWritten: written)
         }
         guard surface.owns(principal.account) else { throw AuthenticationError.wrongSurface }
         return principal
+    }
+
+    /// Records a use: in the background (`uses`) once the credential has a last use; its first use
+    /// ever in the request, so that the owner's listing right after it shows it used.
+    private func record(_ credential: Principal.Credential, firstEver: Bool) async throws {
+        guard !firstEver, let uses else { return try await touch(credential) }
+        switch credential {
+        case .accessToken(let id): uses.noteToken(id: id)
+        case .apiKey(let id): uses.noteKey(id: id)
+        case .visitor: break
+        }
     }
 
     private func touch(_ credential: Principal.Credential) async throws {

@@ -230,7 +230,8 @@ struct Components {
         requestDeadlines = RequestDeadlines(limit: configuration.requestTimeout)
         credentials = configuration.credentialCacheLifetime.map { CredentialCache(lifetime: $0) }
         authenticator = Authenticator(
-            tokens: AccessTokenStore(database: database), apiKeys: APIKeyStore(database: database), cache: credentials)
+            tokens: AccessTokenStore(database: database), apiKeys: APIKeyStore(database: database), cache: credentials,
+            uses: CredentialUseWriter(database: database))
         sessions = SessionService(
             database: database, hasher: hasher, tokenLifetime: configuration.tokenLifetime, throttle: configuration.loginThrottle)
         individuals = IndividualAccounts(database: database, hasher: hasher, throttle: configuration.loginThrottle)
