@@ -52,7 +52,7 @@ extension RunPositionWrite {
     }
 
     /// Throws `ContractViolation` unless every position is at or before the state's last fix.
-    func keepsStoreContract() throws {
+    func checkStoreContract() throws {
         guard let newest = positions.lazy.map(\.timeMs).max() else { return }
         let last = state.lastFixAt?.epochMilliseconds
         guard let last, newest <= last else { throw ContractViolation(newestPositionMs: newest, lastFixMs: last) }
@@ -183,7 +183,7 @@ package struct RunPositionStore: Sendable {
         let cells = row.makeRandomAccess()
         let event = try RunEventRecord(row: row)
         let write = try decide(event, try RunnerStateRecord(row: row, from: 15), try cells[25].decode(Date.self), try cells[26].decode(Int64.self))
-        try write.keepsStoreContract()
+        try write.checkStoreContract()
         return (write, event.id, try cells[27].decode(String.self))
     }
 
