@@ -142,6 +142,90 @@ struct RunPositionCourseTests {
         }
     }
 
+    /// A runner's next post on the instance that wrote their row last is decided from what that
+    /// instance held, with no read, and the write confirms it. A post written meanwhile by another
+    /// instance, any change of the event's row, and a withdrawal make the write refuse it: the
+    /// post is then read and decided afresh — the other instance's update kept, the change seen,
+    /// the refusal given from what was read.
+    @Test func aRunnersNextPostIsDecidedFromWhatThisInstanceHeldAndTheWriteConfirmsIt() async throws {
+        let url = try await TestPostgres.shared.migratedDatabase()
+        let database = Database(configuration: url.clientConfiguration(maximumConnections: 4), logger: TestPostgres.logger)
+        try await database.whileRunning {
+            let (event, runner) = try await Self.enrolled(database)
+            let here = RunPositionStore(database: database)
+            let there = RunPositionStore(database: database)  // another instance
+            var course: Int64?
+            var seen: [(state: RunnerStateRecord, version: Int64, description: String, now: Date)] = []
+
+            /// A metre and a fix at `second` (the state's last fix at least that); refused, as
+            /// `LivePositions` refuses it, on a cancelled event.
+            func post(_ second: Int, on store: RunPositionStore) async throws -> Int {
+                try await store.apply(publicId: event.publicId, individualId: runner, knownCourse: course) { event, state, now, version in
+                    seen.append((state, version, event.description, now))
+                    guard event.cancelledAt == nil else { throw RunRefusal.cancelled }
+                    var next = state
+                    next.distanceMeters += 1
+                    let time = Date(timeIntervalSince1970: 1_800_000_000 + Double(second))
+                    next.lastFixAt = max(state.lastFixAt ?? time, time)
+                    let fix = RunPositionRecord(
+                        timeMs: 1_800_000_000_000 + Int64(second) * 1_000, latitude: 45.48, longitude: 9.1725, accuracy: nil,
+                        distanceMeters: 1, offsetMeters: 0)
+                    return RunPositionWrite(positions: [fix], state: next, dropped: 0, announcement: nil)
+                }.stored
+            }
+            func row() async throws -> (distance: Double, dropped: Int32, positions: Int64) {
+                try await database.query(
+                    """
+                    SELECT distance_meters, dropped_fixes, (SELECT count(*) FROM run_positions WHERE run_id = \(event.id))
+                    FROM run_participants WHERE run_id = \(event.id)
+                    """
+                )[0].decode((Double, Int32, Int64).self)
+            }
+
+            #expect(try await post(1, on: here) == 1, "nothing held yet: read")
+            course = seen.last?.version
+            let reads = here.statements.reads
+            #expect(try await post(2, on: here) == 1)
+            #expect(try await post(3, on: here) == 1)
+            #expect(here.statements.reads == reads, "held: decided with no read")
+            #expect(seen.last?.state.lastFixAt == Date(timeIntervalSince1970: 1_800_000_002), "the state as this instance wrote it")
+            #expect(abs(seen.last?.now.timeIntervalSinceNow ?? .infinity) < 5, "the database's time, estimated")
+
+            // Another instance writes the runner: the held row is stale, its write refused.
+            #expect(try await post(4, on: there) == 1)
+            var decisions = seen.count
+            #expect(try await post(5, on: here) == 1)
+            #expect(here.statements.reads == reads + 1)
+            #expect(seen.count == decisions + 2, "decided on what was held, then on what was read")
+            #expect(seen.last?.state.distanceMeters == 4, "the other instance's metre kept")
+
+            // The same fix again is stored once; the dropped count held is the row's.
+            #expect(try await post(5, on: here) == 0)
+            #expect(try await post(6, on: here) == 1)
+            #expect(seen.last?.state.droppedFixes == 1)
+            #expect(here.statements.reads == reads + 1)
+
+            // Any change of the event's row, the course the same: refused, read afresh.
+            _ = try await database.query("UPDATE run_events SET description = 'changed' WHERE id = \(event.id)")
+            decisions = seen.count
+            #expect(try await post(7, on: here) == 1)
+            #expect(seen.count == decisions + 2 && seen.last?.description == "changed")
+            #expect(here.statements.reads == reads + 2)
+
+            // Cancelled: what was held says under way, the write refuses it, the read refuses the post.
+            _ = try await database.query("UPDATE run_events SET cancelled_at = now() WHERE id = \(event.id)")
+            await #expect(throws: RunRefusal.cancelled) { try await post(8, on: here) }
+            #expect(try await row() == (8, 1, 7), "nothing written")
+            _ = try await database.query("UPDATE run_events SET cancelled_at = NULL WHERE id = \(event.id)")
+            #expect(try await post(8, on: here) == 1)
+            #expect(try await post(9, on: here) == 1)
+
+            // Withdrawn: refused as not enrolled.
+            _ = try await database.query("DELETE FROM run_participants WHERE run_id = \(event.id) AND individual_id = \(runner)")
+            await #expect(throws: RunRefusal.notEnrolled) { try await post(10, on: here) }
+        }
+    }
+
     /// The store's contract is checked, not only stated: a write whose positions are newer than
     /// its state's last fix (or that has none) is refused before anything is written, on the
     /// optimistic path and on the locked one (a finishing batch goes through the lock).

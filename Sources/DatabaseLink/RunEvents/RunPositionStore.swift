@@ -73,6 +73,8 @@ package struct RunPositionStore: Sendable {
     /// Posts' writes, coalesced likewise (`RunPositionWriteStatement`): one statement and one
     /// commit for the runners whose posts were decided meanwhile.
     let writes: StatementCoalescer<RunnerWrite, WriteOutcome>
+    /// Runners' rows as this instance last wrote them: a runner's next post here skips the read.
+    let held = HeldRunners()
 
     /// How long a post that finds no shared statement under way waits for others. At 1,000 posts
     /// a second the statements had mostly carried one post each; with 2 ms, `bench live`'s
@@ -115,41 +117,83 @@ package struct RunPositionStore: Sendable {
     /// when the asker does not run in it, and `RunPositionWrite.ContractViolation` (writing
     /// nothing) for a write whose positions are newer than its state's last fix.
     ///
-    /// Optimistic first: the state is read without a lock and written back only if the row is
-    /// still the one read, and both the read and the write go in statements shared with the other
-    /// runners' posts of the moment (`StatementCoalescer`): at 1,000 posts a second, two
-    /// statements and one commit for many posts, where each post alone made two statements and
-    /// a commit. A post that met another of the same runner's, a batch that finishes the run (its
-    /// workout is stored with it) and a post whose runner the read did not find (to tell which
-    /// refusal) go through one transaction of their own with the runner's row locked instead;
-    /// `decide` is then called again, and must start afresh.
+    /// Held first: a runner whose row this instance wrote last (`HeldRunners`) is decided from
+    /// that row, with no read, and written only if the row and the event are still the versions
+    /// held; `decide` then gets the database's time as estimated from its last read. Else (or
+    /// when that write is refused, or `decide` throws on what was held) optimistic: the state is
+    /// read without a lock and written back only if the row is still the one read. The reads and
+    /// the writes go in statements shared with the other runners' posts of the moment
+    /// (`StatementCoalescer`): at 1,000 posts a second, a statement and a commit for many posts.
+    /// A post that met another of the same runner's, a batch that finishes the run (its workout is
+    /// stored with it) and a post whose runner the read did not find (to tell which refusal) go
+    /// through one transaction of their own with the runner's row locked instead. `decide` is
+    /// called again on each path taken, and must start afresh; a refusal comes only from what was
+    /// read, never from what was held.
     package func apply(
         publicId: UUID, individualId: Int64, knownCourse: Int64?,
         decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
     ) async throws -> (write: RunPositionWrite, stored: Int) {
+        let key = HeldRunners.Key(publicId: publicId, individualId: individualId)
         let applied: (write: RunPositionWrite, stored: Int)
-        if let written = try await optimistic(publicId: publicId, individualId: individualId, knownCourse: knownCourse, decide: decide) {
+        if let written = try await fromHeld(key, knownCourse: knownCourse, decide: decide) {
+            applied = written
+        } else if let written = try await optimistic(key, knownCourse: knownCourse, decide: decide) {
             applied = written
         } else {
+            held.forget(key)
             applied = try await locked(publicId: publicId, individualId: individualId, knownCourse: knownCourse, decide: decide)
         }
         if let announcement = applied.write.announcement { announcements.send(announcement) }
         return (applied.write, applied.stored)
     }
 
+    /// The write of a post decided from the runner's held row, if it is held: nil when it is not,
+    /// when `decide` threw on it or answered a finish, or when the write was refused (the row or
+    /// the event changed since); the runner is then let go.
+    private func fromHeld(
+        _ key: HeldRunners.Key, knownCourse: Int64?, decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
+    ) async throws -> (write: RunPositionWrite, stored: Int)? {
+        guard let runner = held.held(key, knownCourse: knownCourse) else { return nil }
+        guard let write = try? decide(runner.event, runner.state, runner.now, runner.courseVersion), write.finishedWorkout == nil,
+            (try? write.checkStoreContract()) != nil
+        else {
+            held.forget(key)
+            return nil
+        }
+        let outcome = try await writes.submit(
+            RunnerWrite(
+                runId: runner.event.id, individualId: key.individualId, write: write, version: runner.version,
+                eventVersion: runner.eventVersion))
+        guard outcome.updated, let version = outcome.version else {
+            held.forget(key)
+            return nil
+        }
+        held.update(key, state: outcome.written(write.state), version: version)
+        return (write, outcome.stored)
+    }
+
     /// The unlocked read and the conditional write, each coalesced with other posts'; nil when
     /// the read found no runner, or the write did not apply (the row changed since the read) or
-    /// needs the transaction (a finish).
+    /// needs the transaction (a finish). A write that applied leaves the runner held.
     private func optimistic(
-        publicId: UUID, individualId: Int64, knownCourse: Int64?,
-        decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
+        _ key: HeldRunners.Key, knownCourse: Int64?, decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
     ) async throws -> (write: RunPositionWrite, stored: Int)? {
-        let key = RunnerKey(individualId: individualId, publicId: publicId, knownCourse: knownCourse)
-        guard let row = try await reads.submit(key) else { return nil }
-        let (write, runId, version) = try decided(row, decide: decide)
+        guard let row = try await reads.submit(RunnerKey(individualId: key.individualId, publicId: key.publicId, knownCourse: knownCourse))
+        else { return nil }
+        let readAt = Date()
+        let read = try RunnerRead(row: row)
+        let write = try decide(read.event, read.state, read.now, read.courseVersion)
+        try write.checkStoreContract()
         guard write.finishedWorkout == nil else { return nil }
-        let outcome = try await writes.submit(RunnerWrite(runId: runId, individualId: individualId, write: write, version: version))
-        return outcome.updated ? (write, outcome.stored) : nil
+        let outcome = try await writes.submit(
+            RunnerWrite(runId: read.event.id, individualId: key.individualId, write: write, version: read.version, eventVersion: nil))
+        guard outcome.updated else { return nil }
+        if let version = outcome.version {
+            held.keep(
+                key, event: read.event, eventVersion: read.eventVersion, courseVersion: read.courseVersion, databaseNow: read.now,
+                readAt: readAt, state: outcome.written(write.state), version: version)
+        }
+        return (write, outcome.stored)
     }
 
     /// The batch in one transaction with the runner's row locked.
@@ -163,28 +207,18 @@ package struct RunPositionStore: Sendable {
                 let event = try await connection.query("SELECT 1 FROM run_events WHERE public_id = \(publicId)", logger: database.logger).collect()
                 throw event.isEmpty ? RunRefusal.notFound : RunRefusal.notEnrolled
             }
-            let (write, runId, _) = try decided(row, decide: decide)
-            let mine = RunnerWrite(runId: runId, individualId: individualId, write: write, version: nil)
+            let read = try RunnerRead(row: row)
+            let write = try decide(read.event, read.state, read.now, read.courseVersion)
+            try write.checkStoreContract()
+            let mine = RunnerWrite(runId: read.event.id, individualId: individualId, write: write, version: nil, eventVersion: nil)
             let outcome = try await Self.written([mine], on: connection, logger: database.logger)[0]
             if var workout = write.finishedWorkout {  // the row is locked: the write applied
-                workout.runId = runId
+                workout.runId = read.event.id
                 _ = try await WorkoutStore.insert(
                     [workout], importId: nil, individualId: individualId, announce: true, on: connection, logger: database.logger)
             }
             return (write, outcome.stored)
         }
-    }
-
-    /// `decide` on what a runner select read: the write, the event's id and the runner's row
-    /// version.
-    private func decided(
-        _ row: PostgresRow, decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
-    ) throws -> (write: RunPositionWrite, runId: Int64, version: String) {
-        let cells = row.makeRandomAccess()
-        let event = try RunEventRecord(row: row)
-        let write = try decide(event, try RunnerStateRecord(row: row, from: 15), try cells[25].decode(Date.self), try cells[26].decode(Int64.self))
-        try write.checkStoreContract()
-        return (write, event.id, try cells[27].decode(String.self))
     }
 
     /// Writes runners' batches in one statement (each only if the runner's row is still at its
@@ -301,7 +335,31 @@ struct RunnerKey: Sendable {
     var knownCourse: Int64?
 }
 
-/// A runner's decided post, to write: the row version its read saw (nil when the row is locked).
+/// What a runner select read (`RunnerLockStatement`, `RunnerBatchReadStatement`): the event,
+/// the runner's state, the database's time, the course version and the runner's and the event's
+/// row versions.
+struct RunnerRead {
+    var event: RunEventRecord
+    var state: RunnerStateRecord
+    var now: Date
+    var courseVersion: Int64
+    var version: String
+    var eventVersion: String
+
+    init(row: PostgresRow) throws {
+        let cells = row.makeRandomAccess()
+        event = try RunEventRecord(row: row)
+        state = try RunnerStateRecord(row: row, from: 15)
+        now = try cells[25].decode(Date.self)
+        courseVersion = try cells[26].decode(Int64.self)
+        version = try cells[27].decode(String.self)
+        eventVersion = try cells[28].decode(String.self)
+    }
+}
+
+/// A runner's decided post, to write: the row version its read saw or was held at (nil when the
+/// row is locked), and the version of the event's row it was decided on when that was held
+/// rather than read (the write then checks the event too).
 struct RunnerWrite: Sendable {
     /// The enrolment (`run_participants` row) a write is for: one write each in a statement.
     struct Enrolment: Hashable {
@@ -313,22 +371,34 @@ struct RunnerWrite: Sendable {
     var individualId: Int64
     var write: RunPositionWrite
     var version: String?
+    var eventVersion: String?
 }
 
-/// Whether a runner's state was written, and how many of their positions were new.
+/// Whether a runner's state was written, how many of their positions were new, and the row's
+/// new version and dropped-fix count when it was written.
 struct WriteOutcome: Sendable, Equatable {
     var updated: Bool
     var stored: Int
+    var version: String? = nil
+    var droppedFixes: Int? = nil
+
+    /// The state as written: the write's, with the row's dropped-fix count (which the statement
+    /// adds to).
+    func written(_ state: RunnerStateRecord) -> RunnerStateRecord {
+        var state = state
+        state.droppedFixes = droppedFixes ?? state.droppedFixes
+        return state
+    }
 }
 
 /// What a runner's post reads (`RunPositionStore.apply`): the event (its course only when the
 /// server does not hold it: `RunEventRecord.postColumns`), the runner's state, the time, the
-/// course's version and the version of the runner's row (`xmin`: the transaction that last
-/// wrote it). Prepared statements, like the write after them, since every runner posts every
+/// course's version and the versions of the runner's and the event's rows (`xmin`: the
+/// transaction that last wrote each). Prepared statements, like the write after them, since every runner posts every
 /// second or few and parsing and planning cost PostgreSQL more than running them (0.8 of about
 /// 1.3 ms a post, `bench live`'s PostgreSQL log).
 private func runnerColumns(known: String) -> String {
-    "\(RunEventRecord.postColumns(known: known)), \(RunnerStateRecord.columns), now(), \(RunEventRecord.courseVersion), p.xmin::text"
+    "\(RunEventRecord.postColumns(known: known)), \(RunnerStateRecord.columns), now(), \(RunEventRecord.courseVersion), p.xmin::text AS runner_version, e.xmin::text AS event_version"
 }
 
 /// What one runner's post reads, with the runner's row locked until the transaction ends.
@@ -373,7 +443,7 @@ struct RunnerBatchReadStatement: PostgresPreparedStatement {
             OFFSET 0
         ) r
         """
-    static let ordinalColumn = 28
+    static let ordinalColumn = 29
 
     let keys: [RunnerKey]
 
@@ -390,9 +460,10 @@ struct RunnerBatchReadStatement: PostgresPreparedStatement {
 
 /// Runners' batches in one statement (one round trip and one commit for the posts of a moment):
 /// each runner's state, and their new positions if the state was written. With a `version` (the
-/// row's `xmin` as read), only if the row is still that version; without, unconditionally (the
-/// row is locked). Answers, per runner in order, whether the state was written and how many
-/// positions were new. Each runner at most once (the caller's check). The announcements are not
+/// row's `xmin` as read or held), only if the row is still that version; without, unconditionally
+/// (the row is locked); with an `eventVersion` (a post decided from a held row), only if the
+/// event's row is still that version too. Answers, per runner in order, whether the state was written, how
+/// many positions were new, and the row's new version and dropped-fix count. Each runner at most once (the caller's check). The announcements are not
 /// sent here but after the commit (`AnnouncementSender`).
 ///
 /// Fixes already stored count as dropped (the runner's `dropped_fixes`): counted before the
@@ -414,9 +485,9 @@ struct RunPositionWriteStatement: PostgresPreparedStatement {
     static let sql = """
         WITH w AS (
             SELECT * FROM unnest($1::int8[], $2::int8[], $3::timestamptz[], $4::float8[], $5::float8[], $6::float8[], $7::timestamptz[],
-                                 $8::bool[], $9::timestamptz[], $10::int4[], $11::text[]) WITH ORDINALITY
+                                 $8::bool[], $9::timestamptz[], $10::int4[], $11::text[], $19::text[]) WITH ORDINALITY
                 AS w(run_id, individual_id, last_fix_at, latitude, longitude, distance_meters, first_fix_at, off_course, finished_at,
-                     dropped, version, ordinal)
+                     dropped, version, event_version, ordinal)
         ), fixes AS (
             SELECT w.ordinal, w.run_id, w.individual_id, 'epoch'::timestamptz + n.t * interval '1 millisecond' AS at, n.lat, n.lon,
                    NULLIF(n.acc, 'NaN'::float4) AS acc, n.d, n.o
@@ -434,14 +505,15 @@ struct RunPositionWriteStatement: PostgresPreparedStatement {
                                      WHERE r.run_id = f.run_id AND r.individual_id = f.individual_id AND r.recorded_at = f.at))::int4
             FROM w
             WHERE p.run_id = w.run_id AND p.individual_id = w.individual_id AND (w.version IS NULL OR p.xmin::text = w.version)
-            RETURNING w.ordinal
+              AND (w.event_version IS NULL OR EXISTS (SELECT 1 FROM run_events e WHERE e.id = w.run_id AND e.xmin::text = w.event_version))
+            RETURNING w.ordinal, p.xmin::text AS version, p.dropped_fixes
         ), inserted AS (
             INSERT INTO run_positions (run_id, individual_id, recorded_at, latitude, longitude, accuracy, distance_meters, offset_meters)
             SELECT f.run_id, f.individual_id, f.at, f.lat, f.lon, f.acc, f.d, f.o FROM fixes f JOIN updated u ON u.ordinal = f.ordinal
             ON CONFLICT DO NOTHING
             RETURNING run_id, individual_id
         )
-        SELECT u.ordinal IS NOT NULL, coalesce(i.stored, 0)::int4
+        SELECT u.ordinal IS NOT NULL, coalesce(i.stored, 0)::int4, u.version, u.dropped_fixes
         FROM w LEFT JOIN updated u ON u.ordinal = w.ordinal
         LEFT JOIN (SELECT run_id, individual_id, count(*) AS stored FROM inserted GROUP BY run_id, individual_id) i
             ON i.run_id = w.run_id AND i.individual_id = w.individual_id
@@ -454,7 +526,7 @@ struct RunPositionWriteStatement: PostgresPreparedStatement {
 
     func makeBindings() throws -> PostgresBindings {
         let states = writes.map(\.write.state)
-        var bindings = PostgresBindings(capacity: 18)
+        var bindings = PostgresBindings(capacity: 19)
         bindings.append(writes.map(\.runId))
         bindings.append(writes.map(\.individualId))
         bindings.append(NullableArrayParameter(states.map(\.lastFixAt)))
@@ -474,11 +546,12 @@ struct RunPositionWriteStatement: PostgresPreparedStatement {
         bindings.append(positions.map { $0.1.accuracy ?? .nan })
         bindings.append(positions.map(\.1.distanceMeters))
         bindings.append(positions.map(\.1.offsetMeters))
+        bindings.append(NullableArrayParameter(writes.map(\.eventVersion)))
         return bindings
     }
 
     func decodeRow(_ row: PostgresRow) throws -> WriteOutcome {
-        let (updated, stored) = try row.decode((Bool, Int32).self)
-        return WriteOutcome(updated: updated, stored: Int(stored))
+        let (updated, stored, version, dropped) = try row.decode((Bool, Int32, String?, Int32?).self)
+        return WriteOutcome(updated: updated, stored: Int(stored), version: version, droppedFixes: dropped.map(Int.init))
     }
 }
