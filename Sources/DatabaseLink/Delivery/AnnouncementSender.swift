@@ -19,56 +19,34 @@ import Synchronization
 /// announcement needs no durability of its own (the state it carries is already on disk).
 ///
 /// Announcements queued while one statement is under way go in the next one together, in the
-/// order they were queued. One that cannot be sent (the database unreachable) is dropped with a
+/// order they were queued (`BackgroundWriter`). One that cannot be sent (the database unreachable) is dropped with a
 /// warning: what listeners miss is a live view's step, and the next announcement of the same
 /// runner carries its newer state. At most `limit` wait; beyond it the oldest are dropped.
 package final class AnnouncementSender: Sendable {
     private let database: Database
     private let channel: String
     private let limit: Int
-    private let queue = Mutex<(pending: [String], sending: Bool)>(([], false))
+    private let writer: BackgroundWriter<[String]>
 
     package init(database: Database, channel: String, limit: Int = 20_000) {
         self.database = database
         self.channel = channel
         self.limit = limit
+        writer = BackgroundWriter(logger: database.logger, failure: "announcements not sent", metadata: ["channel": "\(channel)"]) { batch in
+            try await database.query("SELECT count(pg_notify(\(channel), payload)) FROM unnest(\(batch)::text[]) AS a(payload)")
+        }
     }
 
     /// Queues `payload` (at most 7,999 bytes, PostgreSQL's limit) and returns at once.
     package func send(_ payload: String) {
-        let (start, dropped) = queue.withLock { queue -> (Bool, Int) in
-            queue.pending.append(payload)
-            let excess = max(0, queue.pending.count - limit)
-            queue.pending.removeFirst(excess)
-            let start = !queue.sending
-            queue.sending = true
-            return (start, excess)
+        let dropped = writer.note { pending -> Int in
+            pending.append(payload)
+            let excess = max(0, pending.count - limit)
+            pending.removeFirst(excess)
+            return excess
         }
         if dropped > 0 {
             database.logger.warning("announcements dropped: too many waiting", metadata: ["channel": "\(channel)", "dropped": "\(dropped)"])
-        }
-        // Detached: the drain outlives the post that started it and sends others' announcements
-        // too, so it must not carry that request's priority or task-local values (its logger
-        // metadata, its trace span).
-        if start { Task.detached { await self.drain() } }
-    }
-
-    private func drain() async {
-        while let batch = queue.withLock({ queue -> [String]? in
-            guard !queue.pending.isEmpty else {
-                queue.sending = false
-                return nil
-            }
-            defer { queue.pending = [] }
-            return queue.pending
-        }) {
-            do {
-                try await database.query("SELECT count(pg_notify(\(channel), payload)) FROM unnest(\(batch)::text[]) AS a(payload)")
-            } catch {
-                database.logger.warning(
-                    "announcements not sent",
-                    metadata: ["channel": "\(channel)", "count": "\(batch.count)", "error.type": "\(String(reflecting: type(of: error)))"])
-            }
         }
     }
 }
