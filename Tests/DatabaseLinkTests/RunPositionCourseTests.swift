@@ -39,6 +39,19 @@ struct RunPositionCourseTests {
 
     static let path = "[[9.1725,45.4755],[9.1725,45.498]]"
 
+    /// A write of one metre more and a fix at `second` (after 1_800_000_000), the state's last
+    /// fix at least that (the store's contract).
+    static func aMetreAndAFix(at second: Int, after state: RunnerStateRecord) -> RunPositionWrite {
+        var next = state
+        next.distanceMeters += 1
+        let time = Date(timeIntervalSince1970: 1_800_000_000 + Double(second))
+        next.lastFixAt = max(state.lastFixAt ?? time, time)
+        let fix = RunPositionRecord(
+            timeMs: 1_800_000_000_000 + Int64(second) * 1_000, latitude: 45.48, longitude: 9.1725, accuracy: nil, distanceMeters: 1,
+            offsetMeters: 0)
+        return RunPositionWrite(positions: [fix], state: next, dropped: 0, announcement: nil)
+    }
+
     @Test func thePathComesOnlyForAnotherVersion() async throws {
         let url = try await TestPostgres.shared.migratedDatabase()
         let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
@@ -90,14 +103,7 @@ struct RunPositionCourseTests {
                 for post in 0..<posts {
                     group.addTask {
                         try await store.apply(publicId: event.publicId, individualId: runner, knownCourse: nil) { _, state, _, _ in
-                            var next = state
-                            next.distanceMeters += 1
-                            let time = Date(timeIntervalSince1970: 1_800_000_000 + Double(post))
-                            next.lastFixAt = max(state.lastFixAt ?? time, time)
-                            let fix = RunPositionRecord(
-                                timeMs: 1_800_000_000_000 + Int64(post) * 1_000, latitude: 45.48, longitude: 9.1725, accuracy: nil,
-                                distanceMeters: 1, offsetMeters: 0)
-                            return RunPositionWrite(positions: [fix], state: next, dropped: 0, announcement: nil)
+                            Self.aMetreAndAFix(at: post, after: state)
                         }.stored
                     }
                 }
@@ -163,14 +169,7 @@ struct RunPositionCourseTests {
                 try await store.apply(publicId: event.publicId, individualId: runner, knownCourse: course) { event, state, now, version in
                     seen.append((state, version, event.description, now))
                     guard event.cancelledAt == nil else { throw RunRefusal.cancelled }
-                    var next = state
-                    next.distanceMeters += 1
-                    let time = Date(timeIntervalSince1970: 1_800_000_000 + Double(second))
-                    next.lastFixAt = max(state.lastFixAt ?? time, time)
-                    let fix = RunPositionRecord(
-                        timeMs: 1_800_000_000_000 + Int64(second) * 1_000, latitude: 45.48, longitude: 9.1725, accuracy: nil,
-                        distanceMeters: 1, offsetMeters: 0)
-                    return RunPositionWrite(positions: [fix], state: next, dropped: 0, announcement: nil)
+                    return Self.aMetreAndAFix(at: second, after: state)
                 }.stored
             }
             func row() async throws -> (distance: Double, dropped: Int32, positions: Int64) {
