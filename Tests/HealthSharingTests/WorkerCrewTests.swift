@@ -27,8 +27,11 @@ struct WorkerCrewTests {
         }
     }
 
+    /// Waits until `condition` holds, for at most a minute: a bound on the wait, not a timing
+    /// claim — in a whole-suite run on two busy cores (clean clone, 2026-12-07) the workers had
+    /// not made their first look after 10 s.
     private static func eventually(_ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(10)
+        let deadline = ContinuousClock.now + .seconds(60)
         while !condition() {
             guard ContinuousClock.now < deadline else { return }
             try await Task.sleep(for: .milliseconds(5))
