@@ -163,8 +163,11 @@ struct AggregateTests {
             #expect(try await pending() == 3, "three answers (rows) waiting before the merger runs")
             let (answers, ready) = (ChangeSignal(), StartupGate())
             ready.open()
-            let merger = PopulationIndexMerger(database: harness.database, answers: answers, schemaReady: ready, logger: TestPostgres.logger)
-            let running = Task { try await merger.run() }
+            var merger = PopulationIndexMerger(database: harness.database, answers: answers, schemaReady: ready, logger: TestPostgres.logger)
+            // Its poll beyond the test: only an answer wakes it (with the minute's poll, a whole-suite
+            // run slow enough for three answers to take a minute saw them merged by the poll).
+            merger.pollInterval = .seconds(3_600)
+            let running = Task { [merger] in try await merger.run() }
             defer { running.cancel() }
             try await waitUntilMerged()
             #expect(try await pending() == 0, "merged by the merger's look at start")
