@@ -50,7 +50,7 @@ final class HeldRunners: Sendable {
 
     /// The runner's held row and event, when the runner was decided on the event's version held,
     /// and that has the course version the caller holds parsed (`knownCourse`); nil otherwise.
-    func held(_ key: Key, knownCourse: Int64?) -> Held? {
+    func runner(_ key: Key, knownCourse: Int64?) -> Held? {
         guard let knownCourse else { return nil }
         return table.withLock { table in
             guard let runner = table.runners[key], let event = table.events[key.publicId], event.version == runner.eventVersion,
@@ -95,7 +95,4 @@ final class HeldRunners: Sendable {
     func forget(_ key: Key) {
         _ = table.withLock { $0.runners.removeValue(forKey: key) }
     }
-
-    /// How many runners are held.
-    var count: Int { table.withLock { $0.runners.count } }
 }

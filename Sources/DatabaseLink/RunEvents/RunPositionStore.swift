@@ -153,7 +153,7 @@ package struct RunPositionStore: Sendable {
     private func fromHeld(
         _ key: HeldRunners.Key, knownCourse: Int64?, decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
     ) async throws -> (write: RunPositionWrite, stored: Int)? {
-        guard let runner = held.held(key, knownCourse: knownCourse) else { return nil }
+        guard let runner = held.runner(key, knownCourse: knownCourse) else { return nil }
         guard let write = try? decide(runner.event, runner.state, runner.now, runner.courseVersion), write.finishedWorkout == nil,
             (try? write.checkStoreContract()) != nil
         else {
