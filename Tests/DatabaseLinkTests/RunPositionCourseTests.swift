@@ -161,13 +161,13 @@ struct RunPositionCourseTests {
             let here = RunPositionStore(database: database)
             let there = RunPositionStore(database: database)  // another instance
             var course: Int64?
-            var seen: [(state: RunnerStateRecord, version: Int64, description: String, now: Date)] = []
+            var seen: [(state: RunnerStateRecord, version: Int64, description: String, now: Date, here: Date)] = []
 
             /// A metre and a fix at `second` (the state's last fix at least that); refused, as
             /// `LivePositions` refuses it, on a cancelled event.
             func post(_ second: Int, on store: RunPositionStore) async throws -> Int {
                 try await store.apply(publicId: event.publicId, individualId: runner, knownCourse: course) { event, state, now, version in
-                    seen.append((state, version, event.description, now))
+                    seen.append((state, version, event.description, now, Date()))
                     guard event.cancelledAt == nil else { throw RunRefusal.cancelled }
                     return Self.aMetreAndAFix(at: second, after: state)
                 }.stored
@@ -181,14 +181,18 @@ struct RunPositionCourseTests {
                 )[0].decode((Double, Int32, Int64).self)
             }
 
+            let sent = Date()
             #expect(try await post(1, on: here) == 1, "nothing held yet: read")
+            let readTook = Date().timeIntervalSince(sent)
             course = seen.last?.version
             let reads = here.statements.reads
             #expect(try await post(2, on: here) == 1)
             #expect(try await post(3, on: here) == 1)
             #expect(here.statements.reads == reads, "held: decided with no read")
             #expect(seen.last?.state.lastFixAt == Date(timeIntervalSince1970: 1_800_000_002), "the state as this instance wrote it")
-            #expect(abs(seen.last?.now.timeIntervalSinceNow ?? .infinity) < 5, "the database's time, estimated")
+            // Both clocks are this machine's: the estimate is off by at most half the read's round trip.
+            let estimated = try #require(seen.last)
+            #expect(abs(estimated.now.timeIntervalSince(estimated.here)) <= readTook / 2 + 0.01, "the database's time, estimated")
 
             // Another instance writes the runner: the held row is stale, its write refused.
             #expect(try await post(4, on: there) == 1)

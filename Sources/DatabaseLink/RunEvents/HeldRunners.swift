@@ -10,8 +10,8 @@ import Synchronization
 /// never the last word, only a guess the write confirms.
 ///
 /// Each event is held once (without its course: the caller holds that parsed, by version), with
-/// the difference between the database's clock and this instance's at its last read, so that
-/// a post decided here sees the database's time as the read would have given it.
+/// the difference between the database's clock and this instance's (`ClockOffset`), so that a
+/// post decided here sees the database's time as a read would have given it.
 final class HeldRunners: Sendable {
     struct Key: Hashable {
         var publicId: UUID
@@ -39,7 +39,37 @@ final class HeldRunners: Sendable {
         var record: RunEventRecord
         var version: String
         var courseVersion: Int64
-        var clockOffset: TimeInterval
+        var clock: ClockOffset
+    }
+
+    /// The database's clock less this instance's, from reads: a read's `now()` was taken between
+    /// its statement's sending and its answer, so the midpoint is off by at most half the round
+    /// trip. The estimate with the least doubt is kept — its doubt grown by an allowed drift as
+    /// it ages — so one read that waited seconds on a busy machine does not set the clock.
+    struct ClockOffset {
+        var offset: TimeInterval
+        var doubt: TimeInterval
+        var measuredAt: Date
+
+        /// How fast an estimate's doubt grows with age: a millisecond a second, far beyond any
+        /// clock's drift, so that a stepped clock is followed within a minute or so of reads.
+        static let drift = 0.001
+
+        init(databaseNow: Date, sentAt: Date, answeredAt: Date) {
+            let roundTrip = max(0, answeredAt.timeIntervalSince(sentAt))
+            offset = databaseNow.timeIntervalSince(sentAt) - roundTrip / 2
+            doubt = roundTrip / 2
+            measuredAt = answeredAt
+        }
+
+        func doubt(at date: Date) -> TimeInterval {
+            doubt + max(0, date.timeIntervalSince(measuredAt)) * Self.drift
+        }
+
+        /// This estimate or `other`, whichever is less in doubt at `other`'s measuring.
+        func better(_ other: ClockOffset) -> ClockOffset {
+            doubt(at: other.measuredAt) < other.doubt ? self : other
+        }
     }
 
     /// At most this many runners are held (all are let go when a new one would pass it: a runner
@@ -58,27 +88,27 @@ final class HeldRunners: Sendable {
             else { return nil }
             return Held(
                 event: event.record, eventVersion: event.version, state: runner.state, version: runner.version,
-                now: Date().addingTimeInterval(event.clockOffset), courseVersion: knownCourse)
+                now: Date().addingTimeInterval(event.clock.offset), courseVersion: knownCourse)
         }
     }
 
     /// Holds what a read and the write after it left: the event as read (its row at
-    /// `eventVersion`, its course at `courseVersion`, the database's `now` when it was read at
-    /// this instance's `readAt`) and the runner's row as written. The event read last is the one
-    /// held: runners decided on another version of it are not held until their next read.
+    /// `eventVersion`, its course at `courseVersion`, the clock offset the read gave) and the
+    /// runner's row as written. The event read last is the one held: runners decided on another
+    /// version of it are not held until their next read.
     func keep(
-        _ key: Key, event: RunEventRecord, eventVersion: String, courseVersion: Int64, databaseNow: Date, readAt: Date,
+        _ key: Key, event: RunEventRecord, eventVersion: String, courseVersion: Int64, clock: ClockOffset,
         state: RunnerStateRecord, version: String
     ) {
         var record = event
         record.path = ""
-        let event = Event(record: record, version: eventVersion, courseVersion: courseVersion, clockOffset: databaseNow.timeIntervalSince(readAt))
         table.withLock { table in
             if table.runners[key] == nil, table.runners.count >= Self.capacity {
                 table.runners.removeAll()
                 table.events.removeAll()
             }
-            table.events[key.publicId] = event
+            let clock = table.events[key.publicId]?.clock.better(clock) ?? clock
+            table.events[key.publicId] = Event(record: record, version: eventVersion, courseVersion: courseVersion, clock: clock)
             table.runners[key] = Runner(state: state, version: version, eventVersion: eventVersion)
         }
     }

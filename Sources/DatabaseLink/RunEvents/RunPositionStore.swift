@@ -178,9 +178,10 @@ package struct RunPositionStore: Sendable {
     private func optimistic(
         _ key: HeldRunners.Key, knownCourse: Int64?, decide: (RunEventRecord, RunnerStateRecord, Date, Int64) throws -> RunPositionWrite
     ) async throws -> (write: RunPositionWrite, stored: Int)? {
+        let sentAt = Date()
         guard let row = try await reads.submit(RunnerKey(individualId: key.individualId, publicId: key.publicId, knownCourse: knownCourse))
         else { return nil }
-        let readAt = Date()
+        let answeredAt = Date()
         let read = try RunnerRead(row: row)
         let write = try decide(read.event, read.state, read.now, read.courseVersion)
         try write.checkStoreContract()
@@ -190,8 +191,8 @@ package struct RunPositionStore: Sendable {
         guard outcome.updated else { return nil }
         if let version = outcome.version {
             held.keep(
-                key, event: read.event, eventVersion: read.eventVersion, courseVersion: read.courseVersion, databaseNow: read.now,
-                readAt: readAt, state: outcome.written(write.state), version: version)
+                key, event: read.event, eventVersion: read.eventVersion, courseVersion: read.courseVersion,
+                clock: .init(databaseNow: read.now, sentAt: sentAt, answeredAt: answeredAt), state: outcome.written(write.state), version: version)
         }
         return (write, outcome.stored)
     }
