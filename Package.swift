@@ -48,6 +48,13 @@ let package = Package(
             pkgConfig: "libargon2",
             providers: [.apt(["libargon2-dev"])]
         ),
+        // zlib from the system (Debian: zlib1g-dev), for request bodies sent gzip- or deflate-coded
+        // (ZIPFoundation has a module CZlib of its own, not a product: this one has the init shims).
+        .systemLibrary(
+            name: "CZlibStream",
+            pkgConfig: "zlib",
+            providers: [.apt(["zlib1g-dev"])]
+        ),
         // glibc's posix_spawn extensions (close inherited descriptors), for starting PostgreSQL.
         .target(name: "CSpawn"),
         // An XML reader for documents from outside (no entities, no libxml2), whole or fed in pieces.
@@ -149,6 +156,7 @@ let package = Package(
             name: "HTTPAPI",
             dependencies: [
                 "AccessManager",
+                "CZlibStream",
                 "Data4HelpCore",
                 "HealthSharing",
                 "RunEvents",

@@ -10,7 +10,7 @@ binary=$1
 seconds=${2:-20}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 work="$root/.build/fuzz-work"
-targets=(upload cursor aggregate gpx tcx fit form timestamp signature health-export)
+targets=(upload cursor aggregate gpx tcx fit form timestamp signature health-export coded-body)
 failed=0
 printf '%-10s %12s %8s %8s  %s\n' target executions exec/s corpus result
 for target in "${targets[@]}"; do

@@ -164,6 +164,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -184,7 +189,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -383,6 +391,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -403,7 +416,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -604,6 +620,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -624,7 +645,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -1621,6 +1645,11 @@ public struct Client: APIProtocol {
     /// order; a time more than 5 minutes in the future is refused. Stored readings are committed
     /// before the answer.
     ///
+    /// The body may be sent compressed with `Content-Encoding: gzip` (or `deflate`, zlib's
+    /// format), as every JSON body may: 1 Hz items are about a fourteenth of their size that
+    /// way. The limit on a body's size holds before and after decoding; a stream that is cut
+    /// short or followed by other bytes is refused (400), another coding is refused with 415.
+    ///
     ///
     /// - Remark: HTTP `POST /api/users/data`.
     /// - Remark: Generated from `#/paths//api/users/data/post(uploadData)`.
@@ -1796,6 +1825,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -1816,7 +1850,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -2866,6 +2903,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -2886,7 +2928,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -3448,6 +3493,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -3468,7 +3518,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -4428,6 +4481,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -4448,7 +4506,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -6379,6 +6440,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -6399,7 +6465,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -6721,6 +6790,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -6741,7 +6815,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -7660,6 +7737,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -7680,7 +7762,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -8394,6 +8479,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -8414,7 +8504,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -10203,6 +10296,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -10223,7 +10321,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -11448,6 +11549,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -11468,7 +11574,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -11986,6 +12095,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -12006,7 +12120,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -13846,6 +13963,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -13866,7 +13988,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -15666,6 +15791,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -15686,7 +15816,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -16005,6 +16138,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -16025,7 +16163,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -16586,6 +16727,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -16606,7 +16752,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -17377,6 +17526,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -17397,7 +17551,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -18778,6 +18935,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -18798,7 +18960,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -19073,6 +19238,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -19093,7 +19263,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -19320,6 +19493,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -19340,7 +19518,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -19539,6 +19720,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -19559,7 +19745,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -19760,6 +19949,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -19780,7 +19974,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -21133,6 +21330,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -21153,7 +21355,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -22207,6 +22412,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -22227,7 +22437,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -24560,6 +24773,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -24580,7 +24798,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -26695,6 +26916,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -26715,7 +26941,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -27453,6 +27682,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -27473,7 +27707,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -29126,6 +29363,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -29146,7 +29388,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -30104,6 +30349,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -30124,7 +30374,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body
@@ -31228,6 +31481,11 @@ public struct Client: APIProtocol {
                     }
                     return .contentTooLarge(.init(body: body))
                 case 415:
+                    let headers: Components.Responses.UnsupportedMediaType.Headers = .init(acceptEncoding: try converter.getOptionalHeaderFieldAsURI(
+                        in: response.headerFields,
+                        name: "Accept-Encoding",
+                        as: Swift.String.self
+                    ))
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.UnsupportedMediaType.Body
                     let chosenContentType = try converter.bestContentType(
@@ -31248,7 +31506,10 @@ public struct Client: APIProtocol {
                     default:
                         preconditionFailure("bestContentType chose an invalid content type.")
                     }
-                    return .unsupportedMediaType(.init(body: body))
+                    return .unsupportedMediaType(.init(
+                        headers: headers,
+                        body: body
+                    ))
                 case 422:
                     let contentType = converter.extractContentTypeIfPresent(in: response.headerFields)
                     let body: Components.Responses.ValidationError.Body

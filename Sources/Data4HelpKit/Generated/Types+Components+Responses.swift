@@ -499,6 +499,22 @@ extension Components {
             }
         }
         public struct UnsupportedMediaType: Sendable, Hashable {
+            /// - Remark: Generated from `#/components/responses/UnsupportedMediaType/headers`.
+            public struct Headers: Sendable, Hashable {
+                /// The content codings a request body may have (with `unsupported-content-encoding`).
+                ///
+                /// - Remark: Generated from `#/components/responses/UnsupportedMediaType/headers/Accept-Encoding`.
+                public var acceptEncoding: Swift.String?
+                /// Creates a new `Headers`.
+                ///
+                /// - Parameters:
+                ///   - acceptEncoding: The content codings a request body may have (with `unsupported-content-encoding`).
+                public init(acceptEncoding: Swift.String? = nil) {
+                    self.acceptEncoding = acceptEncoding
+                }
+            }
+            /// Received HTTP response headers
+            public var headers: Components.Responses.UnsupportedMediaType.Headers
             /// - Remark: Generated from `#/components/responses/UnsupportedMediaType/content`.
             @frozen public enum Body: Sendable, Hashable {
                 /// - Remark: Generated from `#/components/responses/UnsupportedMediaType/content/application\/problem+json`.
@@ -521,8 +537,13 @@ extension Components {
             /// Creates a new `UnsupportedMediaType`.
             ///
             /// - Parameters:
+            ///   - headers: Received HTTP response headers
             ///   - body: Received HTTP response body
-            public init(body: Components.Responses.UnsupportedMediaType.Body) {
+            public init(
+                headers: Components.Responses.UnsupportedMediaType.Headers = .init(),
+                body: Components.Responses.UnsupportedMediaType.Body
+            ) {
+                self.headers = headers
                 self.body = body
             }
         }

@@ -162,7 +162,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/registration/post(registerIndividual)/responses/415`.
             ///
@@ -448,7 +448,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/registration/confirmation/post(confirmIndividual)/responses/415`.
             ///
@@ -715,7 +715,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/login/post(loginIndividual)/responses/415`.
             ///
@@ -1830,6 +1830,11 @@ public enum Operations {
     /// order; a time more than 5 minutes in the future is refused. Stored readings are committed
     /// before the answer.
     ///
+    /// The body may be sent compressed with `Content-Encoding: gzip` (or `deflate`, zlib's
+    /// format), as every JSON body may: 1 Hz items are about a fourteenth of their size that
+    /// way. The limit on a body's size holds before and after decoding; a stream that is cut
+    /// short or followed by other bytes is refused (400), another coding is refused with 415.
+    ///
     ///
     /// - Remark: HTTP `POST /api/users/data`.
     /// - Remark: Generated from `#/paths//api/users/data/post(uploadData)`.
@@ -2034,7 +2039,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/data/post(uploadData)/responses/415`.
             ///
@@ -3271,7 +3276,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/imports/post(createImport)/responses/415`.
             ///
@@ -3946,7 +3951,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/imports/{importId}/patch(appendToImport)/responses/415`.
             ///
@@ -5017,7 +5022,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/sources/order/put(putSourceOrder)/responses/415`.
             ///
@@ -7204,7 +7209,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/requests/{requestId}/patch(changeGrant)/responses/415`.
             ///
@@ -7582,7 +7587,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/requests/{requestId}/put(decideRequest)/responses/415`.
             ///
@@ -8847,7 +8852,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/blocked-parties/post(blockParty)/responses/415`.
             ///
@@ -9668,7 +9673,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/notifications/put(setNotificationEndpoint)/responses/415`.
             ///
@@ -11690,7 +11695,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/sos/put(putSOSSettings)/responses/415`.
             ///
@@ -13137,7 +13142,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/rules/post(createWatchRule)/responses/415`.
             ///
@@ -13741,7 +13746,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/rules/{ruleId}/patch(updateWatchRule)/responses/415`.
             ///
@@ -15954,7 +15959,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/carers/post(inviteCarer)/responses/415`.
             ///
@@ -18074,7 +18079,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/runs/post(createRunEvent)/responses/415`.
             ///
@@ -18449,7 +18454,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/runs/{runId}/patch(updateRunEvent)/responses/415`.
             ///
@@ -19115,7 +19120,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/runs/{runId}/enrolment/post(enrolInRunEvent)/responses/415`.
             ///
@@ -20225,7 +20230,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/runs/{runId}/positions/post(postRunPositions)/responses/415`.
             ///
@@ -22377,7 +22382,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/me/patch(updateIndividualProfile)/responses/415`.
             ///
@@ -22712,7 +22717,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/me/delete(eraseIndividual)/responses/415`.
             ///
@@ -22979,7 +22984,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/thirdparties/registration/post(registerThirdParty)/responses/415`.
             ///
@@ -23265,7 +23270,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/thirdparties/registration/confirmation/post(confirmThirdParty)/responses/415`.
             ///
@@ -23532,7 +23537,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/thirdparties/login/post(loginThirdParty)/responses/415`.
             ///
@@ -25053,7 +25058,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/thirdparties/keys/post(createAPIKey)/responses/415`.
             ///
@@ -26304,7 +26309,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/thirdparties/requests/post(requestAccess)/responses/415`.
             ///
@@ -29269,7 +29274,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/thirdparties/webhook/put(setWebhook)/responses/415`.
             ///
@@ -31744,7 +31749,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/thirdparties/aggregates/post(runAggregate)/responses/415`.
             ///
@@ -32717,7 +32722,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/thirdparties/aggregates/{aggregateId}/subscription/post(subscribeAggregate)/responses/415`.
             ///
@@ -34857,7 +34862,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/offers/post(makeOffer)/responses/415`.
             ///
@@ -36010,7 +36015,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/users/share-links/post(createShareLink)/responses/415`.
             ///
@@ -37280,7 +37285,7 @@ public enum Operations {
                     }
                 }
             }
-            /// The body is not `application/json`.
+            /// The body is not `application/json` (`unsupported-media-type`), or its `Content-Encoding` is not one this server decodes (`unsupported-content-encoding`; `Accept-Encoding` lists those).
             ///
             /// - Remark: Generated from `#/paths//api/thirdparties/me/profile/put(publishOrganisationProfile)/responses/415`.
             ///

@@ -85,6 +85,11 @@ public protocol APIProtocol: Sendable {
     /// order; a time more than 5 minutes in the future is refused. Stored readings are committed
     /// before the answer.
     ///
+    /// The body may be sent compressed with `Content-Encoding: gzip` (or `deflate`, zlib's
+    /// format), as every JSON body may: 1 Hz items are about a fourteenth of their size that
+    /// way. The limit on a body's size holds before and after decoding; a stream that is cut
+    /// short or followed by other bytes is refused (400), another coding is refused with 415.
+    ///
     ///
     /// - Remark: HTTP `POST /api/users/data`.
     /// - Remark: Generated from `#/paths//api/users/data/post(uploadData)`.
@@ -1278,6 +1283,11 @@ extension APIProtocol {
     /// refused, at its first value's index), with the reason. Samples may arrive late and out of
     /// order; a time more than 5 minutes in the future is refused. Stored readings are committed
     /// before the answer.
+    ///
+    /// The body may be sent compressed with `Content-Encoding: gzip` (or `deflate`, zlib's
+    /// format), as every JSON body may: 1 Hz items are about a fourteenth of their size that
+    /// way. The limit on a body's size holds before and after decoding; a stream that is cut
+    /// short or followed by other bytes is refused (400), another coding is refused with 415.
     ///
     ///
     /// - Remark: HTTP `POST /api/users/data`.

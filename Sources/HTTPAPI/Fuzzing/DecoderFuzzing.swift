@@ -13,7 +13,7 @@ package enum DecoderFuzzing {
     /// The targets by name.
     package static let targets: [String: @Sendable (Data) -> Void] = [
         "upload": upload, "cursor": cursor, "aggregate": aggregate, "gpx": gpx, "form": form, "timestamp": timestamp,
-        "signature": signature, "health-export": healthExport, "tcx": tcx, "fit": fit,
+        "signature": signature, "health-export": healthExport, "tcx": tcx, "fit": fit, "coded-body": codedBody,
     ]
 
     /// `POST /api/users/data`: the byte scanner (or Foundation's decoder), then each item's and
@@ -23,6 +23,33 @@ package enum DecoderFuzzing {
         let rules = IngestRules(), now = Date()
         for item in upload.items { _ = try? rules.validate(item, now: now) }
         for series in upload.series { _ = rules.validate(series, now: now) }
+    }
+
+    /// A body sent with `Content-Encoding: gzip` or `deflate` (the first byte's low bit picks
+    /// which). libFuzzer cannot mend a stream's checksum, so the rest is taken three ways: as a
+    /// coded stream (decoded within a 1 MiB limit, then read as an upload); as plain bytes coded
+    /// by our encoder, which must decode to themselves exactly at their length as the limit and
+    /// be refused a byte under it; and that coding with one byte changed (where the first byte's
+    /// other bits say), which must decode to at most the limit or be refused.
+    package static func codedBody(_ data: Data) {
+        guard let first = data.first else { return }
+        let coding: ContentCoding = first & 1 == 0 ? .gzip : .deflate
+        let rest = Array(data.dropFirst())
+        if let body = try? coding.decode(ByteBuffer(bytes: rest), limit: 1 << 20) {
+            precondition(body.readableBytes <= 1 << 20, "decoded past the limit")
+            upload(Data(body.readableBytesView))
+        }
+        var coded = coding.encode(rest)
+        precondition((try? coding.decode(ByteBuffer(bytes: coded), limit: rest.count)) == ByteBuffer(bytes: rest), "our coding does not decode")
+        if !rest.isEmpty {
+            precondition((try? coding.decode(ByteBuffer(bytes: coded), limit: rest.count - 1)) == nil, "decoded past the limit")
+        }
+        guard !coded.isEmpty else { return }
+        let at = Int(first >> 1) % coded.count
+        coded[at] ^= 0x5A
+        if let changed = try? coding.decode(ByteBuffer(bytes: coded), limit: rest.count) {
+            precondition(changed.readableBytes <= rest.count, "decoded past the limit")
+        }
     }
 
     /// Pagination cursors: the authenticated codec on the raw text, and — since a forged cursor

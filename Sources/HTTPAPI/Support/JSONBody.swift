@@ -23,7 +23,9 @@ struct JSONBody {
         return try decode(type, bytes: buffer)
     }
 
-    /// The body's bytes, after checking it is JSON and within the limit; nil when it is empty.
+    /// The body's bytes, after checking it is JSON and within the limit, decoded when it came
+    /// gzip- or deflate-coded (`ContentCoding`; the limit holds before and after); nil when it
+    /// is empty.
     func bytes(of request: Request) async throws -> ByteBuffer? {
         if let contentType = request.headers[.contentType], !Self.isJSON(contentType) {
             throw Problem(
@@ -31,9 +33,27 @@ struct JSONBody {
                 detail: "Send the body as application/json."
             )
         }
+        guard let coding = ContentCoding(header: request.headers[.contentEncoding]) else {
+            throw Problem(
+                .unsupportedMediaType, slug: "unsupported-content-encoding", title: "Unsupported content encoding",
+                detail: "Send the body as it is, or coded as gzip or deflate (Content-Encoding).",
+                headers: [.acceptEncoding: ContentCoding.accepted]
+            )
+        }
         var request = request
         let buffer = try await request.collectBody(upTo: limit)
-        return buffer.readableBytes > 0 ? buffer : nil
+        guard buffer.readableBytes > 0 else { return nil }
+        do {
+            let decoded = try coding.decode(buffer, limit: limit)
+            return decoded.readableBytes > 0 ? decoded : nil
+        } catch .tooLarge {
+            throw Problem(
+                .contentTooLarge, slug: "body-too-large", title: "Request body too large",
+                detail: "Decoded (Content-Encoding: \(coding)), the request body is larger than this server accepts."
+            )
+        } catch .corrupt(let reason) {
+            throw Problem.malformedBody("The body \(reason) (Content-Encoding: \(coding)).")
+        }
     }
 
     /// Decodes bytes already read, with the same problems as `decode`.

@@ -52,7 +52,8 @@ struct IngestBenchCommand: AsyncParsableCommand {
             let tokens = try await BenchServer.concurrently(individuals, clients) { try await server.individualSession($0) }
             let decoding = (
                 items: try decodePhase(makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0.")),
-                series: try decodePhase(makeSeriesBodies(secondsAgo: roundSecondsAgo(0)))
+                series: try decodePhase(makeSeriesBodies(secondsAgo: roundSecondsAgo(0))),
+                gzip: try decodePhase(makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0.").map(Self.gzipped), coding: .gzip)
             )
             let pairs = try await pairedPhases(server, tokens: tokens)
             let variants = try await variantPhases(server, tokens: tokens)
@@ -61,6 +62,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
             let (http, ceiling) = (PhaseResult(pooling: pairs.map(\.http)), PhaseResult(pooling: pairs.map(\.raw)))
             report(pairs, http: http, raw: ceiling, decoding: decoding.items, bytesPerSample: size)
             reportSeries(pairs, raw: ceiling, decoding: decoding.series)
+            reportGzip(pairs, raw: ceiling, decoding: decoding.gzip)
             reportVariants(variants, ceiling: ceiling)
             print(
                 String(
@@ -111,8 +113,11 @@ struct IngestBenchCommand: AsyncParsableCommand {
         let http: PhaseResult
         let raw: PhaseResult
         let series: PhaseResult
+        /// The items' uploads gzip-coded (`Content-Encoding: gzip`), on a stretch of their own.
+        let gzip: PhaseResult
         var ratio: Double { http.throughput / raw.throughput }
         var seriesRatio: Double { series.throughput / raw.throughput }
+        var gzipRatio: Double { gzip.throughput / raw.throughput }
     }
 
     /// Seconds one phase's uploads cover per individual.
@@ -125,9 +130,18 @@ struct IngestBenchCommand: AsyncParsableCommand {
     /// Where round `round`'s series phase uploads: before every round's stretch.
     private func seriesSecondsAgo(_ round: Int) -> Double { Double(2 * rounds + 3 - round) * span + 600 }
 
+    /// Where round `round`'s gzip-coded items upload: before every series phase's stretch.
+    private func gzipSecondsAgo(_ round: Int) -> Double { Double(3 * rounds + 3 - round) * span + 600 }
+
+    /// An upload as a phone that compresses it sends it.
+    private static func gzipped(_ body: ByteBuffer) -> ByteBuffer {
+        ByteBuffer(bytes: ContentCoding.gzip.encode(Array(body.readableBytesView)))
+    }
+
     /// `rounds` pairs, the items' end-to-end phase first in even rounds and the series' first in
-    /// odd ones, the ceiling between them, so that none always runs on the emptier tables or the
-    /// warmer caches. Each round's uploads are built before it starts (not timed).
+    /// odd ones, the ceiling between them with the gzip-coded items next to it on the other
+    /// side, so that none always runs on the emptier tables or the warmer caches. Each round's
+    /// uploads are built before it starts (not timed).
     private func pairedPhases(_ server: BenchServer, tokens: [String]) async throws -> [Pair] {
         let database = Database(configuration: server.databaseURL.clientConfiguration(maximumConnections: clients + 2), logger: server.logger)
         return try await database.whileRunning {
@@ -138,19 +152,23 @@ struct IngestBenchCommand: AsyncParsableCommand {
                 let bodies = makeBodies(secondsAgo: secondsAgo, prefix: "m\(round).")
                 let columns = rawColumns(secondsAgo: secondsAgo, prefix: "m\(round).")
                 let seriesBodies = makeSeriesBodies(secondsAgo: seriesSecondsAgo(round))
+                let gzipBodies = makeBodies(secondsAgo: gzipSecondsAgo(round), prefix: "g\(round).").map(Self.gzipped)
                 let http: PhaseResult
                 let raw: PhaseResult
                 let series: PhaseResult
+                let gzip: PhaseResult
                 if round.isMultiple(of: 2) {
                     http = try await httpPhase(server.client, server.base, tokens: tokens, bodies: bodies)
                     raw = try await rawPhase(database, individuals: rawIndividuals, columns: columns)
+                    gzip = try await httpPhase(server.client, server.base, tokens: tokens, bodies: gzipBodies, coding: "gzip")
                     series = try await httpPhase(server.client, server.base, tokens: tokens, bodies: seriesBodies)
                 } else {
                     series = try await httpPhase(server.client, server.base, tokens: tokens, bodies: seriesBodies)
+                    gzip = try await httpPhase(server.client, server.base, tokens: tokens, bodies: gzipBodies, coding: "gzip")
                     raw = try await rawPhase(database, individuals: rawIndividuals, columns: columns)
                     http = try await httpPhase(server.client, server.base, tokens: tokens, bodies: bodies)
                 }
-                pairs.append(Pair(http: http, raw: raw, series: series))
+                pairs.append(Pair(http: http, raw: raw, series: series, gzip: gzip))
             }
             return pairs
         }
@@ -274,7 +292,9 @@ struct IngestBenchCommand: AsyncParsableCommand {
 
     /// The server's decoding and validation of the same uploads alone, on one thread: the median
     /// of five passes, since one pass (under a second) moved by half between runs on this machine.
-    private func decodePhase(_ bodies: [ByteBuffer]) throws -> PhaseResult {
+    /// Decoding (and inflating, when `coding` says the bodies are coded) and validating every
+    /// upload on one thread: the median of five passes.
+    private func decodePhase(_ bodies: [ByteBuffer], coding: ContentCoding = .identity) throws -> PhaseResult {
         let rules = IngestRules()
         let now = Date()
         var passes: [Double] = []
@@ -282,7 +302,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
             let started = ContinuousClock.now
             var valid = 0
             for body in bodies {
-                guard let upload = try IngestUploadBody.upload(in: body) else { continue }
+                guard let upload = try IngestUploadBody.upload(in: coding.decode(body, limit: 1 << 24)) else { continue }
                 for item in upload.items where (try? rules.validate(item, now: now)) != nil { valid += 1 }
                 for series in upload.series { valid += rules.validate(series, now: now).samples.count }
             }
@@ -292,13 +312,16 @@ struct IngestBenchCommand: AsyncParsableCommand {
         return PhaseResult(samples: batches * batchSize, elapsed: percentile(passes.sorted(), 0.5), latencies: [])
     }
 
-    private func httpPhase(_ client: HTTPClient, _ base: String, tokens: [String], bodies: [ByteBuffer]) async throws -> PhaseResult {
+    private func httpPhase(
+        _ client: HTTPClient, _ base: String, tokens: [String], bodies: [ByteBuffer], coding: String? = nil
+    ) async throws -> PhaseResult {
         let (batchSize, individuals) = (self.batchSize, self.individuals)
         return try await runConcurrently { batch in
             var request = HTTPClientRequest(url: "\(base)/api/users/data")
             request.method = .POST
             request.headers.add(name: "Authorization", value: "Bearer \(tokens[batch % individuals])")
             request.headers.add(name: "Content-Type", value: "application/json")
+            if let coding { request.headers.add(name: "Content-Encoding", value: coding) }
             request.body = .bytes(bodies[batch])
             let response = try await client.execute(request, timeout: .seconds(120))
             let body = try await response.body.collect(upTo: 1 << 20)
@@ -464,6 +487,42 @@ extension IngestBenchCommand {
             "ingest", "series: end to end / ceiling, median of \(pairs.count) alternated rounds (lowest, highest)", format: "%.0f %% (%.0f, %.0f)",
             100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1])
         BenchSummary.record("ingest", "series: end to end, HTTP + JSON (samples/s)", format: "%.0f", series.throughput)
+    }
+
+    fileprivate func reportGzip(_ pairs: [Pair], raw: PhaseResult, decoding: PhaseResult) {
+        let gzip = PhaseResult(pooling: pairs.map(\.gzip))
+        let ratios = pairs.map(\.gzipRatio).sorted()
+        let plain = makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0.")
+        let (plainBytes, codedBytes) = (plain.reduce(0) { $0 + $1.readableBytes }, plain.map(Self.gzipped).reduce(0) { $0 + $1.readableBytes })
+        print("")
+        print(
+            String(
+                format: "the same items gzip-coded (Content-Encoding: gzip; %.1f bytes a sample on the wire against %.1f):",
+                Double(codedBytes) / Double(batches * batchSize), Double(plainBytes) / Double(batches * batchSize)))
+        print("round  gzip (samples/s)  ceiling  gzip / ceiling  (items / ceiling)   CPU µs per sample, this process + the rest")
+        for (round, pair) in pairs.enumerated() {
+            let cpu = pair.gzip.cpuPerSample
+            print(
+                String(
+                    format: "%5d  %16.0f %8.0f  %12.0f %%  (%14.0f %%)   %4.2f + %4.2f", round + 1, pair.gzip.throughput, pair.raw.throughput,
+                    100 * pair.gzipRatio, 100 * pair.ratio, cpu.process, cpu.rest))
+        }
+        let cpu = gzip.cpuPerSample
+        print(
+            String(
+                format:
+                    "gzip / ceiling: median of the rounds %.0f %% (lowest %.0f %%, highest %.0f %%); all rounds together %.0f %%; upload of %d "
+                    + "acknowledged p50 / p99 %.1f / %.1f ms; CPU per sample %.2f + %.2f µs",
+                100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1], 100 * gzip.throughput / raw.throughput, batchSize,
+                percentile(gzip.latencies, 0.5), percentile(gzip.latencies, 0.99), cpu.process, cpu.rest))
+        print(
+            String(
+                format: "inflating, decoding and validating the items alone, one thread, median of 5 passes: %.0f samples/s (%.2f µs per sample)",
+                decoding.throughput, 1e6 / decoding.throughput))
+        BenchSummary.record(
+            "ingest", "items gzip-coded: end to end / ceiling, median of \(pairs.count) alternated rounds (lowest, highest)",
+            format: "%.0f %% (%.0f, %.0f)", 100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1])
+        BenchSummary.record("ingest", "items gzip-coded: end to end, HTTP + JSON (samples/s)", format: "%.0f", gzip.throughput)
     }
 
     fileprivate func reportVariants(_ variants: Variants, ceiling: PhaseResult) {
