@@ -116,8 +116,6 @@ struct IngestBenchCommand: AsyncParsableCommand {
         /// The items' uploads gzip-coded (`Content-Encoding: gzip`), on a stretch of their own.
         let gzip: PhaseResult
         var ratio: Double { http.throughput / raw.throughput }
-        var seriesRatio: Double { series.throughput / raw.throughput }
-        var gzipRatio: Double { gzip.throughput / raw.throughput }
     }
 
     /// Seconds one phase's uploads cover per individual.
@@ -459,70 +457,64 @@ struct IngestBenchCommand: AsyncParsableCommand {
 extension IngestBenchCommand {
     /// The series phases against the same rounds' ceilings.
     fileprivate func reportSeries(_ pairs: [Pair], raw: PhaseResult, decoding: PhaseResult) {
-        let series = PhaseResult(pooling: pairs.map(\.series))
-        let ratios = pairs.map(\.seriesRatio).sorted()
-        print("")
-        print("the same readings uploaded as series (one series of \(batchSize) values an upload, no ids):")
-        print("round  series (samples/s)  ceiling  series / ceiling  (items / ceiling)   CPU µs per sample, this process + the rest")
-        for (round, pair) in pairs.enumerated() {
-            let cpu = pair.series.cpuPerSample
-            print(
-                String(
-                    format: "%5d  %18.0f %8.0f  %14.0f %%  (%14.0f %%)   %4.2f + %4.2f", round + 1, pair.series.throughput, pair.raw.throughput,
-                    100 * pair.seriesRatio, 100 * pair.ratio, cpu.process, cpu.rest))
-        }
-        let cpu = series.cpuPerSample
-        print(
-            String(
-                format:
-                    "series / ceiling: median of the rounds %.0f %% (lowest %.0f %%, highest %.0f %%); all rounds together %.0f %%; upload of %d "
-                    + "acknowledged p50 / p99 %.1f / %.1f ms; CPU per sample %.2f + %.2f µs",
-                100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1], 100 * series.throughput / raw.throughput, batchSize,
-                percentile(series.latencies, 0.5), percentile(series.latencies, 0.99), cpu.process, cpu.rest))
-        print(
-            String(
-                format: "decoding and validating the series alone, one thread, median of 5 passes: %.0f samples/s (%.2f µs per sample)",
-                decoding.throughput, 1e6 / decoding.throughput))
-        BenchSummary.record(
-            "ingest", "series: end to end / ceiling, median of \(pairs.count) alternated rounds (lowest, highest)", format: "%.0f %% (%.0f, %.0f)",
-            100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1])
-        BenchSummary.record("ingest", "series: end to end, HTTP + JSON (samples/s)", format: "%.0f", series.throughput)
+        reportFormat(
+            pairs, \.series, raw: raw, decoding: decoding, name: "series",
+            heading: "the same readings uploaded as series (one series of \(batchSize) values an upload, no ids):",
+            decodingWhat: "decoding and validating the series alone")
     }
 
+    /// The gzip-coded items' phases against the same rounds' ceilings, with their bytes.
     fileprivate func reportGzip(_ pairs: [Pair], raw: PhaseResult, decoding: PhaseResult) {
-        let gzip = PhaseResult(pooling: pairs.map(\.gzip))
-        let ratios = pairs.map(\.gzipRatio).sorted()
         let plain = makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0.")
         let (plainBytes, codedBytes) = (plain.reduce(0) { $0 + $1.readableBytes }, plain.map(Self.gzipped).reduce(0) { $0 + $1.readableBytes })
+        let perSample = { (bytes: Int) in String(format: "%.1f", Double(bytes) / Double(batches * batchSize)) }
+        reportFormat(
+            pairs, \.gzip, raw: raw, decoding: decoding, name: "gzip",
+            heading:
+                "the same items gzip-coded (Content-Encoding: gzip; \(perSample(codedBytes)) bytes a sample on the wire "
+                + "against \(perSample(plainBytes))):",
+            decodingWhat: "inflating, decoding and validating the items alone", summaryName: "items gzip-coded")
+    }
+
+    /// One upload format's phases (`phase`) against the same rounds' ceilings: a line a round,
+    /// the rounds together, and the format decoded alone.
+    private func reportFormat(
+        _ pairs: [Pair], _ phase: KeyPath<Pair, PhaseResult>, raw: PhaseResult, decoding: PhaseResult, name: String, heading: String,
+        decodingWhat: String, summaryName: String? = nil
+    ) {
+        let pooled = PhaseResult(pooling: pairs.map { $0[keyPath: phase] })
+        let ratios = pairs.map { $0[keyPath: phase].throughput / $0.raw.throughput }.sorted()
+        let (column, ratioColumn) = ("\(name) (samples/s)", "\(name) / ceiling")
+        func right(_ text: String, _ width: Int) -> String { String(repeating: " ", count: max(0, width - text.count)) + text }
         print("")
-        print(
-            String(
-                format: "the same items gzip-coded (Content-Encoding: gzip; %.1f bytes a sample on the wire against %.1f):",
-                Double(codedBytes) / Double(batches * batchSize), Double(plainBytes) / Double(batches * batchSize)))
-        print("round  gzip (samples/s)  ceiling  gzip / ceiling  (items / ceiling)   CPU µs per sample, this process + the rest")
+        print(heading)
+        print("round  \(column)  ceiling  \(ratioColumn)  (items / ceiling)   CPU µs per sample, this process + the rest")
         for (round, pair) in pairs.enumerated() {
-            let cpu = pair.gzip.cpuPerSample
+            let result = pair[keyPath: phase]
+            let cpu = result.cpuPerSample
             print(
-                String(
-                    format: "%5d  %16.0f %8.0f  %12.0f %%  (%14.0f %%)   %4.2f + %4.2f", round + 1, pair.gzip.throughput, pair.raw.throughput,
-                    100 * pair.gzipRatio, 100 * pair.ratio, cpu.process, cpu.rest))
+                String(format: "%5d  ", round + 1) + right(String(format: "%.0f", result.throughput), column.count)
+                    + String(format: " %8.0f  ", pair.raw.throughput)
+                    + right(String(format: "%.0f", 100 * result.throughput / pair.raw.throughput), ratioColumn.count - 2)
+                    + String(format: " %%  (%14.0f %%)   %4.2f + %4.2f", 100 * pair.ratio, cpu.process, cpu.rest))
         }
-        let cpu = gzip.cpuPerSample
+        let cpu = pooled.cpuPerSample
         print(
             String(
                 format:
-                    "gzip / ceiling: median of the rounds %.0f %% (lowest %.0f %%, highest %.0f %%); all rounds together %.0f %%; upload of %d "
+                    "%@ / ceiling: median of the rounds %.0f %% (lowest %.0f %%, highest %.0f %%); all rounds together %.0f %%; upload of %d "
                     + "acknowledged p50 / p99 %.1f / %.1f ms; CPU per sample %.2f + %.2f µs",
-                100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1], 100 * gzip.throughput / raw.throughput, batchSize,
-                percentile(gzip.latencies, 0.5), percentile(gzip.latencies, 0.99), cpu.process, cpu.rest))
+                name, 100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1], 100 * pooled.throughput / raw.throughput,
+                batchSize, percentile(pooled.latencies, 0.5), percentile(pooled.latencies, 0.99), cpu.process, cpu.rest))
         print(
             String(
-                format: "inflating, decoding and validating the items alone, one thread, median of 5 passes: %.0f samples/s (%.2f µs per sample)",
-                decoding.throughput, 1e6 / decoding.throughput))
+                format: "%@, one thread, median of 5 passes: %.0f samples/s (%.2f µs per sample)", decodingWhat, decoding.throughput,
+                1e6 / decoding.throughput))
+        let summaryName = summaryName ?? name
         BenchSummary.record(
-            "ingest", "items gzip-coded: end to end / ceiling, median of \(pairs.count) alternated rounds (lowest, highest)",
+            "ingest", "\(summaryName): end to end / ceiling, median of \(pairs.count) alternated rounds (lowest, highest)",
             format: "%.0f %% (%.0f, %.0f)", 100 * percentile(ratios, 0.5), 100 * ratios[0], 100 * ratios[ratios.count - 1])
-        BenchSummary.record("ingest", "items gzip-coded: end to end, HTTP + JSON (samples/s)", format: "%.0f", gzip.throughput)
+        BenchSummary.record("ingest", "\(summaryName): end to end, HTTP + JSON (samples/s)", format: "%.0f", pooled.throughput)
     }
 
     fileprivate func reportVariants(_ variants: Variants, ceiling: PhaseResult) {
