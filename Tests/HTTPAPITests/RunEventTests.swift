@@ -86,6 +86,14 @@ struct RunEventTests {
             let created = try await api.send(.post, "/api/users/runs?\(query)", token: organiser, raw: gpx, headers: headers)
             #expect(created.status == .created, "\(String(decoding: created.data, as: UTF8.self))")
             #expect(((created.json["path"] as? [String: Any])?["coordinates"] as? [[Double]])?.first == [9.1725, 45.4755])
+            // The same file gzip-coded by GNU gzip, as a client may send any body.
+            var coded = headers
+            coded[.authorization] = "Bearer \(organiser)"
+            coded[.contentEncoding] = "gzip"
+            let gzipped = try await api.client.execute(
+                uri: "/api/users/runs?\(query)", method: .post, headers: coded,
+                body: ByteBuffer(bytes: try ContentCodingTests.gnuGzip(Array(gpx.utf8))))
+            #expect(gzipped.status == .created)
             let broken = try await api.send(.post, "/api/users/runs?\(query)", token: organiser, raw: "<gpx><trk>", headers: headers)
             #expect(broken.status == .unprocessableContent && broken.problemFields == ["body"])
         }

@@ -1831,7 +1831,7 @@ public enum Operations {
     /// before the answer.
     ///
     /// The body may be sent compressed with `Content-Encoding: gzip` (or `deflate`, zlib's
-    /// format), as every JSON body may: 1 Hz items are about a fourteenth of their size that
+    /// format), as every request body may: 1 Hz items are about a fourteenth of their size that
     /// way. The limit on a body's size holds before and after decoding; a stream that is cut
     /// short or followed by other bytes is refused (400), another coding is refused with 415.
     ///

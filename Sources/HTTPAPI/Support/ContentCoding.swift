@@ -2,8 +2,8 @@ import CZlibStream
 import Foundation
 import NIOCore
 
-/// A request body's content coding (RFC 9110 §8.4), as `Content-Encoding` names it. A JSON body
-/// may come gzip-coded (or zlib's `deflate`): a phone's upload of 1 Hz heart rate is about a
+/// A request body's content coding (RFC 9110 §8.4), as `Content-Encoding` names it. A body (JSON,
+/// a course's file) may come gzip-coded (or zlib's `deflate`): a phone's upload of 1 Hz heart rate is about a
 /// fourteenth of its size that way (92 kB of items → 6.8 kB). It is inflated, within the same
 /// limit as a plain body, before anything reads it.
 ///

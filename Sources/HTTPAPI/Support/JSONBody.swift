@@ -23,9 +23,7 @@ struct JSONBody {
         return try decode(type, bytes: buffer)
     }
 
-    /// The body's bytes, after checking it is JSON and within the limit, decoded when it came
-    /// gzip- or deflate-coded (`ContentCoding`; the limit holds before and after); nil when it
-    /// is empty.
+    /// The body's bytes, after checking it is JSON, as `collect` reads them; nil when it is empty.
     func bytes(of request: Request) async throws -> ByteBuffer? {
         if let contentType = request.headers[.contentType], !Self.isJSON(contentType) {
             throw Problem(
@@ -33,6 +31,14 @@ struct JSONBody {
                 detail: "Send the body as application/json."
             )
         }
+        let buffer = try await collect(request)
+        return buffer.readableBytes > 0 ? buffer : nil
+    }
+
+    /// The body's bytes within the limit, decoded when it came gzip- or deflate-coded
+    /// (`ContentCoding`; the limit holds before and after): what every body the API reads goes
+    /// through, JSON or a course's file.
+    func collect(_ request: Request) async throws -> ByteBuffer {
         guard let coding = ContentCoding(header: request.headers[.contentEncoding]) else {
             throw Problem(
                 .unsupportedMediaType, slug: "unsupported-content-encoding", title: "Unsupported content encoding",
@@ -42,10 +48,9 @@ struct JSONBody {
         }
         var request = request
         let buffer = try await request.collectBody(upTo: limit)
-        guard buffer.readableBytes > 0 else { return nil }
+        guard buffer.readableBytes > 0 else { return buffer }
         do {
-            let decoded = try coding.decode(buffer, limit: limit)
-            return decoded.readableBytes > 0 ? decoded : nil
+            return try coding.decode(buffer, limit: limit)
         } catch .tooLarge {
             throw Problem(
                 .contentTooLarge, slug: "body-too-large", title: "Request body too large",

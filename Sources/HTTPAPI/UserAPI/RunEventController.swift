@@ -16,8 +16,7 @@ struct RunEventController {
         group.post("runs") { request, context -> EditedResponse<RunEventBody> in
             let plan: RunEventPlan
             if let format = request.headers[.contentType].flatMap(ActivityFileFormat.init(contentType:)) {
-                var request = request
-                let bytes = try await request.collectBody(upTo: body.limit)
+                let bytes = try await body.collect(request)
                 plan = try RunEventForm(query: request.uri.queryParameters).plan(file: Array(bytes.readableBytesView), format: format)
             } else {
                 plan = try await body.decode(RunEventForm.self, from: request, context: context).plan(current: nil)
