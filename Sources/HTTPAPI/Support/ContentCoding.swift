@@ -35,6 +35,8 @@ package enum ContentCoding: Equatable, Sendable {
         case tooLarge
         /// Not a whole stream of this coding: the reason, in words.
         case corrupt(String)
+        /// zlib could not get the memory to inflate: the server's trouble, not the body's.
+        case noMemory
     }
 
     /// zlib's window bits for the coding: 15 (32 KiB), +16 for gzip's header and trailer.
@@ -53,7 +55,7 @@ package enum ContentCoding: Equatable, Sendable {
         var input = Array(body.readableBytesView)
         guard UInt32(exactly: input.count) != nil, limit >= 0, limit < 0xFFFF_FFFF else { throw .tooLarge }
         var stream = z_stream()
-        guard czlib_inflate_init(&stream, windowBits) == Z_OK else { throw .corrupt("cannot be inflated now") }
+        guard czlib_inflate_init(&stream, windowBits) == Z_OK else { throw .noMemory }
         defer { inflateEnd(&stream) }
 
         // One byte beyond the limit: producing it is what tells a body over the limit.
@@ -86,7 +88,7 @@ package enum ContentCoding: Equatable, Sendable {
         case Z_BUF_ERROR:
             throw .corrupt("ends before its \(self) stream does")
         case Z_MEM_ERROR:
-            throw .corrupt("cannot be inflated now")
+            throw .noMemory
         default:
             throw .corrupt("is not \(self) data")
         }

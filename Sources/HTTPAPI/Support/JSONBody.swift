@@ -58,6 +58,11 @@ struct JSONBody {
             )
         } catch .corrupt(let reason) {
             throw Problem.malformedBody("The body \(reason) (Content-Encoding: \(coding)).")
+        } catch .noMemory {
+            throw Problem(
+                .serviceUnavailable, slug: "body-not-decoded", title: "Service unavailable",
+                detail: "The server cannot decode the body (Content-Encoding: \(coding)) right now; retry shortly.", headers: [.retryAfter: "2"]
+            )
         }
     }
 
