@@ -309,10 +309,7 @@ enum ErrorMapping {
         case .notFound:
             .notFound()
         case .contentTooLarge:
-            Problem(
-                .contentTooLarge, slug: "body-too-large", title: "Request body too large",
-                detail: "The request body is larger than this server accepts."
-            )
+            .bodyTooLarge()
         case .methodNotAllowed:
             Problem(.methodNotAllowed, slug: "method-not-allowed", title: "Method not allowed", detail: "This resource does not support that method.")
         default:

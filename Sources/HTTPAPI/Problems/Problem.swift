@@ -61,6 +61,11 @@ package struct Problem: Error, Sendable, Encodable {
     }
 
     /// A 400 for a body that is not the JSON it claims to be.
+    /// 413: the body (as received, or once decoded) is over the server's limit.
+    package static func bodyTooLarge(_ detail: String = "The request body is larger than this server accepts.") -> Problem {
+        Problem(.contentTooLarge, slug: "body-too-large", title: "Request body too large", detail: detail)
+    }
+
     package static func malformedBody(_ detail: String) -> Problem {
         Problem(.badRequest, slug: "malformed-body", title: "Malformed request body", detail: detail)
     }

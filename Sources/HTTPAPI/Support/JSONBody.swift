@@ -52,10 +52,7 @@ struct JSONBody {
         do {
             return try coding.decode(buffer, limit: limit)
         } catch .tooLarge {
-            throw Problem(
-                .contentTooLarge, slug: "body-too-large", title: "Request body too large",
-                detail: "Decoded (Content-Encoding: \(coding)), the request body is larger than this server accepts."
-            )
+            throw Problem.bodyTooLarge("Decoded (Content-Encoding: \(coding)), the request body is larger than this server accepts.")
         } catch .corrupt(let reason) {
             throw Problem.malformedBody("The body \(reason) (Content-Encoding: \(coding)).")
         } catch .noMemory {
