@@ -112,6 +112,43 @@ struct UploadScannerTests {
         #expect(seriesRead > cases / 50)
     }
 
+    /// The scanner reads strings eight bytes at a time: an escape, a control character, a
+    /// character beyond ASCII or bytes that are not UTF-8 at any position of a string, near the
+    /// body's end (where the last bytes are read one by one) or far from it, must leave the
+    /// answer Foundation's. Plain text of any length is read by the scanner itself.
+    @Test func stringsReadEightBytesAtATimeEndWhereFoundationsDo() throws {
+        let specials: [[UInt8]] = [
+            Array(#"\""#.utf8), Array(#"\n"#.utf8), Array(#"\u0041"#.utf8), [0x01], [0x09], [0x1F], [0x7F], Array("é".utf8), Array("☕".utf8),
+            [0xFF], [0xC3], [0xE2, 0x98],
+        ]
+        let padding = Array(#","note":"________________________""#.utf8)
+        var checked = 0
+        for field in ["id", "source", "start"] {
+            for suffix in [Array(#""}]}"#.utf8), Array(#"""#.utf8) + padding + Array("}]}".utf8)] {
+                func body(_ text: [UInt8]) -> [UInt8] {
+                    Array(#"{"items":[{"type":"heartRate","value":72,""#.utf8) + Array(field.utf8) + Array(#"":""#.utf8) + text + suffix
+                }
+                for length in 0...20 {
+                    let plain = Array(repeating: UInt8(ascii: "a"), count: length)
+                    let fast = try #require(UploadScanner.scan(ByteBuffer(bytes: body(plain))), "\(String(decoding: body(plain), as: UTF8.self))")
+                    #expect(fast == (try WireFormat.decoder().decode(IngestUploadBody.self, from: Data(body(plain))).raw))
+                    for position in 0...length {
+                        for special in specials {
+                            var text = plain
+                            text.insert(contentsOf: special, at: position)
+                            let slow = try? WireFormat.decoder().decode(IngestUploadBody.self, from: Data(body(text))).raw
+                            if let fast = UploadScanner.scan(ByteBuffer(bytes: body(text))) {
+                                #expect(fast == slow, "\(String(decoding: body(text), as: UTF8.self))")
+                            }
+                            checked += 1
+                        }
+                    }
+                }
+            }
+        }
+        #expect(checked == 3 * 2 * (1...21).reduce(0, +) * 12)
+    }
+
     @Test func readsTheUsualUploadAndDeclinesTheRest() throws {
         let usual = ByteBuffer(
             string:

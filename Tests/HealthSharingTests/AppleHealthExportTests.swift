@@ -57,6 +57,9 @@ struct AppleHealthExportTests {
         #expect(heart.start == "2026-11-19T08:30:00+01:00")
         #expect(heart.end == nil)  // an instant
         #expect(heart.source == "Anna’s Apple Watch")
+        // The id is of the times as the export wrote them (an instant's end empty): stored ids
+        // of earlier imports stay the same.
+        #expect(heart.id == ImportIdentity.digest(["heartRate", "Anna’s Apple Watch", "2026-11-19T08:30:00+01:00", "", "72"], prefix: "ah:"))
         let steps = samples[1]
         #expect(steps.start == "2026-11-19T08:50:00+01:00" && steps.end == "2026-11-19T09:00:00+01:00")
         #expect(steps.source == "iPhone di Anna")

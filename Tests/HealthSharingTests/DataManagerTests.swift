@@ -63,7 +63,7 @@ struct DataManagerTests {
         item.type = "heartRate"
         item.value = .number(value)
         item.unit = "bpm"
-        item.start = time
+        item.start = RawInstant(time)
         return item
     }
 
@@ -227,8 +227,8 @@ struct DataManagerTests {
                 item.type = type
                 item.value = value
                 item.unit = unit
-                item.start = at(start)
-                item.end = lasting.map { at(start + $0) }
+                item.start = RawInstant(at(start))
+                item.end = lasting.map { RawInstant(at(start + $0)) }
                 item.source = source
                 return item
             }

@@ -17,7 +17,7 @@ struct ImportBatchCutTests {
     static func sample(_ type: String, at start: String) -> ImportedItem {
         var raw = RawIngestItem()
         raw.type = type
-        raw.start = start
+        raw.start = RawInstant(start)
         return .sample(raw)
     }
 

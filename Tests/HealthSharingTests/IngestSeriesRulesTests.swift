@@ -22,8 +22,8 @@ struct IngestSeriesRulesTests {
         var raw = RawIngestItem()
         raw.type = type
         raw.value = .number(value)
-        raw.start = start
-        raw.end = end
+        raw.start = RawInstant(start)
+        raw.end = end.map { RawInstant($0) }
         raw.unit = unit
         guard case .sample(let sample) = try rules.validate(raw, now: now) else { throw SampleRejection("not a sample") }
         return sample

@@ -32,7 +32,9 @@ struct StoredIdentityTests {
         var item = RawIngestItem()
         item.type = "heartRate"
         item.source = "Anna’s Apple Watch"
-        item.start = "2023-05-01T08:30:00+02:00"
-        #expect(AppleHealthType.identity(of: item, value: "72") == "ah:" + "55f60f3bac4697d8c1b3598308b8afb2")
+        #expect(
+            AppleHealthType.identity(of: item, start: "2023-05-01T08:30:00+02:00", end: nil, value: "72") == "ah:"
+                + "55f60f3bac4697d8c1b3598308b8afb2"
+        )
     }
 }

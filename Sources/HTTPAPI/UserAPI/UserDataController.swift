@@ -182,7 +182,7 @@ package struct IngestSeriesBody: Decodable {
         }
         raw.type = fields.read(.type, as: String.self, "a string")
         raw.unit = fields.read(.unit, as: String.self, "a string")
-        raw.start = fields.read(.start, as: String.self, "an RFC 3339 time string")
+        raw.start = fields.read(.start, as: String.self, "an RFC 3339 time string").map { RawInstant($0) }
         raw.source = fields.read(.source, as: String.self, "a string")
         raw.intervalMs = fields.read(.intervalMs, as: Double.self, "a number")
         raw.values = fields.read(.values, as: [Double?].self, "an array of numbers (null for an empty slot)")
@@ -229,14 +229,14 @@ package struct IngestItemBody: Decodable {
         raw.id = fields.read(.id, as: String.self, "a string")
         raw.type = fields.read(.type, as: String.self, "a string")
         raw.unit = fields.read(.unit, as: String.self, "a string")
-        raw.start = fields.read(.start, as: String.self, "an RFC 3339 time string")
-        raw.end = fields.read(.end, as: String.self, "an RFC 3339 time string")
+        raw.start = fields.read(.start, as: String.self, "an RFC 3339 time string").map { RawInstant($0) }
+        raw.end = fields.read(.end, as: String.self, "an RFC 3339 time string").map { RawInstant($0) }
         raw.source = fields.read(.source, as: String.self, "a string")
         raw.latitude = fields.read(.latitude, as: Double.self, "a number")
         raw.longitude = fields.read(.longitude, as: Double.self, "a number")
         raw.accuracy = fields.read(.accuracy, as: Double.self, "a number")
         raw.altitude = fields.read(.altitude, as: Double.self, "a number")
-        raw.time = fields.read(.time, as: String.self, "an RFC 3339 time string")
+        raw.time = fields.read(.time, as: String.self, "an RFC 3339 time string").map { RawInstant($0) }
         let container = fields.container
         if let number = try? container.decodeIfPresent(Double.self, forKey: .value) {
             raw.value = .number(number)

@@ -24,7 +24,7 @@ package enum ActivityImport {
                 fix.latitude = position.latitude
                 fix.longitude = position.longitude
                 fix.altitude = point.elevation
-                fix.time = time
+                fix.time = RawInstant(time)
                 fix.id = prefix + ImportIdentity.digest(["fix", String(position.latitude), String(position.longitude), time])
                 items.append(.sample(fix))
             }
@@ -33,7 +33,7 @@ package enum ActivityImport {
                 sample.type = SampleType.heartRate.rawValue
                 sample.value = .number(rate)
                 sample.unit = "bpm"
-                sample.start = time
+                sample.start = RawInstant(time)
                 sample.source = source
                 sample.id = prefix + ImportIdentity.digest(["hr", time, String(rate), source ?? ""])
                 items.append(.sample(sample))

@@ -113,8 +113,9 @@ package struct AppleHealthExportReader {
         let source = attributes["sourceName"].map { String($0.prefix(200)) }
         var item = RawIngestItem()
         item.type = mapping.type.rawValue
-        item.start = start
-        item.end = mapping.type.isInterval ? (end ?? start) : nil
+        let endText = mapping.type.isInterval ? (end ?? start) : nil
+        item.start = RawInstant(start)
+        item.end = endText.map { RawInstant($0) }
         item.source = source
         let valueText = attributes["value"] ?? ""
         switch mapping.value {
@@ -134,7 +135,7 @@ package struct AppleHealthExportReader {
             item.value = .number(number * conversion.factor)
             item.unit = conversion.unit
         }
-        item.id = AppleHealthType.identity(of: item, value: valueText)
+        item.id = AppleHealthType.identity(of: item, start: start, end: endText, value: valueText)
         return .sample(item)
     }
 }
@@ -212,8 +213,8 @@ enum AppleHealthType {
     /// A stable id for an imported record, from what makes it the same record: its type, source,
     /// start, end and value as the export wrote it. Importing the same export twice, or two
     /// exports that overlap, stores each record once.
-    static func identity(of item: RawIngestItem, value: String) -> String {
-        ImportIdentity.digest([item.type ?? "", item.source ?? "", item.start ?? "", item.end ?? "", value], prefix: "ah:")
+    static func identity(of item: RawIngestItem, start: String, end: String?, value: String) -> String {
+        ImportIdentity.digest([item.type ?? "", item.source ?? "", start, end ?? "", value], prefix: "ah:")
     }
 }
 

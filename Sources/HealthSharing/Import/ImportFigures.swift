@@ -91,6 +91,7 @@ package struct ImportFigures: Codable, Sendable, Equatable {
             case .word(let word): word
             case nil: "no value"
             }
-        return "\(item.type ?? "record") \(value)\(item.unit.map { " " + $0 } ?? "") at \(item.start ?? "no time")"
+        let time = item.start.map { $0.date.map(WireFormat.timestamp) ?? "an unreadable time" } ?? "no time"
+        return "\(item.type ?? "record") \(value)\(item.unit.map { " " + $0 } ?? "") at \(time)"
     }
 }

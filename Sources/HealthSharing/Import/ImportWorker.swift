@@ -472,7 +472,7 @@ struct ImportBatch {
         guard samples.count >= 2 else { return false }
         let last = samples[samples.count - 1], previous = samples[samples.count - 2]
         guard last.type == previous.type else { return true }
-        guard let lastStart = last.start.flatMap(RFC3339Timestamp.parse), let previousStart = previous.start.flatMap(RFC3339Timestamp.parse) else {
+        guard let lastStart = last.start?.date, let previousStart = previous.start?.date else {
             return false
         }
         return (lastStart.timeIntervalSince1970 / 3_600).rounded(.down) != (previousStart.timeIntervalSince1970 / 3_600).rounded(.down)

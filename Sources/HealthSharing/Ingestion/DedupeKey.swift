@@ -7,7 +7,10 @@
 package enum DedupeKey {
     package static func forClientId(_ id: String) -> Int64 {
         var hash = FNV1a(domain: "id:")
-        for byte in id.utf8 { hash.add(byte) }
+        // Over the string's own bytes: its UTF-8 iterator was most of this function's cost (5 %
+        // of decoding an upload with ids).
+        var id = id
+        id.withUTF8 { for byte in $0 { hash.add(byte) } }
         return hash.value
     }
 

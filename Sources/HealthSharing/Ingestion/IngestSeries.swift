@@ -9,7 +9,7 @@ import Foundation
 package struct RawSeries: Sendable, Equatable {
     package var type: String?
     package var unit: String?
-    package var start: String?
+    package var start: RawInstant?
     package var intervalMs: Double?
     package var values: [Double?]?
     package var source: String?
@@ -105,12 +105,7 @@ extension IngestRules {
         }
         guard !type.isCategory else { throw SampleRejection("\(type.rawValue) is sent as items: its values are words, not numbers") }
         let scale = try type.scale(unit: series.unit)
-        guard let startText = series.start else { throw SampleRejection("start is required") }
-        guard let start = RFC3339Timestamp.parse(startText) else {
-            throw SampleRejection("start must be an RFC 3339 time with an offset, such as 2026-11-21T08:30:00+01:00")
-        }
-        guard start >= earliest else { throw SampleRejection("start is before 2000-01-01") }
-        guard start.timeIntervalSince(now) <= futureTolerance else { throw SampleRejection("start is in the future") }
+        let start = try instant(series.start, field: "start", now: now)
         guard let interval = series.intervalMs else { throw SampleRejection("intervalMs is required") }
         guard let milliseconds = Int64(exactly: interval), (1...Int64(Self.longestSeriesIntervalMs)).contains(milliseconds) else {
             throw SampleRejection("intervalMs must be a whole number of milliseconds from 1 to \(Self.longestSeriesIntervalMs) (a day)")

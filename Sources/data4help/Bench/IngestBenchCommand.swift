@@ -31,6 +31,8 @@ struct IngestBenchCommand: AsyncParsableCommand {
     @Option(help: "Samples per upload.") var batchSize = 1_000
     @Option(help: "Concurrent clients.") var clients = 8
     @Option(help: "Pairs of the end-to-end phase and the database's ceiling, alternated.") var rounds = 5
+    @Flag(help: "Only decode and validate the uploads, in this process: no server, no database (seconds, for profiling the reader).")
+    var decodingOnly = false
 
     func validate() throws {
         guard individuals > 0, batches > 0, batchSize > 0, clients > 0, rounds > 0, rounds <= 20 else {
@@ -47,6 +49,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        if decodingOnly { return try reportDecodingOnly() }
         try await BenchServer.run { server in
             print("data4help bench ingest — \(batches) uploads × \(batchSize) heart-rate samples, \(individuals) individuals, \(clients) clients")
             let tokens = try await BenchServer.concurrently(individuals, clients) { try await server.individualSession($0) }
@@ -292,6 +295,19 @@ struct IngestBenchCommand: AsyncParsableCommand {
     /// of five passes, since one pass (under a second) moved by half between runs on this machine.
     /// Decoding (and inflating, when `coding` says the bodies are coded) and validating every
     /// upload on one thread: the median of five passes.
+    /// `--decoding-only`: the three formats' decoding and validating, each the median of 5 passes.
+    private func reportDecodingOnly() throws {
+        print("data4help bench ingest --decoding-only — \(batches) uploads × \(batchSize) heart-rate samples, one thread")
+        let phases = [
+            ("items", try decodePhase(makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0."))),
+            ("series", try decodePhase(makeSeriesBodies(secondsAgo: roundSecondsAgo(0)))),
+            ("gzip-coded items", try decodePhase(makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0.").map(Self.gzipped), coding: .gzip)),
+        ]
+        for (name, phase) in phases {
+            print(String(format: "%@: %.0f samples/s (%.3f µs per sample)", name, phase.throughput, 1e6 / phase.throughput))
+        }
+    }
+
     private func decodePhase(_ bodies: [ByteBuffer], coding: ContentCoding = .identity) throws -> PhaseResult {
         let rules = IngestRules()
         let now = Date()

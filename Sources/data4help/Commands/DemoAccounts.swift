@@ -92,8 +92,8 @@ struct DemoAccounts {
         item.type = type
         item.value = .number(value)
         item.unit = unit
-        item.start = time.formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
-        item.end = end?.formatted(Date.ISO8601FormatStyle(timeZone: .gmt))
+        item.start = RawInstant(time.formatted(Date.ISO8601FormatStyle(timeZone: .gmt)))
+        item.end = end.map { RawInstant($0.formatted(Date.ISO8601FormatStyle(timeZone: .gmt))) }
         item.source = "demo"
         return item
     }
