@@ -167,6 +167,15 @@ struct UploadScannerTests {
                     string: #"{"series":[{"type":"heartRate","start":"2026-11-21T08:30:00Z","intervalMs":1000,"values":[72,null,73.5],"x":[1]}]}"#)
             )?.series)
         #expect(series.count == 1 && series[0].values == [72, nil, 73.5] && series[0].intervalMs == 1000 && series[0].fieldError == nil)
+        // Every type's name is read as that type from the bytes; near misses are names of none.
+        for type in SampleType.allCases {
+            let body = ByteBuffer(string: #"{"items":[{"type":"\#(type.rawValue)"}]}"#)
+            #expect(UploadScanner.scan(body)?.items.first?.type == .known(type))
+        }
+        for name in ["heartrate", "heartRat", "heartRateX", "", "sleepy", "bodyMas", "café"] {
+            let body = ByteBuffer(string: #"{"items":[{"type":"\#(name)"}]}"#)
+            #expect(UploadScanner.scan(body)?.items.first?.type == .unknown(name))
+        }
         for unusual in [
             #"{"series": [{"values": [1, "2"]}]}"#, #"{"series": [{"type": 1}]}"#, #"{"series": [7]}"#,
             #"{"series": [{"values": [1], "values": [2]}]}"#,

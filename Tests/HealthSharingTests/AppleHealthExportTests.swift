@@ -37,7 +37,7 @@ struct AppleHealthExportTests {
     @Test func everyStoredTypeAndUnitIsReadIntoOurUnits() throws {
         let items = try Self.items(Self.export)
         let stored = try Self.samples(items).map { raw in
-            (raw.type ?? "", try #require(SampleType(rawValue: raw.type ?? "")).canonicalValue(#require(raw.value), unit: raw.unit))
+            (raw.type?.name ?? "", try #require(SampleType(rawValue: raw.type?.name ?? "")).canonicalValue(#require(raw.value), unit: raw.unit))
         }
         let expected: [(String, Double)] = [
             ("heartRate", 72), ("stepCount", 812), ("distance", 804.672), ("oxygenSaturation", 97), ("bloodGlucose", 99.085_734),

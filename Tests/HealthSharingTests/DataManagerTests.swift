@@ -224,7 +224,7 @@ struct DataManagerTests {
             {
                 var item = RawIngestItem()
                 item.id = id
-                item.type = type
+                item.type = RawSampleType(type)
                 item.value = value
                 item.unit = unit
                 item.start = RawInstant(at(start))

@@ -16,7 +16,7 @@ struct ImportBatchCutTests {
 
     static func sample(_ type: String, at start: String) -> ImportedItem {
         var raw = RawIngestItem()
-        raw.type = type
+        raw.type = RawSampleType(type)
         raw.start = RawInstant(start)
         return .sample(raw)
     }

@@ -28,7 +28,7 @@ struct IngestRulesTests {
     @Test func acceptsEveryTypeInItsCanonicalUnit() throws {
         for type in SampleType.allCases {
             let raw = item {
-                $0.type = type.rawValue
+                $0.type = RawSampleType(type.rawValue)
                 switch type.definition {
                 case .quantity(let unit, _, let range):
                     $0.unit = unit

@@ -20,7 +20,7 @@ struct IngestSeriesRulesTests {
     /// The item a client would have sent for the same reading.
     private func item(_ type: String, _ value: Double, start: String, end: String? = nil, unit: String? = nil) throws -> NewSample {
         var raw = RawIngestItem()
-        raw.type = type
+        raw.type = RawSampleType(type)
         raw.value = .number(value)
         raw.start = RawInstant(start)
         raw.end = end.map { RawInstant($0) }

@@ -227,7 +227,7 @@ package struct IngestItemBody: Decodable {
             return
         }
         raw.id = fields.read(.id, as: String.self, "a string")
-        raw.type = fields.read(.type, as: String.self, "a string")
+        raw.type = fields.read(.type, as: String.self, "a string").map { RawSampleType($0) }
         raw.unit = fields.read(.unit, as: String.self, "a string")
         raw.start = fields.read(.start, as: String.self, "an RFC 3339 time string").map { RawInstant($0) }
         raw.end = fields.read(.end, as: String.self, "an RFC 3339 time string").map { RawInstant($0) }

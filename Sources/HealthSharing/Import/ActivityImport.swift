@@ -30,7 +30,7 @@ package enum ActivityImport {
             }
             if let rate = point.heartRate {
                 var sample = RawIngestItem()
-                sample.type = SampleType.heartRate.rawValue
+                sample.type = .known(.heartRate)
                 sample.value = .number(rate)
                 sample.unit = "bpm"
                 sample.start = RawInstant(time)

@@ -112,7 +112,7 @@ package struct AppleHealthExportReader {
         let end = attributes["endDate"].flatMap(AppleHealthDate.rfc3339)
         let source = attributes["sourceName"].map { String($0.prefix(200)) }
         var item = RawIngestItem()
-        item.type = mapping.type.rawValue
+        item.type = .known(mapping.type)
         let endText = mapping.type.isInterval ? (end ?? start) : nil
         item.start = RawInstant(start)
         item.end = endText.map { RawInstant($0) }
@@ -214,7 +214,7 @@ enum AppleHealthType {
     /// start, end and value as the export wrote it. Importing the same export twice, or two
     /// exports that overlap, stores each record once.
     static func identity(of item: RawIngestItem, start: String, end: String?, value: String) -> String {
-        ImportIdentity.digest([item.type ?? "", item.source ?? "", start, end ?? "", value], prefix: "ah:")
+        ImportIdentity.digest([item.type?.name ?? "", item.source ?? "", start, end ?? "", value], prefix: "ah:")
     }
 }
 

@@ -92,6 +92,6 @@ package struct ImportFigures: Codable, Sendable, Equatable {
             case nil: "no value"
             }
         let time = item.start.map { $0.date.map(WireFormat.timestamp) ?? "an unreadable time" } ?? "no time"
-        return "\(item.type ?? "record") \(value)\(item.unit.map { " " + $0 } ?? "") at \(time)"
+        return "\(item.type?.name ?? "record") \(value)\(item.unit.map { " " + $0 } ?? "") at \(time)"
     }
 }

@@ -6,7 +6,7 @@ import Foundation
 /// The HTTP layer fills it from JSON; `fieldError` is set when a field had the wrong JSON type.
 package struct RawIngestItem: Sendable, Equatable {
     package var id: String?
-    package var type: String?
+    package var type: RawSampleType?
     package var value: RawSampleValue?
     package var unit: String?
     package var start: RawInstant?
@@ -20,6 +20,30 @@ package struct RawIngestItem: Sendable, Equatable {
     package var fieldError: String?
 
     package init() {}
+}
+
+/// An item's `type` as the client sent it: one of ours, or a name that is not (which the rules
+/// refuse). The upload scanner tells ours from the body's bytes, so a type costs no string and no
+/// second look-up by name.
+package enum RawSampleType: Sendable, Equatable, ExpressibleByStringLiteral {
+    case known(SampleType)
+    case unknown(String)
+
+    package init(_ name: String) {
+        self = SampleType(rawValue: name).map { .known($0) } ?? .unknown(name)
+    }
+
+    package init(stringLiteral name: String) {
+        self.init(name)
+    }
+
+    /// The name as sent.
+    package var name: String {
+        switch self {
+        case .known(let type): type.rawValue
+        case .unknown(let name): name
+        }
+    }
 }
 
 /// A time field as the client sent it, read when the field is read: the instant, or nil when the
@@ -94,7 +118,7 @@ package struct IngestRules: Sendable {
     }
 
     private func sample(_ raw: RawIngestItem, now: Date) throws(SampleRejection) -> NewSample {
-        guard let type = raw.type.flatMap(SampleType.init(rawValue:)) else {
+        guard case .known(let type) = raw.type else {
             throw SampleRejection("type must be one of \(SampleType.allCases.map(\.rawValue).joined(separator: ", "))")
         }
         guard let value = raw.value else { throw SampleRejection("value is required") }

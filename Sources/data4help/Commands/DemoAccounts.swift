@@ -89,7 +89,7 @@ struct DemoAccounts {
 
     static func item(_ type: String, _ value: Double, unit: String, at time: Date, end: Date? = nil) -> RawIngestItem {
         var item = RawIngestItem()
-        item.type = type
+        item.type = RawSampleType(type)
         item.value = .number(value)
         item.unit = unit
         item.start = RawInstant(time.formatted(Date.ISO8601FormatStyle(timeZone: .gmt)))
