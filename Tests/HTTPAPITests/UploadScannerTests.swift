@@ -25,7 +25,7 @@ struct UploadScannerTests {
         case 4: return "\"caffè ☕\""
         case 5: return String(Int.random(in: -500...500, using: &random))
         case 6: return String(Double.random(in: -200...200, using: &random))
-        case 7: return ["1e3", "-0", "2.5E-2", "0.0", "1e400", "-1e400", "01", "1.", "-"].randomElement(using: &random)!
+        case 7: return ["1e3", "-0", "2.5E-2", "0.0", "1e400", "-1e400", "01", "1.", "-", "0e3", "0E3", "0e+3", "-0e3", "0.0e2"].randomElement(using: &random)!
         case 8: return ["true", "false", "null", "nul"].randomElement(using: &random)!
         case 9 where depth < 3:
             return "[" + (0..<Int.random(in: 0...3, using: &random)).map { _ in randomValue(&random, depth: depth + 1) }.joined(separator: ",") + "]"
@@ -113,9 +113,10 @@ struct UploadScannerTests {
     }
 
     /// The scanner reads strings eight bytes at a time: an escape, a control character, a
-    /// character beyond ASCII or bytes that are not UTF-8 at any position of a string, near the
-    /// body's end (where the last bytes are read one by one) or far from it, must leave the
-    /// answer Foundation's. Plain text of any length is read by the scanner itself.
+    /// character beyond ASCII or bytes that are not UTF-8 at any position of a string — a value
+    /// or an unknown key (skipped) — near the body's end (where the last bytes are read one by
+    /// one) or far from it, must leave the answer Foundation's. Plain text of any length is read
+    /// by the scanner itself.
     @Test func stringsReadEightBytesAtATimeEndWhereFoundationsDo() throws {
         let specials: [[UInt8]] = [
             Array(#"\""#.utf8), Array(#"\n"#.utf8), Array(#"\u0041"#.utf8), [0x01], [0x09], [0x1F], [0x7F], Array("é".utf8), Array("☕".utf8),
@@ -123,10 +124,13 @@ struct UploadScannerTests {
         ]
         let padding = Array(#","note":"________________________""#.utf8)
         var checked = 0
-        for field in ["id", "source", "start"] {
+        for field in ["id", "source", "start", "an unknown key"] {
             for suffix in [Array(#""}]}"#.utf8), Array(#"""#.utf8) + padding + Array("}]}".utf8)] {
                 func body(_ text: [UInt8]) -> [UInt8] {
-                    Array(#"{"items":[{"type":"heartRate","value":72,""#.utf8) + Array(field.utf8) + Array(#"":""#.utf8) + text + suffix
+                    let start = Array(#"{"items":[{"type":"heartRate","value":72,""#.utf8)
+                    return field == "an unknown key"
+                        ? start + Array("x".utf8) + text + Array(#"":"#.utf8) + Array(#""y"#.utf8) + suffix
+                        : start + Array(field.utf8) + Array(#"":""#.utf8) + text + suffix
                 }
                 for length in 0...20 {
                     let plain = Array(repeating: UInt8(ascii: "a"), count: length)
@@ -146,7 +150,7 @@ struct UploadScannerTests {
                 }
             }
         }
-        #expect(checked == 3 * 2 * (1...21).reduce(0, +) * 12)
+        #expect(checked == 4 * 2 * (1...21).reduce(0, +) * 12)
     }
 
     @Test func readsTheUsualUploadAndDeclinesTheRest() throws {

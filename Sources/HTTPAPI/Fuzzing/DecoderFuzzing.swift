@@ -1,3 +1,4 @@
+import Data4HelpCore
 import DeviceFiles
 import Foundation
 import HealthSharing
@@ -17,9 +18,16 @@ package enum DecoderFuzzing {
     ]
 
     /// `POST /api/users/data`: the byte scanner (or Foundation's decoder), then each item's and
-    /// each series' rules.
+    /// each series' rules. What the scanner reads, Foundation's decoder must read the same: the
+    /// answer never depends on which path ran (the scanner reads strings eight bytes at a time,
+    /// and numbers, times and names from their bytes).
     package static func upload(_ data: Data) {
-        guard let upload = try? IngestUploadBody.upload(in: ByteBuffer(bytes: data)) else { return }
+        let buffer = ByteBuffer(bytes: data)
+        if let scanned = UploadScanner.scan(buffer) {
+            let decoded = try? WireFormat.decoder().decode(IngestUploadBody.self, from: data).raw
+            precondition(decoded == scanned, "the byte scanner and Foundation's decoder read an upload differently")
+        }
+        guard let upload = try? IngestUploadBody.upload(in: buffer) else { return }
         let rules = IngestRules(), now = Date()
         for item in upload.items { _ = try? rules.validate(item, now: now) }
         for series in upload.series { _ = rules.validate(series, now: now) }
