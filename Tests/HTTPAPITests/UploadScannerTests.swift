@@ -25,7 +25,9 @@ struct UploadScannerTests {
         case 4: return "\"caffè ☕\""
         case 5: return String(Int.random(in: -500...500, using: &random))
         case 6: return String(Double.random(in: -200...200, using: &random))
-        case 7: return ["1e3", "-0", "2.5E-2", "0.0", "1e400", "-1e400", "01", "1.", "-", "0e3", "0E3", "0e+3", "-0e3", "0.0e2"].randomElement(using: &random)!
+        case 7:
+            return ["1e3", "-0", "2.5E-2", "0.0", "1e400", "-1e400", "01", "1.", "-", "0e3", "0E3", "0e+3", "-0e3", "0.0e2"].randomElement(
+                using: &random)!
         case 8: return ["true", "false", "null", "nul"].randomElement(using: &random)!
         case 9 where depth < 3:
             return "[" + (0..<Int.random(in: 0...3, using: &random)).map { _ in randomValue(&random, depth: depth + 1) }.joined(separator: ",") + "]"
