@@ -26,7 +26,10 @@ struct UploadScannerTests {
         case 5: return String(Int.random(in: -500...500, using: &random))
         case 6: return String(Double.random(in: -200...200, using: &random))
         case 7:
-            return ["1e3", "-0", "2.5E-2", "0.0", "1e400", "-1e400", "01", "1.", "-", "0e3", "0E3", "0e+3", "-0e3", "0.0e2"].randomElement(
+            return [
+                "1e3", "-0", "2.5E-2", "0.0", "1e400", "-1e400", "01", "1.", "-", "0e3", "0E3", "0e+3", "-0e3", "0.0e2", "1e-400", "4e-320",
+                "-2.5e-310",
+            ].randomElement(
                 using: &random)!
         case 8: return ["true", "false", "null", "nul"].randomElement(using: &random)!
         case 9 where depth < 3:

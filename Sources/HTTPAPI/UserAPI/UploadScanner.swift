@@ -437,14 +437,18 @@ enum UploadScanner {
                 if let sign = peek(), sign == UInt8(ascii: "+") || sign == UInt8(ascii: "-") { index += 1 }
                 guard let digit = peek(), digit >= 0x30, digit <= 0x39 else { return nil }
                 skipDigits()
-                // A zero with an exponent goes to Foundation, whose decoder refuses some of them
-                // (`0e3` and `0E3` as "not representable", while `0e+3` and `-0e3` are zeros;
-                // found by the upload fuzzer's comparison of the two paths): both paths then give
-                // the same answer.
-                guard mantissa != 0 else { return nil }
                 digits = Int.max  // the text decides
             }
-            guard digits <= 15 else { return Double(String(decoding: bytes[start..<index], as: UTF8.self)) }
+            guard digits <= 15 else {
+                // A number read as zero or as a subnormal goes to Foundation, whose decoder
+                // refuses some of them as "not representable" (`0e3` and `1e-400`, while `0e+3`
+                // and `-0e3` are zeros; found by the upload fuzzer's comparison of the two
+                // paths): both paths then give the same answer.
+                guard let value = Double(String(decoding: bytes[start..<index], as: UTF8.self)), !value.isZero, !value.isSubnormal else {
+                    return nil
+                }
+                return value
+            }
             // 10^decimals, exact: every power of ten up to 10²² is a `Double`, and so each product
             // here (a table in a static cost a `swift_once` call per number).
             var power = 1.0
