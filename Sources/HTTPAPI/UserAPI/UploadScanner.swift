@@ -60,7 +60,7 @@ enum UploadScanner {
             if !consume(UInt8(ascii: "}")) {
                 repeat {
                     skipSpace()
-                    guard let range = rawString()?.range else { return nil }
+                    guard let range = rawString() else { return nil }
                     let key = bytes[range]
                     skipSpace()
                     guard consume(UInt8(ascii: ":")) else { return nil }
@@ -206,7 +206,7 @@ enum UploadScanner {
             if consume(UInt8(ascii: "}")) { return true }
             repeat {
                 skipSpace()
-                guard let range = rawString()?.range else { return false }
+                guard let range = rawString() else { return false }
                 let key = bytes[range]
                 skipSpace()
                 guard consume(UInt8(ascii: ":")) else { return false }
@@ -245,11 +245,11 @@ enum UploadScanner {
                     default: raw.time = instant
                     }
                 case .type:
-                    guard let string = rawString() else { return false }
-                    if let known = Self.sampleType(bytes[string.range]) {
+                    guard let range = rawString() else { return false }
+                    if let known = Self.sampleType(bytes[range]) {
                         raw.type = .known(known)
                     } else {
-                        raw.type = .unknown(text(string))
+                        raw.type = .unknown(text(range))
                     }
                 default:
                     guard let text = rawString().map(text) else { return false }
@@ -316,8 +316,8 @@ enum UploadScanner {
         }
 
         /// A string's bytes as text (`rawString` has checked that they are UTF-8).
-        private func text(_ string: RawText) -> String {
-            String(decoding: bytes[string.range], as: UTF8.self)
+        private func text(_ range: Range<Int>) -> String {
+            String(decoding: bytes[range], as: UTF8.self)
         }
 
         /// The sample type a name's bytes spell, compared with each type's name (lengths first),
@@ -333,23 +333,18 @@ enum UploadScanner {
         }
 
         /// A time field read from its bytes, no string made.
-        private func instant(_ string: RawText) -> RawInstant {
-            RawInstant(utf8: UnsafeRawBufferPointer(rebasing: bytes[string.range]))
+        private func instant(_ range: Range<Int>) -> RawInstant {
+            RawInstant(utf8: UnsafeRawBufferPointer(rebasing: bytes[range]))
         }
 
         /// Where a string's bytes are, between its quotes (positions, not a slice: returned from
-        /// every string read, the slice's four words went through memory).
-        struct RawText {
-            let range: Range<Int>
-        }
-
-        /// The bytes of a string without escapes (nil for an escape, a control character, bytes
-        /// that are not UTF-8 or no closing quote), eight bytes at a time: the first quote,
-        /// backslash or control character of a word is found from its bits (a byte-by-byte loop
-        /// was 11 % of decoding an upload), and the bytes before it are or-ed together, so their
-        /// top bit says whether any was not ASCII. The last few bytes of a body, fewer than
-        /// eight, are read one by one.
-        private mutating func rawString() -> RawText? {
+        /// every string read, a slice's four words went through memory); nil for an escape, a
+        /// control character, bytes that are not UTF-8 or no closing quote. Eight bytes at a
+        /// time: the first quote, backslash or control character of a word is found from its
+        /// bits (a byte-by-byte loop was 11 % of decoding an upload), and the bytes before it are
+        /// or-ed together, so their top bit says whether any was not ASCII. The last few bytes of
+        /// a body, fewer than eight, are read one by one.
+        private mutating func rawString() -> Range<Int>? {
             guard consume(UInt8(ascii: "\"")) else { return nil }
             let start = index
             var seen: UInt64 = 0
@@ -380,7 +375,7 @@ enum UploadScanner {
         /// The string from `start` when the byte at `index` is its closing quote (nil when it is a
         /// backslash or a control character), past that quote.
         @inline(__always)
-        private mutating func finish(from start: Int, seen: UInt64) -> RawText? {
+        private mutating func finish(from start: Int, seen: UInt64) -> Range<Int>? {
             guard bytes[index] == UInt8(ascii: "\"") else { return nil }
             index += 1
             let range = start..<(index - 1)
@@ -390,7 +385,7 @@ enum UploadScanner {
             // generic and looked up its type metadata at run time on every call (0.9 % of a
             // `bench ingest` profile).
             guard seen & 0x8080_8080_8080_8080 == 0 || String(validating: bytes[range], as: UTF8.self) != nil else { return nil }
-            return RawText(range: range)
+            return range
         }
 
         /// The top bit of each byte of `word` that is `"`, `\` or below 0x20 set, and possibly

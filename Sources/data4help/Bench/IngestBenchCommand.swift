@@ -298,10 +298,11 @@ struct IngestBenchCommand: AsyncParsableCommand {
     /// `--decoding-only`: the three formats' decoding and validating, each the median of 5 passes.
     private func reportDecodingOnly() throws {
         print("data4help bench ingest --decoding-only — \(batches) uploads × \(batchSize) heart-rate samples, one thread")
+        let items = makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0.")
         let phases = [
-            ("items", try decodePhase(makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0."))),
+            ("items", try decodePhase(items)),
             ("series", try decodePhase(makeSeriesBodies(secondsAgo: roundSecondsAgo(0)))),
-            ("gzip-coded items", try decodePhase(makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0.").map(Self.gzipped), coding: .gzip)),
+            ("gzip-coded items", try decodePhase(items.map(Self.gzipped), coding: .gzip)),
         ]
         for (name, phase) in phases {
             print(String(format: "%@: %.0f samples/s (%.3f µs per sample)", name, phase.throughput, 1e6 / phase.throughput))
