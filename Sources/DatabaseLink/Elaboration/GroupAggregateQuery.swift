@@ -117,21 +117,23 @@ package struct GroupAggregateStore: Sendable {
     private static let dayParts = """
         SELECT individual_id, day AS g, 1::int8 AS days, sample_count::int8, value_sum FROM daily
         """
-    /// Week groups of whole weeks only (a window from a Monday to a Sunday): the rows as they
-    /// are, one range of the index, which PostgreSQL reads in week order and aggregates week by
-    /// week as it goes. Adding the partial weeks' branch below, even empty, makes it hash every
-    /// value instead (`psql`, 49 weeks of 10,000 people: 165 → 145 ms).
+    /// Week groups: the window's whole weeks, the rows as they are, one range of the index, which
+    /// PostgreSQL reads in week order and aggregates week by week as it goes.
     private static let wholeWeekParts = """
         SELECT individual_id, week AS g, days::int8, sample_count, value_sum FROM weekly
         """
-    /// Week groups: whole weeks as they are, the window's partial weeks added up from their days.
-    private static let weekParts =
-        wholeWeekParts + """
-
-            UNION ALL
-            SELECT individual_id, week, count(*), sum(sample_count), sum(value_sum) FROM edges
-            GROUP BY 1, 2
-            """
+    /// Week groups: the partial weeks' totals, added up from their days (`edge_totals`). They are
+    /// aggregated on their own and the two answers joined (`figures`; a group is a week, and no
+    /// week is in both): one aggregate of both, even with no partial week, made PostgreSQL hash
+    /// every value (`psql`, 49 whole weeks of 10,000 people: 165 → 145 ms without the union),
+    /// and with partial weeks it took about a sixth longer (a Wednesday to a Tuesday over 49
+    /// weeks, eight interleaved runs each: median 199 against 168 ms). A filter on a constant
+    /// column of one union did not separate them: the planner kept both branches under one
+    /// aggregate, one of them empty, and hashed.
+    private static let edgeWeekParts = """
+        SELECT individual_id, week AS g, count(*) AS days, sum(sample_count)::int8 AS sample_count, sum(value_sum) AS value_sum
+        FROM edges GROUP BY 1, 2
+        """
 
     /// Everyone not opted out (migration 0035), when no area, sex or age band narrows the
     /// population and none is the grouping: the few who opted out (their partial index, migration
@@ -140,30 +142,36 @@ package struct GroupAggregateStore: Sendable {
     /// `NOT EXISTS`: the planner makes the first a hashed filter on the scan and the second a
     /// hash anti-join above the parallel append, which cost a third more (`psql`, by week:
     /// 185 → 138 ms). `id` is the primary key, so no NULL can make `NOT IN` empty.
-    private static let everyone = """
+    fileprivate static let everyone = """
         WHERE t.individual_id NOT IN (SELECT o.id FROM individuals o WHERE o.aggregates_opt_out)
         """
     /// The figures of each group and, for histograms and quantiles, bin. Each value's bin is
     /// joined to the list of bins rather than computed in GROUP BY: the planner then knows there
     /// are groups × bins of them (not one per row), hashes instead of sorting, and lets two
     /// workers aggregate. The join costs a probe per value, which is why only bins pay it.
-    private static func figures(_ figure: GroupQuery.Figure) -> String {
+    /// `prefixes`: the names' prefixes of each part's `values` and `binned` (`""`, and `edge_`
+    /// for the partial weeks), each part aggregated on its own.
+    private static func figures(_ figure: GroupQuery.Figure, prefixes: [String]) -> String {
         let sums =
             switch figure {
             case .centredSum: "sum(centred)::int8, 0::int8"
             case .sum: "0::int8, sum(units)::int8"
             case .individuals, .bins: "0::int8, 0::int8"
             }
-        let (bin, from) = figure == .bins ? ("b.bin", "binned v JOIN bins b ON b.bin = v.bin GROUP BY g, b.bin") : ("0", "values GROUP BY g")
-        // data4help_collect_ids (migration 0047): collected by parallel workers too.
-        return "SELECT g::text, \(bin), count(*), \(sums), data4help_collect_ids(person) FROM \(from)"
+        return prefixes.map { prefix in
+            let (bin, from) =
+                figure == .bins
+                ? ("b.bin", "\(prefix)binned v JOIN bins b ON b.bin = v.bin GROUP BY g, b.bin") : ("0", "\(prefix)values GROUP BY g")
+            // data4help_collect_ids (migration 0047): collected by parallel workers too.
+            return "SELECT g::text, \(bin), count(*), \(sums), data4help_collect_ids(person) FROM \(from)"
+        }.joined(separator: "\nUNION ALL\n")
     }
 
     /// Each individual's totals per group, as the grouping reads them.
     private static func parts(_ query: GroupQuery) -> String {
         switch query.key {
         case .day: dayParts
-        case .week: query.weekEdges.isEmpty ? wholeWeekParts : weekParts
+        case .week: wholeWeekParts
         default: sumParts
         }
     }
@@ -176,7 +184,6 @@ package struct GroupAggregateStore: Sendable {
     /// their mean reading — the sum of all readings over their count — clamped to the type's
     /// range), then their count and what the statistic reads of them (`GroupQuery.reads`).
     package func exactGroups(_ query: GroupQuery) async throws -> [ExactGroup] {
-        let midpoint = (query.lower + query.upper) / 2
         let personKey: String? =
             switch query.key {
             case .area: "p.home_area"
@@ -205,7 +212,7 @@ package struct GroupAggregateStore: Sendable {
             ).collect()
             return try await connection.query(
                 """
-                WITH people AS (
+                WITH people AS NOT MATERIALIZED (   -- read in each part of `figures`, never by one process alone
                     SELECT id, home_area, sex, band FROM (
                         SELECT i.id, i.home_area, i.sex,
                                least(floor(extract(year FROM age(\(query.from)::date, i.birth_date)) / 5)::int * 5, 90) AS band
@@ -252,26 +259,19 @@ package struct GroupAggregateStore: Sendable {
                 totals AS (   -- each individual's totals per group, before meeting the people
                     \(unescaped: Self.parts(query))
                 ),
+                edge_totals AS (   -- week groups' partial weeks (read only when there are some)
+                    \(unescaped: Self.edgeWeekParts)
+                ),
                 -- One value per individual and group, and its fixed-point units. Not materialised
                 -- although `binned` names it too: a materialised WITH query is read by one process.
-                values AS NOT MATERIALIZED (
-                    SELECT g, person, v, round((v - \(midpoint)) * \(query.resolution)) AS centred, round(v * \(query.resolution)) AS units
-                    FROM (
-                        SELECT \(unescaped: personKey ?? "t.g") AS g, t.individual_id AS person,
-                               least(greatest(CASE WHEN \(query.dailyTotal) THEN t.value_sum / t.days ELSE t.value_sum / t.sample_count END,
-                                              \(query.lower)), \(query.upper)) AS v
-                        FROM totals t
-                        \(unescaped: wholePopulation ? Self.everyone : "JOIN people p ON p.id = t.individual_id")
-                    ) AS valued
-                ),
-                binned AS (
-                    SELECT g, person, least(floor((v - \(query.lower)) / \(query.binWidth))::int4, \(query.binCount) - 1) AS bin
-                    FROM values
-                ),
+                values AS NOT MATERIALIZED (\(personValuesOf: "totals", query, personKey: personKey, wholePopulation: wholePopulation)),
+                binned AS NOT MATERIALIZED (\(binsOf: "values", query)),
+                edge_values AS NOT MATERIALIZED (\(personValuesOf: "edge_totals", query, personKey: personKey, wholePopulation: wholePopulation)),
+                edge_binned AS NOT MATERIALIZED (\(binsOf: "edge_values", query)),
                 bins AS (
                     SELECT bin FROM generate_series(0, \(query.binCount) - 1) AS bin
                 )
-                \(unescaped: Self.figures(query.reads))
+                \(unescaped: Self.figures(query.reads, prefixes: query.key == .week && !query.weekEdges.isEmpty ? ["", "edge_"] : [""]))
                 """, logger: database.logger
             ).collect()
         }
@@ -288,5 +288,39 @@ package struct GroupAggregateStore: Sendable {
             groups[g] = group
         }
         return groups.values.sorted { $0.key < $1.key }
+    }
+}
+
+extension PostgresQuery.StringInterpolation {
+    /// One value per individual and group of the totals named (clamped to the type's range: their
+    /// mean daily total, or their mean reading), and its fixed-point units (plain and centred on
+    /// the range's midpoint). Written once for each part of a statement, the numbers bound.
+    fileprivate mutating func appendInterpolation(personValuesOf totals: String, _ query: GroupQuery, personKey: String?, wholePopulation: Bool) {
+        appendLiteral("\n    SELECT g, person, v, round((v - ")
+        appendInterpolation((query.lower + query.upper) / 2)
+        appendLiteral(") * ")
+        appendInterpolation(query.resolution)
+        appendLiteral(") AS centred, round(v * ")
+        appendInterpolation(query.resolution)
+        appendLiteral(") AS units\n    FROM (\n        SELECT \(personKey ?? "t.g") AS g, t.individual_id AS person,\n")
+        appendLiteral("               least(greatest(CASE WHEN ")
+        appendInterpolation(query.dailyTotal)
+        appendLiteral(" THEN t.value_sum / t.days ELSE t.value_sum / t.sample_count END, ")
+        appendInterpolation(query.lower)
+        appendLiteral("), ")
+        appendInterpolation(query.upper)
+        let people = wholePopulation ? GroupAggregateStore.everyone : "JOIN people p ON p.id = t.individual_id"
+        appendLiteral(") AS v\n        FROM \(totals) t\n        \(people)\n    ) AS valued\n")
+    }
+
+    /// Each value's bin, from the values named.
+    fileprivate mutating func appendInterpolation(binsOf values: String, _ query: GroupQuery) {
+        appendLiteral("\n    SELECT g, person, least(floor((v - ")
+        appendInterpolation(query.lower)
+        appendLiteral(") / ")
+        appendInterpolation(query.binWidth)
+        appendLiteral(")::int4, ")
+        appendInterpolation(query.binCount)
+        appendLiteral(" - 1) AS bin FROM \(values)\n")
     }
 }
