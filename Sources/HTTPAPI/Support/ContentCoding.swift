@@ -49,42 +49,40 @@ package enum ContentCoding: Equatable, Sendable {
 
     /// The body decoded: at most `limit` bytes, or `Failure.tooLarge` as soon as a byte more is
     /// produced (a small body that inflates to gigabytes costs `limit` bytes, never more). The
-    /// stream must end exactly where the body does.
+    /// stream must end exactly where the body does. zlib reads the body where it lies and writes
+    /// into the buffer returned: neither side is copied.
     package func decode(_ body: ByteBuffer, limit: Int) throws(Failure) -> ByteBuffer {
         guard self != .identity else { return body }
-        var input = Array(body.readableBytesView)
-        guard UInt32(exactly: input.count) != nil, limit >= 0, limit < 0xFFFF_FFFF else { throw .tooLarge }
+        guard UInt32(exactly: body.readableBytes) != nil, limit >= 0, limit < 0xFFFF_FFFF else { throw .tooLarge }
         var stream = z_stream()
         guard czlib_inflate_init(&stream, windowBits) == Z_OK else { throw .noMemory }
         defer { inflateEnd(&stream) }
 
         // One byte beyond the limit: producing it is what tells a body over the limit.
         let capacity = limit + 1
-        var output = [UInt8](repeating: 0, count: min(capacity, max(16_384, input.count * 16)))
-        var produced = 0
+        var output = ByteBufferAllocator().buffer(capacity: min(capacity, max(16_384, body.readableBytes * 16)))
         var status = Z_OK
-        input.withUnsafeMutableBufferPointer { bytes in
-            stream.next_in = bytes.baseAddress
-            stream.avail_in = UInt32(truncatingIfNeeded: bytes.count)  // checked above
+        body.withUnsafeReadableBytes { input in
+            // zlib's `next_in` is not `const` in its Swift import; inflate only reads through it.
+            stream.next_in = UnsafeMutablePointer(mutating: input.bindMemory(to: Bytef.self).baseAddress)
+            stream.avail_in = UInt32(truncatingIfNeeded: input.count)  // checked above
             repeat {
-                if produced == output.count {
-                    guard output.count < capacity else { break }
-                    output += repeatElement(0, count: min(capacity - output.count, output.count))
-                }
-                status = output.withUnsafeMutableBufferPointer { space in
-                    stream.next_out = space.baseAddress.map { $0 + produced }
-                    stream.avail_out = UInt32(truncatingIfNeeded: space.count - produced)  // space.count ≤ limit + 1 < 2^32
-                    let status = inflate(&stream, Z_NO_FLUSH)
-                    produced = space.count - Int(stream.avail_out)
-                    return status
+                let room = capacity - output.writerIndex
+                guard room > 0 else { break }
+                output.writeWithUnsafeMutableBytes(minimumWritableBytes: min(room, max(output.writerIndex, 16_384))) { space in
+                    let offered = min(space.count, room)  // ≤ limit + 1 < 2^32
+                    stream.next_out = space.bindMemory(to: Bytef.self).baseAddress
+                    stream.avail_out = UInt32(truncatingIfNeeded: offered)
+                    status = inflate(&stream, Z_NO_FLUSH)
+                    return offered - Int(stream.avail_out)
                 }
             } while status == Z_OK || (status == Z_BUF_ERROR && stream.avail_in > 0 && stream.avail_out == 0)
         }
-        guard produced <= limit else { throw .tooLarge }
+        guard output.readableBytes <= limit else { throw .tooLarge }
         switch status {
         case Z_STREAM_END:
             guard stream.avail_in == 0 else { throw .corrupt("has bytes after the end of its \(self) stream") }
-            return ByteBuffer(bytes: output[..<produced])
+            return output
         case Z_BUF_ERROR:
             throw .corrupt("ends before its \(self) stream does")
         case Z_MEM_ERROR:
