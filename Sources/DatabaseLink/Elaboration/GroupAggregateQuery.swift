@@ -268,7 +268,7 @@ package struct GroupAggregateStore: Sendable {
                 binned AS NOT MATERIALIZED (\(binsOf: "values", query)),
                 edge_values AS NOT MATERIALIZED (\(personValuesOf: "edge_totals", query, personKey: personKey, wholePopulation: wholePopulation)),
                 edge_binned AS NOT MATERIALIZED (\(binsOf: "edge_values", query)),
-                bins AS (
+                bins AS NOT MATERIALIZED (   -- joined in each part: materialised, only one process could read it
                     SELECT bin FROM generate_series(0, \(query.binCount) - 1) AS bin
                 )
                 \(unescaped: Self.figures(query.reads, prefixes: query.key == .week && !query.weekEdges.isEmpty ? ["", "edge_"] : [""]))
