@@ -142,7 +142,7 @@ package struct GroupAggregateStore: Sendable {
     /// `NOT EXISTS`: the planner makes the first a hashed filter on the scan and the second a
     /// hash anti-join above the parallel append, which cost a third more (`psql`, by week:
     /// 185 → 138 ms). `id` is the primary key, so no NULL can make `NOT IN` empty.
-    fileprivate static let everyone = """
+    private static let everyone = """
         WHERE t.individual_id NOT IN (SELECT o.id FROM individuals o WHERE o.aggregates_opt_out)
         """
     /// The figures of each group and, for histograms and quantiles, bin. Each value's bin is
@@ -165,6 +165,33 @@ package struct GroupAggregateStore: Sendable {
             // data4help_collect_ids (migration 0047): collected by parallel workers too.
             return "SELECT g::text, \(bin), count(*), \(sums), data4help_collect_ids(person) FROM \(from)"
         }.joined(separator: "\nUNION ALL\n")
+    }
+
+    /// One value per individual and group of the totals named (clamped to the type's range: their
+    /// mean daily total, or their mean reading), and its fixed-point units (plain and centred on
+    /// the range's midpoint). `people`: the group's expression and how the individuals are met.
+    /// Written once for each part of a statement; the numbers are `bounds`' (bound once).
+    private static func personValues(of totals: String, people: (group: String, join: String)) -> String {
+        """
+
+            SELECT g, person, v, round((v - middle) * resolution) AS centred, round(v * resolution) AS units
+            FROM (
+                SELECT \(people.group) AS g, t.individual_id AS person, b.middle, b.resolution,
+                       least(greatest(CASE WHEN b.daily_total THEN t.value_sum / t.days ELSE t.value_sum / t.sample_count END, b.lower), b.upper) AS v
+                FROM \(totals) t CROSS JOIN bounds b
+                \(people.join)
+            ) AS valued
+
+        """
+    }
+
+    /// Each value's bin, from the values named.
+    private static func bins(of values: String) -> String {
+        """
+
+            SELECT g, person, least(floor((v - b.lower) / b.bin_width)::int4, b.bin_count - 1) AS bin FROM \(values) CROSS JOIN bounds b
+
+        """
     }
 
     /// Each individual's totals per group, as the grouping reads them.
@@ -192,6 +219,7 @@ package struct GroupAggregateStore: Sendable {
             default: nil
             }
         let wholePopulation = personKey == nil && query.areas.isEmpty && query.sex == nil && query.ageBands.isEmpty
+        let people = (group: personKey ?? "t.g", join: wholePopulation ? Self.everyone : "JOIN people p ON p.id = t.individual_id")
         // Every key's parts are bound, but only the CTEs the statement reads run: PostgreSQL skips
         // a WITH query nothing references. Week groups read the whole weeks as one range of
         // Mondays (none: an empty range) and the partial weeks' days as at most two ranges.
@@ -212,7 +240,12 @@ package struct GroupAggregateStore: Sendable {
             ).collect()
             return try await connection.query(
                 """
-                WITH people AS NOT MATERIALIZED (   -- read in each part of `figures`, never by one process alone
+                WITH bounds AS NOT MATERIALIZED (   -- one row of constants, which the planner folds into each expression
+                    SELECT \(query.dailyTotal)::bool AS daily_total, \(query.lower)::float8 AS lower, \(query.upper)::float8 AS upper,
+                           \((query.lower + query.upper) / 2)::float8 AS middle, \(query.resolution)::float8 AS resolution,
+                           \(query.binWidth)::float8 AS bin_width, \(query.binCount)::int4 AS bin_count
+                ),
+                people AS NOT MATERIALIZED (   -- read in each part of `figures`, never by one process alone
                     SELECT id, home_area, sex, band FROM (
                         SELECT i.id, i.home_area, i.sex,
                                least(floor(extract(year FROM age(\(query.from)::date, i.birth_date)) / 5)::int * 5, 90) AS band
@@ -264,10 +297,10 @@ package struct GroupAggregateStore: Sendable {
                 ),
                 -- One value per individual and group, and its fixed-point units. Not materialised
                 -- although `binned` names it too: a materialised WITH query is read by one process.
-                values AS NOT MATERIALIZED (\(personValuesOf: "totals", query, personKey: personKey, wholePopulation: wholePopulation)),
-                binned AS NOT MATERIALIZED (\(binsOf: "values", query)),
-                edge_values AS NOT MATERIALIZED (\(personValuesOf: "edge_totals", query, personKey: personKey, wholePopulation: wholePopulation)),
-                edge_binned AS NOT MATERIALIZED (\(binsOf: "edge_values", query)),
+                values AS NOT MATERIALIZED (\(unescaped: Self.personValues(of: "totals", people: people))),
+                binned AS NOT MATERIALIZED (\(unescaped: Self.bins(of: "values"))),
+                edge_values AS NOT MATERIALIZED (\(unescaped: Self.personValues(of: "edge_totals", people: people))),
+                edge_binned AS NOT MATERIALIZED (\(unescaped: Self.bins(of: "edge_values"))),
                 bins AS NOT MATERIALIZED (   -- joined in each part: materialised, only one process could read it
                     SELECT bin FROM generate_series(0, \(query.binCount) - 1) AS bin
                 )
@@ -288,39 +321,5 @@ package struct GroupAggregateStore: Sendable {
             groups[g] = group
         }
         return groups.values.sorted { $0.key < $1.key }
-    }
-}
-
-extension PostgresQuery.StringInterpolation {
-    /// One value per individual and group of the totals named (clamped to the type's range: their
-    /// mean daily total, or their mean reading), and its fixed-point units (plain and centred on
-    /// the range's midpoint). Written once for each part of a statement, the numbers bound.
-    fileprivate mutating func appendInterpolation(personValuesOf totals: String, _ query: GroupQuery, personKey: String?, wholePopulation: Bool) {
-        appendLiteral("\n    SELECT g, person, v, round((v - ")
-        appendInterpolation((query.lower + query.upper) / 2)
-        appendLiteral(") * ")
-        appendInterpolation(query.resolution)
-        appendLiteral(") AS centred, round(v * ")
-        appendInterpolation(query.resolution)
-        appendLiteral(") AS units\n    FROM (\n        SELECT \(personKey ?? "t.g") AS g, t.individual_id AS person,\n")
-        appendLiteral("               least(greatest(CASE WHEN ")
-        appendInterpolation(query.dailyTotal)
-        appendLiteral(" THEN t.value_sum / t.days ELSE t.value_sum / t.sample_count END, ")
-        appendInterpolation(query.lower)
-        appendLiteral("), ")
-        appendInterpolation(query.upper)
-        let people = wholePopulation ? GroupAggregateStore.everyone : "JOIN people p ON p.id = t.individual_id"
-        appendLiteral(") AS v\n        FROM \(totals) t\n        \(people)\n    ) AS valued\n")
-    }
-
-    /// Each value's bin, from the values named.
-    fileprivate mutating func appendInterpolation(binsOf values: String, _ query: GroupQuery) {
-        appendLiteral("\n    SELECT g, person, least(floor((v - ")
-        appendInterpolation(query.lower)
-        appendLiteral(") / ")
-        appendInterpolation(query.binWidth)
-        appendLiteral(")::int4, ")
-        appendInterpolation(query.binCount)
-        appendLiteral(" - 1) AS bin FROM \(values)\n")
     }
 }
