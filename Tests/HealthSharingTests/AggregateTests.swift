@@ -137,10 +137,13 @@ struct AggregateTests {
     }
 
     /// Answers leave their members in the pending list of the privacy record's index; the merger
-    /// moves them into the index when it starts, and afterwards when an answer wakes it (so that
-    /// no answer's insert has to). Each step is observed, never assumed after a sleep: under the
-    /// full suite's load the merger's first look came after the answers meant for its wake-up.
-    @Test func thePopulationIndexIsMergedAfterAnswers() async throws {
+    /// moves them into the index when it starts, and afterwards once the answers that woke it have
+    /// gathered: when none has come for `quiet`, or `longest` after the first (so that no
+    /// answer's insert has to merge, and a busy moment's answers are merged at once). Each step is
+    /// observed, never assumed after a sleep: under the full suite's load the merger's first look
+    /// came after the answers meant for its wake-up. The waits are long beside the checks made
+    /// within them (a check 0.3 s into a 4 s wait), so a slow machine cannot fail them.
+    @Test func thePopulationIndexIsMergedOnceAnswersHaveGathered() async throws {
         try await withHarness { harness in
             try await harness.people(60, area: "IT-MI", value: 70)
             try await harness.database.query("CREATE EXTENSION IF NOT EXISTS pgstattuple")
@@ -155,10 +158,19 @@ struct AggregateTests {
                     #expect(answer.answer.status == .answered)
                 }
             }
-            @Sendable func waitUntilMerged() async throws {
-                let deadline = ContinuousClock.now + .seconds(20)
-                while try await pending() > 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(50)) }
+            @Sendable func waitUntilMerged() async throws -> Duration {
+                let started = ContinuousClock.now
+                while try await pending() > 0, started.duration(to: .now) < .seconds(30) { try await Task.sleep(for: .milliseconds(50)) }
+                return started.duration(to: .now)
             }
+            @Sendable func waitForTheMergerToWait(_ answers: ChangeSignal) async throws {
+                let deadline = ContinuousClock.now + .seconds(20)
+                while answers.waiterCount == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
+                #expect(answers.waiterCount == 1, "the merger waits for an answer")
+            }
+            let options = try await harness.database.query(
+                "SELECT reloptions FROM pg_class WHERE relname = 'aggregate_populations_members_idx'")[0].decode([String].self)
+            #expect(options == ["gin_pending_list_limit=16384"], "migration 0055: room for a busy moment's answers")
             try await answerThree()
             #expect(try await pending() == 3, "three answers (rows) waiting before the merger runs")
             let (answers, ready) = (ChangeSignal(), StartupGate())
@@ -167,23 +179,40 @@ struct AggregateTests {
             // Its poll beyond the test: only an answer wakes it (with the minute's poll, a whole-suite
             // run slow enough for three answers to take a minute saw them merged by the poll).
             merger.pollInterval = .seconds(3_600)
+            merger.quiet = .seconds(4)
+            merger.longest = .seconds(8)
             let running = Task { [merger] in try await merger.run() }
             defer { running.cancel() }
-            try await waitUntilMerged()
+            _ = try await waitUntilMerged()
             #expect(try await pending() == 0, "merged by the merger's look at start")
-            // A merge that moved something is followed at once by another look; only after one that
-            // found nothing does it wait for an answer (its poll a minute away). Under the whole
-            // suite's load that second look came after the next three answers and merged them too.
-            let deadline = ContinuousClock.now + .seconds(20)
-            while answers.waiterCount == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-            #expect(answers.waiterCount == 1, "the merger waits for an answer")
-            // Now these three stay pending until an answer wakes it.
+            try await waitForTheMergerToWait(answers)
+            // Three answers stay pending until an answer wakes it, and then for its quiet time.
             try await answerThree()
             try await Task.sleep(for: .milliseconds(300))
             #expect(try await pending() == 3, "three answers (rows) waiting for the wake-up")
             answers.notify()
-            try await waitUntilMerged()
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(try await pending() == 3, "gathering: no merge within the quiet time after the wake-up")
+            let quietMerge = try await waitUntilMerged()
             #expect(try await pending() == 0)
+            #expect(quietMerge < .seconds(20))
+            // Answers every quarter of a second never leave it quiet: it merges `longest` after the
+            // first, not before (at its quiet time) and not never.
+            try await waitForTheMergerToWait(answers)
+            try await answerThree()
+            answers.notify()
+            let notifying = Task {
+                while !Task.isCancelled {
+                    try await Task.sleep(for: .milliseconds(250))
+                    answers.notify()
+                }
+            }
+            defer { notifying.cancel() }
+            try await Task.sleep(for: .seconds(5))
+            #expect(try await pending() == 3, "past the quiet time, answers still coming: gathering")
+            let busyMerge = try await waitUntilMerged()
+            #expect(try await pending() == 0, "merged at the longest wait, answers still coming")
+            #expect(busyMerge < .seconds(25))
             #expect(try await AggregateQueryStore(database: harness.database).mergePopulationIndex() == 0)
         }
     }
