@@ -149,19 +149,19 @@ package struct GroupAggregateStore: Sendable {
     /// joined to the list of bins rather than computed in GROUP BY: the planner then knows there
     /// are groups × bins of them (not one per row), hashes instead of sorting, and lets two
     /// workers aggregate. The join costs a probe per value, which is why only bins pay it.
-    /// `prefixes`: the names' prefixes of each part's `values` and `binned` (`""`, and `edge_`
-    /// for the partial weeks), each part aggregated on its own.
-    private static func figures(_ figure: GroupQuery.Figure, prefixes: [String]) -> String {
+    /// `parts`: the names of each part's values and their bins (the whole statement's, and the
+    /// partial weeks'), each part aggregated on its own.
+    private static func figures(_ figure: GroupQuery.Figure, parts: [(values: String, binned: String)]) -> String {
         let sums =
             switch figure {
             case .centredSum: "sum(centred)::int8, 0::int8"
             case .sum: "0::int8, sum(units)::int8"
             case .individuals, .bins: "0::int8, 0::int8"
             }
-        return prefixes.map { prefix in
+        return parts.map { part in
             let (bin, from) =
                 figure == .bins
-                ? ("b.bin", "\(prefix)binned v JOIN bins b ON b.bin = v.bin GROUP BY g, b.bin") : ("0", "\(prefix)values GROUP BY g")
+                ? ("b.bin", "\(part.binned) v JOIN bins b ON b.bin = v.bin GROUP BY g, b.bin") : ("0", "\(part.values) GROUP BY g")
             // data4help_collect_ids (migration 0047): collected by parallel workers too.
             return "SELECT g::text, \(bin), count(*), \(sums), data4help_collect_ids(person) FROM \(from)"
         }.joined(separator: "\nUNION ALL\n")
@@ -220,6 +220,9 @@ package struct GroupAggregateStore: Sendable {
             }
         let wholePopulation = personKey == nil && query.areas.isEmpty && query.sex == nil && query.ageBands.isEmpty
         let people = (group: personKey ?? "t.g", join: wholePopulation ? Self.everyone : "JOIN people p ON p.id = t.individual_id")
+        // The CTEs of each part's values and bins: every statement's (for week groups, their whole
+        // weeks), and the partial weeks'.
+        let (mainPart, partialWeeksPart) = ((values: "values", binned: "binned"), (values: "edge_values", binned: "edge_binned"))
         // Every key's parts are bound, but only the CTEs the statement reads run: PostgreSQL skips
         // a WITH query nothing references. Week groups read the whole weeks as one range of
         // Mondays (none: an empty range) and the partial weeks' days as at most two ranges.
@@ -297,14 +300,14 @@ package struct GroupAggregateStore: Sendable {
                 ),
                 -- One value per individual and group, and its fixed-point units. Not materialised
                 -- although `binned` names it too: a materialised WITH query is read by one process.
-                values AS NOT MATERIALIZED (\(unescaped: Self.personValues(of: "totals", people: people))),
-                binned AS NOT MATERIALIZED (\(unescaped: Self.bins(of: "values"))),
-                edge_values AS NOT MATERIALIZED (\(unescaped: Self.personValues(of: "edge_totals", people: people))),
-                edge_binned AS NOT MATERIALIZED (\(unescaped: Self.bins(of: "edge_values"))),
+                \(unescaped: mainPart.values) AS NOT MATERIALIZED (\(unescaped: Self.personValues(of: "totals", people: people))),
+                \(unescaped: mainPart.binned) AS NOT MATERIALIZED (\(unescaped: Self.bins(of: mainPart.values))),
+                \(unescaped: partialWeeksPart.values) AS NOT MATERIALIZED (\(unescaped: Self.personValues(of: "edge_totals", people: people))),
+                \(unescaped: partialWeeksPart.binned) AS NOT MATERIALIZED (\(unescaped: Self.bins(of: partialWeeksPart.values))),
                 bins AS NOT MATERIALIZED (   -- joined in each part: materialised, only one process could read it
-                    SELECT bin FROM generate_series(0, \(query.binCount) - 1) AS bin
+                    SELECT bin FROM bounds b CROSS JOIN generate_series(0, b.bin_count - 1) AS bin
                 )
-                \(unescaped: Self.figures(query.reads, prefixes: query.key == .week && !query.weekEdges.isEmpty ? ["", "edge_"] : [""]))
+                \(unescaped: Self.figures(query.reads, parts: query.key == .week && !query.weekEdges.isEmpty ? [mainPart, partialWeeksPart] : [mainPart]))
                 """, logger: database.logger
             ).collect()
         }

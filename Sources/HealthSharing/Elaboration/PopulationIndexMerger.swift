@@ -48,7 +48,7 @@ package struct PopulationIndexMerger: Service {
         await cancelWhenGracefulShutdown {
             while !Task.isCancelled {
                 let seen = answers.generation
-                _ = await mergeOnce()
+                await mergeOnce()
                 await answers.wait(after: seen, timeout: pollInterval)
                 await gather()
             }
@@ -67,15 +67,13 @@ package struct PopulationIndexMerger: Service {
         }
     }
 
-    /// One merge; true when it moved anything.
-    @discardableResult
-    package func mergeOnce() async -> Bool {
-        guard schemaReady.isOpen else { return false }
+    /// One merge of everything pending (a failure is logged; the next round tries again).
+    package func mergeOnce() async {
+        guard schemaReady.isOpen else { return }
         do {
-            return try await queries.mergePopulationIndex() > 0
+            _ = try await queries.mergePopulationIndex()
         } catch {
             logger.warning("privacy record index merge failed; will retry", metadata: ["error.type": "\(String(reflecting: type(of: error)))"])
-            return false
         }
     }
 }
