@@ -55,6 +55,9 @@ let package = Package(
             pkgConfig: "zlib",
             providers: [.apt(["zlib1g-dev"])]
         ),
+        // A whole body deflated by that zlib: what Data4HelpKit sends gzip-coded (and the bench's load
+        // generator). The server's inflating, with its limits, is HTTPAPI's `ContentCoding`.
+        .target(name: "ZlibCoding", dependencies: ["CZlibStream"], swiftSettings: swiftSettings),
         // glibc's posix_spawn extensions (close inherited descriptors), for starting PostgreSQL.
         .target(name: "CSpawn"),
         // An XML reader for documents from outside (no entities, no libxml2), whole or fed in pieces.
@@ -157,6 +160,7 @@ let package = Package(
             dependencies: [
                 "AccessManager",
                 "CZlibStream",
+                "ZlibCoding",
                 "Data4HelpCore",
                 "HealthSharing",
                 "RunEvents",
@@ -194,6 +198,7 @@ let package = Package(
                 "HTTPAPI",
                 "DatabaseLink",
                 "HealthSharing",
+                "ZlibCoding",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
@@ -212,10 +217,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Data4HelpKit: the client generated from the contract (Generated/, by `make kit`) and the sync
-        // engine an app embeds. It shares no code with the server: an app links this and nothing else.
+        // engine an app embeds. It shares no server code (only zlib's deflate): an app links this and nothing else.
         .target(
             name: "Data4HelpKit",
             dependencies: [
+                "ZlibCoding",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -239,6 +245,8 @@ let package = Package(
             path: "Tests/DatabaseTestSupport",
             swiftSettings: swiftSettings
         ),
+        // Programs others wrote (GNU gzip, CPython's zlib) run on bytes, for tests of our coders.
+        .target(name: "ExternalPrograms", path: "Tests/ExternalPrograms", swiftSettings: swiftSettings),
         // Reproducible randomness for property and statistical tests.
         .target(name: "SeededRandom", path: "Tests/SeededRandom", swiftSettings: swiftSettings),
         .testTarget(
@@ -275,7 +283,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "DeviceFilesTests", dependencies: ["DeviceFiles"], swiftSettings: swiftSettings),
-        .testTarget(name: "Data4HelpKitTests", dependencies: ["Data4HelpKit"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "Data4HelpKitTests",
+            dependencies: [
+                "Data4HelpKit", "ExternalPrograms", .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+            ],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "SOSManagerTests",
             dependencies: ["SOSManager", "HealthSharing", "DatabaseLink", "SeededRandom"],
@@ -286,6 +301,8 @@ let package = Package(
             dependencies: [
                 "HTTPAPI",
                 "Data4HelpKit",
+                "ExternalPrograms",
+                "ZlibCoding",
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 "HealthSharing",
                 "DatabaseLink",

@@ -1,9 +1,11 @@
+import ExternalPrograms
 import Foundation
 import HTTPAPI
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
 import Testing
+import ZlibCoding
 
 /// JSON bodies sent gzip- or deflate-coded (`Content-Encoding`), coded by other encoders than
 /// ours — GNU gzip and Python's zlib — and every way such a body can be wrong.
@@ -19,27 +21,10 @@ struct ContentCodingTests {
         return Array(#"{"items":[\#(items.joined(separator: ","))]}"#.utf8)
     }
 
-    /// `bytes` through a program's standard input, its standard output back.
-    static func filter(_ bytes: [UInt8], through command: [String]) throws -> [UInt8] {
-        let input = FileManager.default.temporaryDirectory.appendingPathComponent("coding-\(UUID().uuidString)")
-        try Data(bytes).write(to: input)
-        defer { try? FileManager.default.removeItem(at: input) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = command
-        process.standardInput = try FileHandle(forReadingFrom: input)
-        let output = Pipe()
-        process.standardOutput = output
-        try process.run()
-        let coded = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        try #require(process.terminationStatus == 0, "\(command) failed")
-        return Array(coded)
-    }
-
-    static func gnuGzip(_ bytes: [UInt8]) throws -> [UInt8] { try filter(bytes, through: ["gzip", "-c", "-9"]) }
+    static func gnuGzip(_ bytes: [UInt8]) throws -> [UInt8] { try ExternalProgram.filter(bytes, through: ["gzip", "-c", "-9"]) }
     static func pythonDeflate(_ bytes: [UInt8]) throws -> [UInt8] {
-        try filter(bytes, through: ["python3", "-c", "import sys, zlib; sys.stdout.buffer.write(zlib.compress(sys.stdin.buffer.read()))"])
+        try ExternalProgram.filter(
+            bytes, through: ["python3", "-c", "import sys, zlib; sys.stdout.buffer.write(zlib.compress(sys.stdin.buffer.read()))"])
     }
 
     static func post(_ api: APIClient, token: String, _ body: [UInt8], coding: String?) async throws -> APIClient.Reply {
@@ -121,14 +106,9 @@ struct ContentCodingTests {
             let coded = ByteBuffer(bytes: try coding == .gzip ? Self.gnuGzip(body) : Self.pythonDeflate(body))
             #expect(try coding.decode(coded, limit: body.count) == ByteBuffer(bytes: body))
             #expect(throws: ContentCoding.Failure.tooLarge) { try coding.decode(coded, limit: body.count - 1) }
-            // Our own encoder, which the bench uses, is read by Python's zlib.
-            let ours = coding.encode(body)
-            let python = try Self.filter(
-                ours,
-                through: [
-                    "python3", "-c",
-                    "import sys, zlib; sys.stdout.buffer.write(zlib.decompress(sys.stdin.buffer.read(), \(coding == .gzip ? 31 : 15)))",
-                ])
+            // Our own encoder, which the kit and the bench use, is read by Python's zlib.
+            let ours = try #require(ZlibDeflate.compress(body, format: coding == .gzip ? .gzip : .zlib))
+            let python = try ExternalProgram.pythonInflate(ours, windowBits: coding == .gzip ? 31 : 15)
             #expect(python == body)
         }
         #expect(ContentCoding(header: nil) == .identity)

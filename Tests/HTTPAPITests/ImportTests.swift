@@ -274,6 +274,39 @@ struct ImportTests {
         let description: String
     }
 
+    /// A file is stored as it arrives: one sent coded would be stored coded, so it is refused
+    /// (RFC 7694's 415 with `Accept-Encoding: identity`) before anything is stored, a part too.
+    @Test func aCodedFileIsRefusedBeforeAnythingIsStored() async throws {
+        try await TestServer.run { api in
+            let (person, _) = try await api.individualSession()
+            let bytes = Array(Self.export.utf8)
+            let coded = try await Self.post(api, person, Self.export, headers: [.contentEncoding: "gzip"])
+            #expect(coded.status == .unsupportedMediaType)
+            #expect(coded.string("type") == "tag:data4help,2026:problem:unsupported-content-encoding")
+            #expect(coded.headers[.acceptEncoding] == "identity")
+            #expect((try await api.send(.get, "/api/users/imports", token: person).json["imports"] as? [Any])?.isEmpty == true)
+
+            let half = bytes.count / 2
+            let first = try await Self.post(api, person, String(decoding: bytes[..<half], as: UTF8.self), headers: [.uploadComplete: "?0"])
+            let id = try #require(first.string("id"))
+            let rest = String(decoding: bytes[half...], as: UTF8.self)
+            let codedPart = try await api.send(
+                .patch, "/api/users/imports/\(id)", token: person, raw: rest,
+                headers: [.contentType: "application/partial-upload", .uploadOffset: String(half), .contentEncoding: "deflate"])
+            #expect(codedPart.status == .unsupportedMediaType && codedPart.headers[.acceptEncoding] == "identity")
+            let head = try await api.send(.head, "/api/users/imports/\(id)", token: person)
+            #expect(head.headers[.uploadOffset] == String(half), "nothing of the coded part stored")
+
+            // The same part as it is completes the file.
+            let plain = try await api.send(
+                .patch, "/api/users/imports/\(id)", token: person, raw: rest,
+                headers: [.contentType: "application/partial-upload", .uploadOffset: String(half), .contentEncoding: "identity"])
+            #expect(plain.status == .ok)
+            let job = try await Self.finished(api, person, id)
+            #expect(job["state"] as? String == "done" && Self.types(job)["heartRate"] == ["accepted": 1, "duplicates": 0])
+        }
+    }
+
     @Test func anUploadCutOffResumesWhereItStopped() async throws {
         try await TestServer.run { api in
             let (person, _) = try await api.individualSession()

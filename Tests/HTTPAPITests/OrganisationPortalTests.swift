@@ -142,6 +142,12 @@ struct OrganisationPortalTests {
             let wrong = try await fresh.send(
                 .post, "/portal/login", form: [("csrf", try PortalBrowser.csrf(login)), ("email", email), ("password", "wrong password!!")])
             #expect(wrong.status == .unauthorized && PortalBrowser.html(wrong).contains(#"role="alert""#) && fresh.cookies["d4h_portal"] == nil)
+            // A coded form (no browser sends one) is refused, never read as text.
+            let coded = try await fresh.send(
+                .post, "/portal/login",
+                form: [("csrf", try PortalBrowser.csrf(login)), ("email", email), ("password", "correct horse battery staple")],
+                headers: [.contentEncoding: "gzip"])
+            #expect(coded.status == .unsupportedMediaType && fresh.cookies["d4h_portal"] == nil)
             // Sign-up with bad fields: each message next to its field.
             let signup = try await fresh.send(.get, "/portal/signup")
             let invalid = try await fresh.send(

@@ -1831,8 +1831,8 @@ public enum Operations {
     /// before the answer.
     ///
     /// The body may be sent compressed with `Content-Encoding: gzip` (or `deflate`, zlib's
-    /// format), as every request body may: 1 Hz items are about a fourteenth of their size that
-    /// way. The limit on a body's size holds before and after decoding; a stream that is cut
+    /// format), as every JSON body (and a run's course file) may — Data4HelpKit sends a JSON body
+    /// of a kilobyte or more that way: 1 Hz items are about a fourteenth of their size. The limit on a body's size holds before and after decoding; a stream that is cut
     /// short or followed by other bytes is refused (400), another coding is refused with 415.
     ///
     ///
@@ -2984,6 +2984,10 @@ public enum Operations {
     /// import tells `Upload-Offset`, and `PATCH` with `Upload-Offset` appends from there. An
     /// `export.xml` may be read while it arrives: its `records` and `result` can grow while it is
     /// still `uploading`, and a part that cannot be read fails it (the next part is answered 409).
+    ///
+    /// The file is stored as it arrives, so it is not sent coded: a body with a `Content-Encoding`
+    /// (a part's too) is refused with 415 `unsupported-content-encoding` and `Accept-Encoding:
+    /// identity`, before anything is stored. (A zip is compressed already.)
     ///
     ///
     /// - Remark: HTTP `POST /api/users/imports`.

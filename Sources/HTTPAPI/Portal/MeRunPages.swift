@@ -58,8 +58,8 @@ struct MeRunPages {
                 .unsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type",
                 detail: "Send a GPX, TCX or FIT file (application/gpx+xml, application/vnd.garmin.tcx+xml, application/vnd.ant.fit).")
         }
-        var request = request
-        let bytes = Array(try await request.collectBody(upTo: min(Self.courseFileLimit, site.maxBodyBytes)).readableBytesView)
+        // Read as the API reads a course's file: within the limit, decoded if it came coded.
+        let bytes = Array(try await JSONBody(limit: min(Self.courseFileLimit, site.maxBodyBytes)).collect(request).readableBytesView)
         switch Result(catching: { () throws(PathError) in try GeoPath(points: try CoursePath.points(from: bytes, format: format), field: "body") }) {
         case .success(let course): return course
         case .failure(let error): throw Problem.invalidField(error.field, error.reason)

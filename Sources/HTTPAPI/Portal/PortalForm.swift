@@ -7,8 +7,10 @@ import Hummingbird
 struct PortalForm {
     let text: String
 
-    /// Reads the form body (at most `limit` bytes) and puts it back on the request.
+    /// Reads the form body (at most `limit` bytes, not coded) and puts it back on the request.
     init(_ request: inout Request, limit: Int) async throws {
+        // A browser never codes a form; one that came coded is refused rather than read as text.
+        try ContentCoding.requireIdentity(request.headers, detail: "Send the form as it is (no Content-Encoding).")
         let buffer = try await request.body.collect(upTo: limit)
         request.body = .init(buffer: buffer)
         let text = String(buffer: buffer)

@@ -1,5 +1,6 @@
 import CZlibStream
 import Foundation
+import HTTPTypes
 import NIOCore
 
 /// A request body's content coding (RFC 9110 §8.4), as `Content-Encoding` names it. A body (JSON,
@@ -28,6 +29,20 @@ package enum ContentCoding: Equatable, Sendable {
         case ["deflate"]: self = .deflate
         default: return nil
         }
+    }
+
+    /// The `415` for a body in a coding that is not decoded where it was sent (RFC 7694): what is,
+    /// in `Accept-Encoding` (`identity`: only bodies as they are).
+    static func refusal(accepting accepted: String, detail: String) -> Problem {
+        Problem(
+            .unsupportedMediaType, slug: "unsupported-content-encoding", title: "Unsupported content encoding", detail: detail,
+            headers: [.acceptEncoding: accepted])
+    }
+
+    /// Where a body is read as it comes — an import's file, streamed to the database; a portal's
+    /// form — a coded one is refused, never stored or read still coded.
+    static func requireIdentity(_ headers: HTTPFields, detail: String) throws(Problem) {
+        guard ContentCoding(header: headers[.contentEncoding]) == .identity else { throw refusal(accepting: "identity", detail: detail) }
     }
 
     package enum Failure: Error, Equatable {
@@ -90,26 +105,5 @@ package enum ContentCoding: Equatable, Sendable {
         default:
             throw .corrupt("is not \(self) data")
         }
-    }
-
-    /// `bytes` coded, at zlib's default level: what a client (the bench's load generator) sends.
-    package func encode(_ bytes: [UInt8]) -> [UInt8] {
-        guard self != .identity else { return bytes }
-        var stream = z_stream()
-        guard czlib_deflate_init(&stream, Z_DEFAULT_COMPRESSION, windowBits) == Z_OK else { return bytes }
-        defer { deflateEnd(&stream) }
-        var input = bytes
-        var output = [UInt8](repeating: 0, count: Int(deflateBound(&stream, UInt(input.count))))
-        let written = input.withUnsafeMutableBufferPointer { source in
-            output.withUnsafeMutableBufferPointer { target in
-                stream.next_in = source.baseAddress
-                stream.avail_in = UInt32(truncatingIfNeeded: source.count)
-                stream.next_out = target.baseAddress
-                stream.avail_out = UInt32(truncatingIfNeeded: target.count)
-                _ = CZlibStream.deflate(&stream, Z_FINISH)
-                return target.count - Int(stream.avail_out)
-            }
-        }
-        return Array(output[..<written])
     }
 }

@@ -40,11 +40,8 @@ struct JSONBody {
     /// through, JSON or a course's file.
     func collect(_ request: Request) async throws -> ByteBuffer {
         guard let coding = ContentCoding(header: request.headers[.contentEncoding]) else {
-            throw Problem(
-                .unsupportedMediaType, slug: "unsupported-content-encoding", title: "Unsupported content encoding",
-                detail: "Send the body as it is, or coded as gzip or deflate (Content-Encoding).",
-                headers: [.acceptEncoding: ContentCoding.accepted]
-            )
+            throw ContentCoding.refusal(
+                accepting: ContentCoding.accepted, detail: "Send the body as it is, or coded as gzip or deflate (Content-Encoding).")
         }
         var request = request
         let buffer = try await request.collectBody(upTo: limit)

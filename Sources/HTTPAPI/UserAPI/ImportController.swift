@@ -54,6 +54,7 @@ struct ImportController {
                     + "application/gpx+xml, application/vnd.garmin.tcx+xml or application/vnd.ant.fit (an activity)."
             )
         }
+        try Self.requireUncoded(request)
         let complete = try Self.uploadComplete(request.headers)
         let created = try await imports.create(for: individual, format: format)
         try await receive(request.body, into: created.publicId, from: 0, for: individual)
@@ -79,6 +80,7 @@ struct ImportController {
         guard let offset = Int64(offsetText), offset >= 0 else {
             throw Problem.invalidField("Upload-Offset", "must be a non-negative integer")
         }
+        try Self.requireUncoded(request)
         let complete = try Self.uploadComplete(request.headers)
         try await receive(request.body, into: id, from: offset, for: context.individual)
         let status = complete ? try await imports.complete(id, for: context.individual) : try await imports.find(id, for: context.individual)
@@ -143,6 +145,14 @@ struct ImportController {
 
     static func importId(_ context: some RequestContext) throws -> UUID {
         return try context.parameters.id("importId", missing: Problem.notFound("import"))
+    }
+
+    /// A file's bytes are stored as they arrive, a chunk at a time, and read later by the import:
+    /// one sent coded (`Content-Encoding`) would be stored coded and fail as an unknown format, so
+    /// it is refused (415) before anything is stored. A zip is compressed already.
+    static func requireUncoded(_ request: Request) throws {
+        try ContentCoding.requireIdentity(
+            request.headers, detail: "Send the file as it is: an import's bytes are stored as they arrive (no Content-Encoding).")
     }
 
     /// `Upload-Complete` (an RFC 9651 boolean, `?1` when absent): whether this part ends the file.

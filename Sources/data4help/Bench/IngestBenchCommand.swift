@@ -13,6 +13,7 @@ import Prometheus
 import SOSManager
 import ServiceLifecycle
 import Synchronization
+import ZlibCoding
 
 /// `data4help bench ingest`: heart-rate uploads at 1 Hz from many individuals, over HTTP with a few
 /// concurrent clients, against the real server and a fresh embedded PostgreSQL, alternated with
@@ -65,7 +66,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
             let (http, ceiling) = (PhaseResult(pooling: pairs.map(\.http)), PhaseResult(pooling: pairs.map(\.raw)))
             report(pairs, http: http, raw: ceiling, decoding: decoding.items, bytesPerSample: size)
             reportSeries(pairs, raw: ceiling, decoding: decoding.series)
-            reportGzip(pairs, raw: ceiling, decoding: decoding.gzip)
+            try reportGzip(pairs, raw: ceiling, decoding: decoding.gzip)
             reportVariants(variants, ceiling: ceiling)
             print(
                 String(
@@ -135,8 +136,11 @@ struct IngestBenchCommand: AsyncParsableCommand {
     private func gzipSecondsAgo(_ round: Int) -> Double { Double(3 * rounds + 3 - round) * span + 600 }
 
     /// An upload as a phone that compresses it sends it.
-    private static func gzipped(_ body: ByteBuffer) -> ByteBuffer {
-        ByteBuffer(bytes: ContentCoding.gzip.encode(Array(body.readableBytesView)))
+    private static func gzipped(_ body: ByteBuffer) throws -> ByteBuffer {
+        guard let coded = ZlibDeflate.compress(Array(body.readableBytesView), format: .gzip) else {
+            throw ValidationError("zlib could not compress an upload (out of memory?)")
+        }
+        return ByteBuffer(bytes: coded)
     }
 
     /// `rounds` pairs, the items' end-to-end phase first in even rounds and the series' first in
@@ -153,7 +157,7 @@ struct IngestBenchCommand: AsyncParsableCommand {
                 let bodies = makeBodies(secondsAgo: secondsAgo, prefix: "m\(round).")
                 let columns = rawColumns(secondsAgo: secondsAgo, prefix: "m\(round).")
                 let seriesBodies = makeSeriesBodies(secondsAgo: seriesSecondsAgo(round))
-                let gzipBodies = makeBodies(secondsAgo: gzipSecondsAgo(round), prefix: "g\(round).").map(Self.gzipped)
+                let gzipBodies = try makeBodies(secondsAgo: gzipSecondsAgo(round), prefix: "g\(round).").map(Self.gzipped)
                 let http: PhaseResult
                 let raw: PhaseResult
                 let series: PhaseResult
@@ -481,9 +485,9 @@ extension IngestBenchCommand {
     }
 
     /// The gzip-coded items' phases against the same rounds' ceilings, with their bytes.
-    fileprivate func reportGzip(_ pairs: [Pair], raw: PhaseResult, decoding: PhaseResult) {
+    fileprivate func reportGzip(_ pairs: [Pair], raw: PhaseResult, decoding: PhaseResult) throws {
         let plain = makeBodies(secondsAgo: roundSecondsAgo(0), prefix: "m0.")
-        let (plainBytes, codedBytes) = (plain.reduce(0) { $0 + $1.readableBytes }, plain.map(Self.gzipped).reduce(0) { $0 + $1.readableBytes })
+        let (plainBytes, codedBytes) = (plain.reduce(0) { $0 + $1.readableBytes }, try plain.map(Self.gzipped).reduce(0) { $0 + $1.readableBytes })
         let perSample = { (bytes: Int) in String(format: "%.1f", Double(bytes) / Double(batches * batchSize)) }
         reportFormat(
             pairs, \.gzip, raw: raw, decoding: decoding, name: "gzip",
