@@ -69,5 +69,4 @@ struct RequestCompression: ClientMiddleware {
             return ["gzip", "x-gzip", "*"].contains(parts.first ?? "") && weight > 0
         }
     }
-
 }

@@ -2,7 +2,7 @@ import CZlibStream
 
 /// A whole body compressed by the system's zlib at its default level: what Data4HelpKit sends as
 /// `Content-Encoding: gzip`, and the bench's load generator too. (Reading coded bodies, within the
-/// server's limits, is the server's `ContentCoding.decode`: the kit never inflates.)
+/// server's limits, is the server's `ContentCoding.decode`, with these formats: the kit never inflates.)
 package enum ZlibDeflate {
     package enum Format: Sendable {
         /// RFC 1952: `Content-Encoding: gzip`.
@@ -10,8 +10,8 @@ package enum ZlibDeflate {
         /// RFC 1950 (zlib's format): `Content-Encoding: deflate`.
         case zlib
 
-        /// zlib's window bits: 15 (32 KiB), +16 for gzip's header and trailer.
-        var windowBits: Int32 {
+        /// zlib's window bits: 15 (32 KiB), +16 for gzip's header and trailer (inflating too).
+        package var windowBits: Int32 {
             switch self {
             case .gzip: 15 + 16
             case .zlib: 15

@@ -48,7 +48,7 @@ package enum DecoderFuzzing {
             precondition(body.readableBytes <= 1 << 20, "decoded past the limit")
             upload(Data(body.readableBytesView))
         }
-        guard var coded = ZlibDeflate.compress(rest, format: coding == .gzip ? .gzip : .zlib) else { preconditionFailure("our coding failed") }
+        guard let format = coding.format, var coded = ZlibDeflate.compress(rest, format: format) else { preconditionFailure("our coding failed") }
         precondition((try? coding.decode(ByteBuffer(bytes: coded), limit: rest.count)) == ByteBuffer(bytes: rest), "our coding does not decode")
         if !rest.isEmpty {
             precondition((try? coding.decode(ByteBuffer(bytes: coded), limit: rest.count - 1)) == nil, "decoded past the limit")

@@ -2,6 +2,7 @@ import CZlibStream
 import Foundation
 import HTTPTypes
 import NIOCore
+import ZlibCoding
 
 /// A request body's content coding (RFC 9110 §8.4), as `Content-Encoding` names it. A body (JSON,
 /// a course's file) may come gzip-coded (or zlib's `deflate`): a phone's upload of 1 Hz heart rate is about a
@@ -54,11 +55,12 @@ package enum ContentCoding: Equatable, Sendable {
         case noMemory
     }
 
-    /// zlib's window bits for the coding: 15 (32 KiB), +16 for gzip's header and trailer.
-    private var windowBits: Int32 {
+    /// The zlib format of the coding's stream (nil: not coded), which names its window bits too.
+    package var format: ZlibDeflate.Format? {
         switch self {
-        case .identity, .deflate: 15
-        case .gzip: 15 + 16
+        case .identity: nil
+        case .gzip: .gzip
+        case .deflate: .zlib
         }
     }
 
@@ -67,10 +69,10 @@ package enum ContentCoding: Equatable, Sendable {
     /// stream must end exactly where the body does. zlib reads the body where it lies and writes
     /// into the buffer returned: neither side is copied.
     package func decode(_ body: ByteBuffer, limit: Int) throws(Failure) -> ByteBuffer {
-        guard self != .identity else { return body }
+        guard let format else { return body }
         guard UInt32(exactly: body.readableBytes) != nil, limit >= 0, limit < 0xFFFF_FFFF else { throw .tooLarge }
         var stream = z_stream()
-        guard czlib_inflate_init(&stream, windowBits) == Z_OK else { throw .noMemory }
+        guard czlib_inflate_init(&stream, format.windowBits) == Z_OK else { throw .noMemory }
         defer { inflateEnd(&stream) }
 
         // One byte beyond the limit: producing it is what tells a body over the limit.
