@@ -19,7 +19,12 @@ struct AggregatesOptOutTests {
             to: "2026-11-20", months: [], addedDays: [], subtractedDays: [], key: .day, lower: 0, upper: 50_000, binWidth: 1_000, binCount: 50,
             resolution: 1)
         return try await direct.whileRunning {
-            try await GroupAggregateStore(database: direct).exactGroups(query).map(\.individuals).reduce(0, +)
+            // Every group released: the population (read from `activity_days`) is the same people.
+            let (individuals, population) = try await GroupAggregateStore(database: direct).answer(query) { groups in
+                (groups.map(\.individuals).reduce(0, +), Set(groups.map(\.key)))
+            }
+            #expect(Int64(population.count) == individuals, "one day: each person once")
+            return individuals
         }
     }
 

@@ -25,6 +25,14 @@ import Testing
             try await database.query(
                 "UPDATE daily_rollups SET sample_count = 1 + individual_id % 11, value_sum = value_sum / 3 WHERE (individual_id + (day - date '2000-01-01')) % 5 = 1"
             )
+            // Days that lose their last value, some of which gain one again and the others go
+            // (activity_days follows each step; no day is left without a value, as none is in use).
+            let (lastValueGone, comesBack) = (
+                "(individual_id + (day - date '2000-01-01')) % 13 = 3", "(individual_id + (day - date '2000-01-01')) % 26 = 3"
+            )
+            try await database.query("UPDATE daily_rollups SET sample_count = 0, value_sum = 0 WHERE \(unescaped: lastValueGone)")
+            try await database.query("UPDATE daily_rollups SET sample_count = 2, value_sum = 150 WHERE \(unescaped: comesBack)")
+            try await database.query("DELETE FROM daily_rollups WHERE sample_count = 0")
             try await database.query("UPDATE individuals SET aggregates_opt_out = true WHERE id % 9 = 0")
             let rows = try await database.query(
                 """
@@ -51,49 +59,121 @@ import Testing
                 (.week, wednesday, thursday, nil), (.week, wednesday, thursday, .female),
                 (.week, CalendarDay(ordinal: wednesday.ordinal + 1), CalendarDay(ordinal: wednesday.ordinal + 3), nil),
                 (.week, monday, sunday, nil), (.week, monday, sunday, .female),
+                // A Sunday to a Saturday: a week of one day (its week's other days are not the
+                // window's), then six days of the next.
+                (.week, CalendarDay(ordinal: monday.ordinal - 1), CalendarDay(ordinal: monday.ordinal + 5), nil),
                 // The ends of two weeks and no whole week between them: a Friday to a Tuesday.
                 (.week, CalendarDay(ordinal: wednesday.ordinal + 2), CalendarDay(ordinal: wednesday.ordinal + 6), nil),
                 (nil, wednesday, thursday, nil), (nil, wednesday, thursday, .female), (.area, wednesday, thursday, nil),
                 (.sex, wednesday, thursday, nil),
             ]
-            for type in [SampleType.heartRate, .stepCount] {
-                for (groupBy, from, to, sex) in windows {
-                    for statistic in AggregateStatistic.allCases {
-                        let spec = try AggregateSpec(
-                            type: .sample(type), statistic: statistic,
-                            areas: groupBy == .area ? try PopulationSeeder.areas.map { try AreaCode(parsing: $0) } : [], ageBands: [], sex: sex,
-                            from: from, to: to, groupBy: groupBy,
-                            epsilon: Epsilon(hundredths: 100))
-                        let query = service.groupQuery(spec)
-                        if groupBy == .week, from == monday {
-                            #expect(query.weekEdges.isEmpty && query.weeks.count > 10, "whole weeks only: no days read")
-                        }
-                        let exact = try await GroupAggregateStore(database: database).exactGroups(query)
-                        let chosen = rows.filter { $0.type == type.storageCode && (sex == nil || $0.sex == sex?.rawValue) }
-                        let expected = Self.reference(chosen, query, from: from, to: to)
-                        let context =
-                            "\(type) \(statistic) by \(groupBy.map { "\($0)" } ?? "nothing") of \(sex?.rawValue ?? "all") \(from.text)…\(to.text)"
-                        #expect(exact.map(\.key) == expected.map(\.key), "\(context)")
-                        #expect(expected.count > 0, "\(context)")
-                        for (got, want) in zip(exact, expected) {
-                            #expect(got.individuals == want.individuals, "\(context) \(got.key)")
-                            #expect(Set(got.members) == Set(want.members) && got.members.count == want.members.count, "\(context) \(got.key)")
-                            // The figure the statistic reads, as the days say; the others not computed.
-                            let reads = query.reads
-                            #expect(got.bins == (reads == .bins ? want.bins : []), "\(context) \(got.key)")
-                            // Sums of doubles in another order: each person's rounding may differ by one unit.
-                            #expect(abs(got.sum - (reads == .sum ? want.sum : 0)) <= (reads == .sum ? want.individuals : 0), "\(context) \(got.key)")
+            // Each population read both ways: from `activity_days` (kept by the rollup triggers
+            // through the seeding and the changes above) and collected by the statement, as
+            // before the backfill is done.
+            for source in ["activity days", "collected"] {
+                try await database.query("UPDATE activity_backfill SET done = \(source == "activity days")")
+                for type in [SampleType.heartRate, .stepCount] {
+                    for (groupBy, from, to, sex) in windows {
+                        for statistic in AggregateStatistic.allCases {
+                            let spec = try AggregateSpec(
+                                type: .sample(type), statistic: statistic,
+                                areas: groupBy == .area ? try PopulationSeeder.areas.map { try AreaCode(parsing: $0) } : [], ageBands: [], sex: sex,
+                                from: from, to: to, groupBy: groupBy,
+                                epsilon: Epsilon(hundredths: 100))
+                            let query = service.groupQuery(spec)
+                            if groupBy == .week, from == monday {
+                                #expect(query.weekEdges.isEmpty && query.weeks.count > 10, "whole weeks only: no days read")
+                            }
+                            let chosen = rows.filter { $0.type == type.storageCode && (sex == nil || $0.sex == sex?.rawValue) }
+                            let expected = Self.reference(chosen, query, from: from, to: to)
+                            let context =
+                                "\(type) \(statistic) by \(groupBy.map { "\($0)" } ?? "nothing") of \(sex?.rawValue ?? "all") \(from.text)…\(to.text)"
+                            // Released: every group, then every other one, then the first alone (a
+                            // suppressed group's people are not in the population unless a released
+                            // group has them).
+                            let keys = expected.map(\.key)
+                            let everyOther = Set(keys.enumerated().filter { $0.offset % 2 == 0 }.map(\.element))
+                            var exact: [ExactGroup] = []
+                            for released in [Set(keys), everyOther, Set(keys.prefix(1))] {
+                                let (groups, population) = try await GroupAggregateStore(database: database).answer(query) { ($0, released) }
+                                exact = groups
+                                let want = Set(expected.filter { released.contains($0.key) }.flatMap(\.members)).sorted()
+                                #expect(population == want, "\(context) \(released.count) released, \(source)")
+                            }
+                            #expect(exact.map(\.key) == keys, "\(context)")
+                            #expect(expected.count > 0, "\(context)")
+                            for (got, want) in zip(exact, expected) {
+                                #expect(got.individuals == want.individuals, "\(context) \(got.key)")
+                                // A time grouping's members are not collected: its population is read
+                                // from `activity_days`.
+                                let collected = (query.key == .day || query.key == .week) && source == "activity days" ? [] : want.members
+                                #expect(Set(got.members) == Set(collected) && got.members.count == collected.count, "\(context) \(got.key)")
+                                // The figure the statistic reads, as the days say; the others not computed.
+                                let reads = query.reads
+                                #expect(got.bins == (reads == .bins ? want.bins : []), "\(context) \(got.key)")
+                                // Sums of doubles in another order: each person's rounding may differ by one unit.
+                                #expect(
+                                    abs(got.sum - (reads == .sum ? want.sum : 0)) <= (reads == .sum ? want.individuals : 0), "\(context) \(got.key)")
+                                #expect(
+                                    abs(got.centredSum - (reads == .centredSum ? want.centredSum : 0))
+                                        <= (reads == .centredSum ? want.individuals : 0),
+                                    "\(context) \(got.key)")
+                            }
                             #expect(
-                                abs(got.centredSum - (reads == .centredSum ? want.centredSum : 0)) <= (reads == .centredSum ? want.individuals : 0),
-                                "\(context) \(got.key)")
+                                query.reads
+                                    == [.count: .individuals, .mean: .centredSum, .sum: .sum, .histogram: .bins, .quantiles: .bins][statistic],
+                                "\(context)")
                         }
-                        #expect(
-                            query.reads
-                                == [.count: .individuals, .mean: .centredSum, .sum: .sum, .histogram: .bins, .quantiles: .bins][statistic],
-                            "\(context)")
                     }
                 }
             }
+        }
+    }
+
+    /// Migration 0056 on a database with rollups: `activity_days` starts empty and the backfill
+    /// adds everyone's days in batches, while days come and go on both sides of where it is.
+    @Test func theDaysRolledBeforeActivityDaysAreAddedOnline() async throws {
+        let url = try await TestPostgres.shared.migratedDatabase()
+        let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
+        try await database.whileRunning {
+            try await PopulationSeeder(database: database).seed(individuals: 40, days: 60, tag: "fill")
+            try await database.query("DELETE FROM daily_rollups WHERE (individual_id + (day - date '2000-01-01')) % 5 = 0")
+            // As the migration leaves a database written before it.
+            try await database.query("TRUNCATE activity_days")
+            try await database.query("UPDATE activity_backfill SET done = false, next_individual = 0")
+            let store = ActivityDaysStore(database: database)
+            #expect(try await store.backfill(individuals: 7) == false)
+            #expect(try await store.backfill(individuals: 7) == false)
+            let ids = try await PopulationSeeder(database: database).seededIds(tag: "fill").sorted()
+            // One individual the batches have done and one they have not: a day loses its values,
+            // another goes, a new one comes (a year back, in a month of its own).
+            for id in [ids[3], ids[30]] {
+                try await database.query(
+                    "UPDATE daily_rollups SET sample_count = 0 WHERE individual_id = \(id) AND day = (SELECT max(day) FROM daily_rollups WHERE individual_id = \(id))"
+                )
+                try await database.query(
+                    "DELETE FROM daily_rollups WHERE individual_id = \(id) AND day = (SELECT min(day) FROM daily_rollups WHERE individual_id = \(id))"
+                )
+                try await database.query(
+                    """
+                    INSERT INTO daily_rollups (individual_id, sample_type, day, sample_count, value_sum, value_min, value_max)
+                    VALUES (\(id), 1, current_date - 365, 3, 210, 60, 80)
+                    """)
+            }
+            let batches = try await ActivityBackfill(database: database, schemaReady: StartupGate(), logger: TestPostgres.logger).pass(batchSize: 7)
+            #expect(batches == 4, "40 individuals, 14 done: four batches of 7 and the one that finds none")
+            #expect(try await store.backfill(individuals: 7), "done")
+            let kept = try await database.query(
+                "SELECT sample_type, individual_id, days::text FROM activity_days WHERE NOT isempty(days) ORDER BY 1, 2"
+            ).map { try $0.decode((Int16, Int64, String).self) }
+            let fromTheDays = try await database.query(
+                """
+                SELECT sample_type, individual_id, range_agg(daterange(day, day + 1))::text FROM daily_rollups
+                WHERE sample_count > 0 GROUP BY 1, 2 ORDER BY 1, 2
+                """
+            ).map { try $0.decode((Int16, Int64, String).self) }
+            #expect(kept.count == 80 && kept.count == fromTheDays.count)
+            #expect(zip(kept, fromTheDays).allSatisfy { $0 == $1 })
         }
     }
 

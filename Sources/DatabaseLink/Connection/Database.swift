@@ -148,18 +148,19 @@ package struct Database: Sendable {
     /// a connection whose ROLLBACK fails is closed rather than handed back to the pool still
     /// inside a transaction.
     package func withTransaction<Result>(
+        _ mode: TransactionMode = .readWrite,
         isolation: isolated (any Actor)? = #isolation,
         _ body: (LeasedConnection) async throws -> sending Result
     ) async throws -> sending Result {
         if let replica, await !replica.serves() {
-            return try await replica.primary.withTransaction(isolation: isolation, body)
+            return try await replica.primary.withTransaction(mode, isolation: isolation, body)
         }
         await started()
         inUse.increment()
         defer { inUse.decrement() }
         return try await client.withConnection(isolation: isolation) { pooled in
             let connection = LeasedConnection(underlying: pooled, watch: watch)
-            try await connection.query("BEGIN", logger: logger)
+            try await connection.query(mode.begin, logger: logger)
             let value: Result
             do {
                 if let tenant = TenantScope.thirdPartyId {
@@ -203,5 +204,21 @@ package struct PoolService: Service {
         let pool = database.startPool()
         try? await gracefulShutdown()  // returns at graceful shutdown, throws when cancelled: either way, stop
         await database.stop(pool)
+    }
+}
+
+/// How a transaction begins.
+package enum TransactionMode: Sendable {
+    /// PostgreSQL's default: read committed, each statement seeing what had committed when it began.
+    case readWrite
+    /// Read only, every statement in the snapshot of the first (repeatable read; never a
+    /// serialization failure, as it writes nothing).
+    case readOnlySnapshot
+
+    var begin: PostgresQuery {
+        switch self {
+        case .readWrite: "BEGIN"
+        case .readOnlySnapshot: "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+        }
     }
 }

@@ -150,8 +150,9 @@ package struct GroupAggregateStore: Sendable {
     /// are groups × bins of them (not one per row), hashes instead of sorting, and lets two
     /// workers aggregate. The join costs a probe per value, which is why only bins pay it.
     /// `parts`: the names of each part's values and their bins (the whole statement's, and the
-    /// partial weeks'), each part aggregated on its own.
-    private static func figures(_ figure: GroupQuery.Figure, parts: [(values: String, binned: String)]) -> String {
+    /// partial weeks'), each part aggregated on its own. `members`: whether each group's members
+    /// are collected (else an empty list: the population is read from `activity_days`).
+    private static func figures(_ figure: GroupQuery.Figure, parts: [(values: String, binned: String)], members: Bool) -> String {
         let sums =
             switch figure {
             case .centredSum: "sum(centred)::int8, 0::int8"
@@ -163,7 +164,8 @@ package struct GroupAggregateStore: Sendable {
                 figure == .bins
                 ? ("b.bin", "\(part.binned) v JOIN bins b ON b.bin = v.bin GROUP BY g, b.bin") : ("0", "\(part.values) GROUP BY g")
             // data4help_collect_ids (migration 0047): collected by parallel workers too.
-            return "SELECT g::text, \(bin), count(*), \(sums), data4help_collect_ids(person) FROM \(from)"
+            let collected = members ? "data4help_collect_ids(person)" : "'{}'::int8[]"
+            return "SELECT g::text, \(bin), count(*), \(sums), \(collected) FROM \(from)"
         }.joined(separator: "\nUNION ALL\n")
     }
 
@@ -210,7 +212,18 @@ package struct GroupAggregateStore: Sendable {
     /// Per group: one value per individual (over the group's days: their mean daily total, or
     /// their mean reading — the sum of all readings over their count — clamped to the type's
     /// range), then their count and what the statistic reads of them (`GroupQuery.reads`).
-    package func exactGroups(_ query: GroupQuery) async throws -> [ExactGroup] {
+    /// `release` decides from these exact groups what is released and which groups that is; the
+    /// answer is what it decided and the population of those groups (who they included, each once
+    /// and in ascending order: the privacy record's), both read in one snapshot.
+    ///
+    /// A time grouping's population is read from `activity_days` (migration 0056) once its
+    /// backfill is done: the individuals with a value on a released day or in a released week
+    /// (within the window), met as the statement met them. Until then, and for person groupings
+    /// (one value a person), the statement collects each group's members and the population is
+    /// their union (`MemberUnion`).
+    package func answer<Released: Sendable>(
+        _ query: GroupQuery, release: ([ExactGroup]) throws -> (released: Released, keys: Set<String>)
+    ) async throws -> (released: Released, population: [Int64]) {
         let personKey: String? =
             switch query.key {
             case .area: "p.home_area"
@@ -228,8 +241,8 @@ package struct GroupAggregateStore: Sendable {
         // Mondays (none: an empty range) and the partial weeks' days as at most two ranges.
         let (firstWeek, lastWeek) = (query.weeks.first ?? "infinity", query.weeks.last ?? "-infinity")  // in order, contiguous
         let edge = (0..<2).map { $0 < query.weekEdges.count ? query.weekEdges[$0] : (from: "infinity", to: "-infinity", week: "infinity") }
-        let rows = try await database.withTransaction { connection in
-            _ = try await connection.query("SET TRANSACTION READ ONLY", logger: database.logger)
+        // One snapshot: the population is read after the groups, as they were.
+        return try await database.withTransaction(.readOnlySnapshot) { connection in
             // One round trip for the settings, local to the transaction: no JIT (compiling costs
             // more than it saves here); 64 MB of work_mem, since the planner sizes each group's
             // member list (`data4help_collect_ids`) generously and would sort rather than hash at
@@ -237,28 +250,24 @@ package struct GroupAggregateStore: Sendable {
             // and the random page cost of a solid-state disk (1.1 against the default 4, which
             // models spinning disks): with 4, the planner read all of `weekly_rollups` rather
             // than half of its covering index (a week grouping: 215 → 169 ms in `psql`).
-            _ = try await connection.query(
-                "SELECT set_config('jit', 'off', true), set_config('work_mem', '64MB', true), set_config('random_page_cost', '1.1', true)",
+            // With them, whether `activity_days` holds everyone's days yet (migration 0056).
+            let settings = try await connection.query(
+                """
+                SELECT set_config('jit', 'off', true), set_config('work_mem', '64MB', true), set_config('random_page_cost', '1.1', true),
+                       (SELECT done FROM activity_backfill)
+                """,
                 logger: database.logger
             ).collect()
-            return try await connection.query(
+            let activityReady = try settings.first.map { try $0.decode((String, String, String, Bool).self).3 } ?? false
+            let byActivity = (query.key == .day || query.key == .week) && activityReady
+            let rows = try await connection.query(
                 """
                 WITH bounds AS NOT MATERIALIZED (   -- one row of constants, which the planner folds into each expression
                     SELECT \(query.dailyTotal)::bool AS daily_total, \(query.lower)::float8 AS lower, \(query.upper)::float8 AS upper,
                            \((query.lower + query.upper) / 2)::float8 AS middle, \(query.resolution)::float8 AS resolution,
                            \(query.binWidth)::float8 AS bin_width, \(query.binCount)::int4 AS bin_count
                 ),
-                people AS NOT MATERIALIZED (   -- read in each part of `figures`, never by one process alone
-                    SELECT id, home_area, sex, band FROM (
-                        SELECT i.id, i.home_area, i.sex,
-                               least(floor(extract(year FROM age(\(query.from)::date, i.birth_date)) / 5)::int * 5, 90) AS band
-                        FROM individuals i
-                        WHERE NOT i.aggregates_opt_out   -- migration 0035
-                          AND (cardinality(\(query.areas)::text[]) = 0 OR i.home_area = ANY (\(query.areas)::text[]))
-                          AND (\(query.sex)::text IS NULL OR i.sex = \(query.sex)::text)
-                    ) AS i
-                    WHERE cardinality(\(query.ageBands)::int4[]) = 0 OR band = ANY (\(query.ageBands)::int4[])
-                ),
+                people AS NOT MATERIALIZED (\(peopleOf: query)),   -- read in each part of `figures`, never by one process alone
                 daily AS (   -- index only: daily_rollups_type_day_idx
                     SELECT individual_id, day, sample_count, value_sum FROM daily_rollups
                     WHERE sample_type = \(query.sampleType) AND day BETWEEN \(query.from)::date AND \(query.to)::date AND sample_count > 0
@@ -307,10 +316,43 @@ package struct GroupAggregateStore: Sendable {
                 bins AS NOT MATERIALIZED (   -- joined in each part: materialised, only one process could read it
                     SELECT bin FROM bounds b CROSS JOIN generate_series(0, b.bin_count - 1) AS bin
                 )
-                \(unescaped: Self.figures(query.reads, parts: query.key == .week && !query.weekEdges.isEmpty ? [mainPart, partialWeeksPart] : [mainPart]))
+                \(unescaped: Self.figures(query.reads, parts: query.key == .week && !query.weekEdges.isEmpty ? [mainPart, partialWeeksPart] : [mainPart], members: !byActivity))
                 """, logger: database.logger
             ).collect()
+            let exact = try Self.groups(rows, query)
+            let (released, keys) = try release(exact)
+            guard !keys.isEmpty else { return (released, []) }
+            guard byActivity else { return (released, MemberUnion.population(of: exact, released: keys)) }
+            return (released, try await population(of: query, keys: keys, people: people, on: connection))
         }
+    }
+
+    /// The individuals with a value in the groups named (days, or weeks within the window), met as
+    /// the statement met them (`people`), from `activity_days`: one row a person, their days one
+    /// `datemultirange`.
+    private func population(
+        of query: GroupQuery, keys: Set<String>, people: (group: String, join: String), on connection: LeasedConnection
+    ) async throws -> [Int64] {
+        let span: Int32 = query.key == .week ? 7 : 1
+        let rows = try await connection.query(
+            """
+            WITH released AS (   -- the released days, or the released weeks' days within the window
+                SELECT range_agg(daterange(greatest(k.day, \(query.from)::date), least(k.day + \(span), \(query.to)::date + 1))) AS days
+                FROM unnest(\(keys.sorted())::text[]::date[]) AS k(day)
+            ),
+            people AS NOT MATERIALIZED (\(peopleOf: query))
+            SELECT coalesce(array_agg(t.individual_id ORDER BY t.individual_id), '{}') FROM (
+                SELECT a.individual_id FROM activity_days a CROSS JOIN released r
+                WHERE a.sample_type = \(query.sampleType) AND a.days && r.days
+            ) AS t
+            \(unescaped: people.join)
+            """, logger: database.logger
+        ).collect()
+        return try rows.first?.decode(Int8ArrayColumn.self).values ?? []
+    }
+
+    /// The exact groups of the statement's rows (each part's, added up), in key order.
+    private static func groups(_ rows: [PostgresRow], _ query: GroupQuery) throws -> [ExactGroup] {
         var groups: [String: ExactGroup] = [:]
         for row in rows {
             let (g, bin, count, centred, sum, members) = try row.decode((String, Int32, Int64, Int64, Int64, Int8ArrayColumn).self)
@@ -324,5 +366,31 @@ package struct GroupAggregateStore: Sendable {
             groups[g] = group
         }
         return groups.values.sorted { $0.key < $1.key }
+    }
+}
+
+extension PostgresQuery.StringInterpolation {
+    /// The individuals an aggregate may count, as `GroupQuery` narrows them: everyone who has not
+    /// opted out (migration 0035), of the areas and sex asked for, and in the age bands asked for
+    /// (their age on the window's first day, in 5-year bands up to 90). Written once for each
+    /// statement that meets them (the grouped statement and its population), the values bound.
+    mutating func appendInterpolation(peopleOf query: GroupQuery) {
+        appendLiteral("SELECT id, home_area, sex, band FROM (")
+        appendLiteral(" SELECT i.id, i.home_area, i.sex, least(floor(extract(year FROM age(")
+        appendInterpolation(query.from)
+        appendLiteral("::date, i.birth_date)) / 5)::int * 5, 90) AS band FROM individuals i")
+        appendLiteral(" WHERE NOT i.aggregates_opt_out AND (cardinality(")
+        appendInterpolation(query.areas)
+        appendLiteral("::text[]) = 0 OR i.home_area = ANY (")
+        appendInterpolation(query.areas)
+        appendLiteral("::text[])) AND (")
+        appendInterpolation(query.sex)
+        appendLiteral("::text IS NULL OR i.sex = ")
+        appendInterpolation(query.sex)
+        appendLiteral("::text)) AS i WHERE cardinality(")
+        appendInterpolation(query.ageBands)
+        appendLiteral("::int4[]) = 0 OR band = ANY (")
+        appendInterpolation(query.ageBands)
+        appendLiteral("::int4[])")
     }
 }

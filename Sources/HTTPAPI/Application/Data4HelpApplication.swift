@@ -91,6 +91,7 @@ package func buildApplication(
         InsightSweeper(database: database, interval: configuration.insightSweep, schemaReady: components.schemaReady, logger: logger),
         SampleCompactor(database: database, interval: configuration.compactionInterval, schemaReady: components.schemaReady, logger: logger),
         PopulationIndexMerger(database: database, answers: components.aggregateAnswers, schemaReady: components.schemaReady, logger: logger),
+        ActivityBackfill(database: database, schemaReady: components.schemaReady, logger: logger),
     ]
     services.append(
         MailDispatcher(

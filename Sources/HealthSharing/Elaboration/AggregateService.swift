@@ -88,12 +88,13 @@ package struct AggregateService: Sendable {
             return (try AggregateResult(finished, repeated: true), finished.id)
         case .reserved(let query):
             do {
-                let exact = try await groups.exactGroups(groupQuery(spec))
-                let (answer, releasedKeys) = mechanism.releasing(exact, spec: spec)
+                let (answer, population) = try await groups.answer(groupQuery(spec)) { [mechanism] exact in
+                    let released = mechanism.releasing(exact, spec: spec)
+                    return (released.answer, released.releasedKeys)
+                }
                 let text = String(decoding: try JSONEncoder.sorted.encode(answer), as: UTF8.self)
                 let stored = try await queries.finish(
-                    query, thirdParty: publicParty, status: answer.status, answer: text, fingerprint: spec.fingerprint,
-                    population: MemberUnion.population(of: exact, released: releasedKeys))
+                    query, thirdParty: publicParty, status: answer.status, answer: text, fingerprint: spec.fingerprint, population: population)
                 return (try AggregateResult(stored, repeated: false), stored.id)
             } catch {
                 try? await queries.fail(query)

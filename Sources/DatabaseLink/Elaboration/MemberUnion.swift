@@ -1,5 +1,3 @@
-import DatabaseLink
-
 /// Who an answer's released groups included, each once and in ascending order: the population
 /// of its privacy record (`AggregateQueryStore.finish`).
 ///
