@@ -34,47 +34,35 @@ CREATE TABLE activity_backfill (
 );
 INSERT INTO activity_backfill (done) SELECT NOT EXISTS (SELECT 1 FROM daily_rollups);
 
--- As in migration 0043, plus the days that gained their first value or lost their last.
+-- The days each (type, individual) has with values in `these` rows and not in `other` (rows of one
+-- statement: its old and new ones), as activity_days rows.
+CREATE FUNCTION data4help_days_only_in(these daily_rollups[], other daily_rollups[]) RETURNS activity_days[] LANGUAGE plpgsql AS $$
+BEGIN
+    RETURN ARRAY(
+        SELECT ROW(d.sample_type, d.individual_id, range_agg(daterange(d.day, d.day + 1)))::activity_days
+        FROM (SELECT t.sample_type, t.individual_id, t.day FROM unnest(these) AS t WHERE t.sample_count > 0
+              EXCEPT
+              SELECT o.sample_type, o.individual_id, o.day FROM unnest(other) AS o WHERE o.sample_count > 0) AS d
+        GROUP BY d.sample_type, d.individual_id
+        ORDER BY d.sample_type, d.individual_id);
+END
+$$;
+
+-- The rollup triggers' function (migration 0043) rolls the monthly and weekly totals as before,
+-- under a new name, and then the days that gained their first value or lost their last.
 --
 -- A batch of the backfill reads an individual's days under a lock on their `individuals` row
 -- (FOR UPDATE), and a statement that takes a day away takes its individual's row FOR KEY SHARE
 -- before it does: a day taken away while a batch reads is either seen gone by the batch or taken
 -- away after it, never added back by it. Days added need no lock (adding is a union either way).
-CREATE OR REPLACE FUNCTION data4help_roll_changes(removed daily_rollups[], added daily_rollups[]) RETURNS void LANGUAGE plpgsql AS $$
+ALTER FUNCTION data4help_roll_changes(daily_rollups[], daily_rollups[]) RENAME TO data4help_roll_totals;
+CREATE FUNCTION data4help_roll_changes(removed daily_rollups[], added daily_rollups[]) RETURNS void LANGUAGE plpgsql AS $$
 DECLARE
     lost activity_days[];
 BEGIN
-    WITH changed AS (
-        SELECT r.individual_id, r.sample_type, r.day, r.sample_count, r.value_sum, -1 AS sign FROM unnest(removed) AS r
-        UNION ALL
-        SELECT a.individual_id, a.sample_type, a.day, a.sample_count, a.value_sum, 1 FROM unnest(added) AS a
-    ),
-    months AS (
-        INSERT INTO monthly_rollups AS m (individual_id, sample_type, month, days, sample_count, value_sum)
-        SELECT c.individual_id, c.sample_type, date_trunc('month', c.day)::date, sum(c.sign), sum(c.sign * c.sample_count), sum(c.sign * c.value_sum)
-        FROM changed AS c
-        GROUP BY 1, 2, 3
-        ON CONFLICT (individual_id, sample_type, month) DO UPDATE SET
-            days = m.days + EXCLUDED.days,
-            sample_count = m.sample_count + EXCLUDED.sample_count,
-            value_sum = m.value_sum + EXCLUDED.value_sum
-    )
-    INSERT INTO weekly_rollups AS w (individual_id, sample_type, week, days, sample_count, value_sum)
-    SELECT c.individual_id, c.sample_type, date_trunc('week', c.day)::date, sum(c.sign), sum(c.sign * c.sample_count), sum(c.sign * c.value_sum)
-    FROM changed AS c
-    GROUP BY 1, 2, 3
-    ON CONFLICT (individual_id, sample_type, week) DO UPDATE SET
-        days = w.days + EXCLUDED.days,
-        sample_count = w.sample_count + EXCLUDED.sample_count,
-        value_sum = w.value_sum + EXCLUDED.value_sum;
-
+    PERFORM data4help_roll_totals(removed, added);
     IF cardinality(removed) > 0 THEN
-        lost := ARRAY(
-            SELECT ROW(l.sample_type, l.individual_id, range_agg(daterange(l.day, l.day + 1)))::activity_days
-            FROM (SELECT r.sample_type, r.individual_id, r.day FROM unnest(removed) AS r WHERE r.sample_count > 0
-                  EXCEPT
-                  SELECT a.sample_type, a.individual_id, a.day FROM unnest(added) AS a WHERE a.sample_count > 0) AS l
-            GROUP BY l.sample_type, l.individual_id);
+        lost := data4help_days_only_in(removed, added);
         IF cardinality(lost) > 0 THEN
             PERFORM 1 FROM individuals i WHERE i.id IN (SELECT l.individual_id FROM unnest(lost) AS l) ORDER BY i.id FOR KEY SHARE;
             UPDATE activity_days AS d SET days = d.days - l.days
@@ -83,12 +71,7 @@ BEGIN
         END IF;
     END IF;
     INSERT INTO activity_days AS d (sample_type, individual_id, days)
-    SELECT g.sample_type, g.individual_id, range_agg(daterange(g.day, g.day + 1))
-    FROM (SELECT a.sample_type, a.individual_id, a.day FROM unnest(added) AS a WHERE a.sample_count > 0
-          EXCEPT
-          SELECT r.sample_type, r.individual_id, r.day FROM unnest(removed) AS r WHERE r.sample_count > 0) AS g
-    GROUP BY 1, 2
-    ORDER BY 1, 2
+    SELECT g.sample_type, g.individual_id, g.days FROM unnest(data4help_days_only_in(added, removed)) AS g
     ON CONFLICT (sample_type, individual_id) DO UPDATE SET days = d.days + EXCLUDED.days;
 END
 $$;

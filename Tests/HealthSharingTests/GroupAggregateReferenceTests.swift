@@ -15,13 +15,23 @@ import Testing
         let person: Int64, type: Int16, day: CalendarDay, count: Int64, sum: Double, area: String, sex: String
     }
 
-    @Test func everyGroupingAddsUpToTheDays() async throws {
+    /// A new database with `individuals` seeded people of `days` days each, one day in every
+    /// `gap` of each person's taken away.
+    static func withSeeded(
+        individuals: Int, days: Int, tag: String, gap: Int, _ body: @Sendable (Database) async throws -> Void
+    ) async throws {
         let url = try await TestPostgres.shared.migratedDatabase()
         let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
         try await database.whileRunning {
-            try await PopulationSeeder(database: database).seed(individuals: 60, days: 130, tag: "ref")
+            try await PopulationSeeder(database: database).seed(individuals: individuals, days: days, tag: tag)
+            try await database.query("DELETE FROM daily_rollups WHERE (individual_id + (day - date '2000-01-01')) % \(gap) = 0")
+            try await body(database)
+        }
+    }
+
+    @Test func everyGroupingAddsUpToTheDays() async throws {
+        try await Self.withSeeded(individuals: 60, days: 130, tag: "ref", gap: 7) { database in
             // Gaps, uneven counts and opted-out people, so that no rollup is uniform.
-            try await database.query("DELETE FROM daily_rollups WHERE (individual_id + (day - date '2000-01-01')) % 7 = 0")
             try await database.query(
                 "UPDATE daily_rollups SET sample_count = 1 + individual_id % 11, value_sum = value_sum / 3 WHERE (individual_id + (day - date '2000-01-01')) % 5 = 1"
             )
@@ -133,11 +143,7 @@ import Testing
     /// Migration 0056 on a database with rollups: `activity_days` starts empty and the backfill
     /// adds everyone's days in batches, while days come and go on both sides of where it is.
     @Test func theDaysRolledBeforeActivityDaysAreAddedOnline() async throws {
-        let url = try await TestPostgres.shared.migratedDatabase()
-        let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
-        try await database.whileRunning {
-            try await PopulationSeeder(database: database).seed(individuals: 40, days: 60, tag: "fill")
-            try await database.query("DELETE FROM daily_rollups WHERE (individual_id + (day - date '2000-01-01')) % 5 = 0")
+        try await Self.withSeeded(individuals: 40, days: 60, tag: "fill", gap: 5) { database in
             // As the migration leaves a database written before it.
             try await database.query("TRUNCATE activity_days")
             try await database.query("UPDATE activity_backfill SET done = false, next_individual = 0")

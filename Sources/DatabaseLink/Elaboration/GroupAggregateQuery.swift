@@ -8,7 +8,8 @@ package struct GroupQuery: Sendable {
     }
 
     /// What the statistic reads of each group besides its individuals (always counted, and their
-    /// members collected): the statement computes that figure and no other, since each costs an
+    /// members collected where `GroupAggregateStore.answer` needs them): the statement computes
+    /// that figure and no other, since each costs an
     /// expression per value (half a million values in a time grouping over 10,000 people).
     package enum Figure: Sendable, CaseIterable {
         /// Count: nothing more.
@@ -86,7 +87,7 @@ package struct ExactGroup: Sendable {
     package var sum: Int64
     package var bins: [Int64]
     /// The individuals of the group (internal ids): who a released answer included, for their
-    /// privacy record.
+    /// privacy record. Empty where the population is read from `activity_days` instead.
     package var members: [Int64]
 
     package init(key: String, individuals: Int64, centredSum: Int64, sum: Int64, bins: [Int64], members: [Int64] = []) {
@@ -254,7 +255,7 @@ package struct GroupAggregateStore: Sendable {
             let settings = try await connection.query(
                 """
                 SELECT set_config('jit', 'off', true), set_config('work_mem', '64MB', true), set_config('random_page_cost', '1.1', true),
-                       (SELECT done FROM activity_backfill)
+                       coalesce((SELECT done FROM activity_backfill), false)
                 """,
                 logger: database.logger
             ).collect()
