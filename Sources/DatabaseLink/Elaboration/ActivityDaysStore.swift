@@ -16,9 +16,9 @@ package struct ActivityDaysStore: Sendable {
     /// The batch's individuals are locked FOR UPDATE before their days are read: a statement that
     /// takes a day away (`data4help_roll_changes`) takes its individual FOR KEY SHARE first, so it
     /// either ends before the batch reads (and the batch does not see the day) or waits for the
-    /// batch to commit and then takes the day away from what the batch wrote. Writes of those
-    /// individuals' daily rows wait for the batch (about 150 ms for 100 people with a year of two
-    /// types each). The days are added to what the triggers wrote meanwhile, never in its place.
+    /// batch to commit and then takes the day away from what the batch wrote. A new daily row of
+    /// those individuals (its foreign key's lock) and a day taken away wait for the batch (about
+    /// 150 ms for 100 people with a year of two types each); values added to a day do not. The days are added to what the triggers wrote meanwhile, never in its place.
     /// One instance runs a batch at a time (the state row's lock); another waits, then goes on.
     package func backfill(individuals: Int) async throws -> Bool {
         try await database.withTransaction { connection in

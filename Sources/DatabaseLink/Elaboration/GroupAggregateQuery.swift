@@ -9,8 +9,8 @@ package struct GroupQuery: Sendable {
 
     /// What the statistic reads of each group besides its individuals (always counted, and their
     /// members collected where `GroupAggregateStore.answer` needs them): the statement computes
-    /// that figure and no other, since each costs an
-    /// expression per value (half a million values in a time grouping over 10,000 people).
+    /// that figure and no other, since each costs an expression per value (half a million values
+    /// in a time grouping over 10,000 people).
     package enum Figure: Sendable, CaseIterable {
         /// Count: nothing more.
         case individuals

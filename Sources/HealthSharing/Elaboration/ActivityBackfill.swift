@@ -9,8 +9,9 @@ import ServiceLifecycle
 /// the grouped statement as before (`GroupAggregateStore.answer`). A pass cut short (a restart,
 /// an error) resumes at the next batch; every instance runs it, one batch at a time.
 package struct ActivityBackfill: Service {
-    /// Individuals per transaction: their daily rows wait for it (about 150 ms at 100 people with a
-    /// year of two types each).
+    /// Individuals per transaction: a new day or a day taken away of theirs waits for it (about
+    /// 150 ms at 100 people with a year of two types each); values added to a day already there
+    /// do not.
     package static let batch = 100
 
     let store: ActivityDaysStore
