@@ -246,7 +246,7 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         // Programs others wrote (GNU gzip, CPython's zlib) run on bytes, for tests of our coders.
-        .target(name: "ExternalPrograms", path: "Tests/ExternalPrograms", swiftSettings: swiftSettings),
+        .target(name: "ExternalPrograms", dependencies: ["DatabaseLink"], path: "Tests/ExternalPrograms", swiftSettings: swiftSettings),
         // Reproducible randomness for property and statistical tests.
         .target(name: "SeededRandom", path: "Tests/SeededRandom", swiftSettings: swiftSettings),
         .testTarget(
