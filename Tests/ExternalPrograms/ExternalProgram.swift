@@ -1,10 +1,6 @@
 import DatabaseLink
 import Foundation
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
 /// Programs others wrote (GNU gzip, CPython's zlib), run on bytes: what tests check our coders
 /// against.
 public enum ExternalProgram {
@@ -17,22 +13,13 @@ public enum ExternalProgram {
     /// `bytes` through the command's standard input, its standard output back (spawned as the
     /// server spawns PostgreSQL's tools: `CommandRunner.spawn`, not Foundation's `Process`).
     public static func filter(_ bytes: [UInt8], through command: [String]) throws -> [UInt8] {
-        let directory = FileManager.default.temporaryDirectory
-        let (input, output) = (
-            directory.appendingPathComponent("filter-\(UUID().uuidString).in"), directory.appendingPathComponent("filter-\(UUID().uuidString).out")
-        )
+        let input = FileManager.default.temporaryDirectory.appendingPathComponent("filter-\(UUID().uuidString)")
         try Data(bytes).write(to: input)
         defer { try? FileManager.default.removeItem(at: input) }
-        let outputFD = open(output.path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard outputFD >= 0 else { throw Failed(command: command, status: -1) }
-        defer { try? FileManager.default.removeItem(at: output) }
-        let status: Int32
-        do {
-            defer { close(outputFD) }
-            status = try CommandRunner.spawn(["/usr/bin/env"] + command, input: input.path, output: outputFD, error: 2, in: directory.path)
-        }
+        let (status, output) = try CommandRunner.capture(
+            ["/usr/bin/env"] + command, input: input.path, errorsToo: false, in: FileManager.default.temporaryDirectory.path)
         guard status == 0 else { throw Failed(command: command, status: status) }
-        return Array(try Data(contentsOf: output))
+        return Array(output)
     }
 
     /// CPython's zlib reading a stream of `windowBits` (31: gzip; 15: zlib's format).

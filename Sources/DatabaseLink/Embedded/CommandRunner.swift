@@ -29,24 +29,39 @@ package struct CommandRunner: Sendable {
     @discardableResult
     func run(_ program: String, _ arguments: [String]) throws -> String {
         let argv = (runAsUser.map { ["/usr/sbin/runuser", "-u", $0, "--"] } ?? []) + [program] + arguments
-        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("data4help-\(UUID().uuidString).out").path
-        let outputFD = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-        guard outputFD >= 0 else { throw Failure(command: program, status: -1, output: "cannot create \(outputPath)") }
-        defer { unlink(outputPath) }
-        let status: Int32
+        let (status, printed): (Int32, Data)
         do {
-            defer { close(outputFD) }
-            status = try Self.spawn(argv, output: outputFD, error: outputFD, in: workingDirectory.path)
+            (status, printed) = try Self.capture(argv, errorsToo: true, in: workingDirectory.path)
         } catch let failure as Failure {
             throw Failure(command: program, status: failure.status, output: failure.output)
         }
-        let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+        let output = String(decoding: printed, as: UTF8.self)
         guard status == 0 else {
             throw Failure(
                 command: URL(fileURLWithPath: program).lastPathComponent, status: status,
                 output: output.trimmingCharacters(in: .whitespacesAndNewlines))
         }
         return output
+    }
+
+    /// Runs `argv` to its end (`spawn`) and returns its exit status and what it printed on
+    /// standard output (and standard error when `errorsToo`; else that goes to ours), collected in
+    /// a temporary file.
+    package static func capture(
+        _ argv: [String], input: String = "/dev/null", errorsToo: Bool, in directory: String
+    ) throws -> (
+        status: Int32, output: Data
+    ) {
+        let outputPath = FileManager.default.temporaryDirectory.appendingPathComponent("data4help-\(UUID().uuidString).out").path
+        let outputFD = open(outputPath, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+        guard outputFD >= 0 else { throw Failure(command: argv.first ?? "", status: -1, output: "cannot create \(outputPath)") }
+        defer { unlink(outputPath) }
+        let status: Int32
+        do {
+            defer { close(outputFD) }
+            status = try spawn(argv, input: input, output: outputFD, error: errorsToo ? outputFD : 2, in: directory)
+        }
+        return (status, (try? Data(contentsOf: URL(fileURLWithPath: outputPath))) ?? Data())
     }
 
     /// Runs `argv` (its first element a path) to its end with `posix_spawn`: standard input read
