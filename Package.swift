@@ -40,6 +40,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-distributed-tracing.git", from: "1.7.0"),
         // OTLP over HTTP only: the gRPC exporter would build grpc-swift for nothing.
         .package(url: "https://github.com/swift-otel/swift-otel.git", from: "1.6.0", traits: ["OTLPHTTP"]),
+        // Starting other programs (PostgreSQL's tools; in tests, the programs we check against).
+        .package(url: "https://github.com/swiftlang/swift-subprocess.git", from: "1.0.0"),
+        .package(url: "https://github.com/apple/swift-system.git", from: "1.5.0"),
     ],
     targets: [
         // Argon2id from the system's libargon2 (Debian: libargon2-dev).
@@ -58,8 +61,6 @@ let package = Package(
         // A whole body deflated by that zlib: what Data4HelpKit sends gzip-coded (and the bench's load
         // generator). The server's inflating, with its limits, is HTTPAPI's `ContentCoding`.
         .target(name: "ZlibCoding", dependencies: ["CZlibStream"], swiftSettings: swiftSettings),
-        // glibc's posix_spawn extensions (close inherited descriptors), for starting PostgreSQL.
-        .target(name: "CSpawn"),
         // An XML reader for documents from outside (no entities, no libxml2), whole or fed in pieces.
         .target(name: "UntrustedXML"),
         // Files devices and tools write, read for run courses and imports alike: GPX, TCX and FIT.
@@ -77,7 +78,6 @@ let package = Package(
         .target(
             name: "DatabaseLink",
             dependencies: [
-                "CSpawn",
                 "Data4HelpCore",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -87,6 +87,8 @@ let package = Package(
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
             ],
             swiftSettings: swiftSettings
         ),
@@ -203,6 +205,8 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
@@ -245,8 +249,17 @@ let package = Package(
             path: "Tests/DatabaseTestSupport",
             swiftSettings: swiftSettings
         ),
-        // Programs others wrote (GNU gzip, CPython's zlib) run on bytes, for tests of our coders.
-        .target(name: "ExternalPrograms", dependencies: ["DatabaseLink"], path: "Tests/ExternalPrograms", swiftSettings: swiftSettings),
+        // Programs others wrote, run by tests: filters on bytes (GNU gzip, CPython's zlib) and
+        // programs kept running while a test talks to them (our server, Chromium, nginx, a relay).
+        .target(
+            name: "ExternalPrograms",
+            dependencies: [
+                .product(name: "Subprocess", package: "swift-subprocess"),
+                .product(name: "SystemPackage", package: "swift-system"),
+            ],
+            path: "Tests/ExternalPrograms",
+            swiftSettings: swiftSettings
+        ),
         // Reproducible randomness for property and statistical tests.
         .target(name: "SeededRandom", path: "Tests/SeededRandom", swiftSettings: swiftSettings),
         .testTarget(
@@ -260,7 +273,7 @@ let package = Package(
         .testTarget(
             name: "AccessManagerTests",
             dependencies: [
-                "AccessManager", "DatabaseLink", "DatabaseTestSupport",
+                "AccessManager", "DatabaseLink", "DatabaseTestSupport", "ExternalPrograms",
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ],
             // The SMTP relay the transport test talks to: CPython's, started as a process.

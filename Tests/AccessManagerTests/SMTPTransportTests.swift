@@ -1,4 +1,5 @@
 import AccessManager
+import ExternalPrograms
 import Foundation
 import Testing
 
@@ -9,23 +10,29 @@ import Testing
 struct SMTPTransportTests {
     /// A running `smtp-relay.py`: its port and the directory its messages land in.
     final class Relay {
-        let process = Process()
+        let process: ChildProcess
         let directory = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("smtp-relay-\(UUID().uuidString.prefix(8))")
         let port: Int
 
-        init() throws {
+        /// Starts the relay and reads its port from the first line it prints (to a file: the
+        /// file is the event, the loop only looks for it).
+        init() async throws {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Support/smtp-relay.py")
-            let output = Pipe()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-            process.arguments = ["python3", script.path, directory.path]
-            process.standardOutput = output
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            guard let port = Int(line) else {
+            let printed = directory.appendingPathComponent("port.txt")
+            process = try await ChildProcess.start(
+                URL(fileURLWithPath: "/usr/bin/env"), ["python3", script.path, directory.path], output: printed,
+                error: directory.appendingPathComponent("stderr.txt"))
+            let deadline = ContinuousClock.now + .seconds(30)
+            var line = ""
+            while !line.hasSuffix("\n"), process.isRunning, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                line = (try? String(contentsOf: printed, encoding: .utf8)) ?? ""
+            }
+            guard let port = Int(line.trimmingCharacters(in: .whitespacesAndNewlines)) else {
                 process.terminate()
-                throw RelayError("the relay did not start (python3 with smtpd needed): \(line)")
+                let said = (try? String(contentsOf: directory.appendingPathComponent("stderr.txt"), encoding: .utf8)) ?? ""
+                throw RelayError("the relay did not start (python3 with smtpd needed): \(line)\(said)")
             }
             self.port = port
         }
@@ -38,7 +45,6 @@ struct SMTPTransportTests {
         }
 
         deinit {
-            // No waitUntilExit: it spins a run loop that a test's cooperative thread may never run.
             process.terminate()
             try? FileManager.default.removeItem(at: directory)
         }
@@ -50,7 +56,7 @@ struct SMTPTransportTests {
     }
 
     @Test func aMessageArrivesWholeWithItsEnvelopeHeadersDotLinesAndUnicode() async throws {
-        let relay = try Relay()
+        let relay = try await Relay()
         let transport = SMTPTransport(host: "127.0.0.1", port: relay.port, heloName: "data4help.test")
         let ascii = "First line.\n.A line that starts with a dot\n..and two dots\n\nhttps://data4help.example/me/confirm?token=d4hc_abc-_123"
         let unicode = "Grüße aus Milano — città\n.dot line\n日本語"
@@ -72,7 +78,7 @@ struct SMTPTransportTests {
     }
 
     @Test func aRefusalIsPermanent() async throws {
-        let relay = try Relay()
+        let relay = try await Relay()
         let refused = SMTPTransport(host: "127.0.0.1", port: relay.port, heloName: "data4help.test")
         await #expect(throws: MailTransportError.permanent("DATA answered 550")) {
             try await refused.send(RenderedMail(sender: "no-reply@data4help.test", recipient: "refused@example.org", subject: "S", body: "B"))

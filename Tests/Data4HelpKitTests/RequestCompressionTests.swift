@@ -55,7 +55,7 @@ struct RequestCompressionTests {
         let sent = try #require(await wire.sent.first)
         #expect(sent.request.headerFields[.contentEncoding] == "gzip")
         #expect(sent.bytes.count * 5 < plain.count, "\(plain.count) bytes coded as \(sent.bytes.count)")
-        #expect(try ExternalProgram.pythonInflate(sent.bytes, windowBits: 31) == plain)
+        #expect(try await ExternalProgram.pythonInflate(sent.bytes, windowBits: 31) == plain)
     }
 
     @Test func smallOtherTypedUnknownLengthAndCodedBodiesGoAsTheyAre() async throws {

@@ -1,5 +1,6 @@
 import DatabaseLink
 import DatabaseTestSupport
+import ExternalPrograms
 import Foundation
 import HTTPAPI
 import HTTPTypes
@@ -8,24 +9,11 @@ import Testing
 
 @Suite("data4help audit verify: one command tells an operator whether the audit log was edited")
 struct AuditCommandTests {
-    /// Runs `data4help audit verify`, its output to a file: reading a pipe to its end and
-    /// `waitUntilExit` would hold a cooperative thread that the suite's servers need (see
-    /// `Process.exited()`).
-    func verify(_ database: DatabaseURL) async throws -> (status: Int32, output: String) {
+    /// Runs `data4help audit verify`, its output to a file.
+    func verify(_ database: DatabaseURL) async throws -> (status: ChildProcess.Termination?, output: String) {
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("audit-verify-\(UUID().uuidString).txt")
-        FileManager.default.createFile(atPath: output.path, contents: nil)
         defer { try? FileManager.default.removeItem(at: output) }
-        let process = Process()
-        process.executableURL = ServerProcess.executable
-        process.arguments = ["audit", "verify"]
-        process.environment = [
-            "DATABASE_URL": ServerProcess.connectionString(database), "LOG_LEVEL": "error",
-            "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
-            "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
-        ]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        try process.run()
+        let process = try await ServerProcess.launch(["audit", "verify"], database: database, environment: [:], output: output)
         await process.exited()
         return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8))
     }
@@ -44,7 +32,7 @@ struct AuditCommandTests {
             }
         }
         let intact = try await verify(database)
-        #expect(intact.status == 0 && intact.output.contains("intact: 3 rows"))
+        #expect(intact.status == .exited(0) && intact.output.contains("intact: 3 rows"))
 
         let direct = Database(configuration: database.clientConfiguration(maximumConnections: 1), logger: TestPostgres.logger)
         try await direct.whileRunning {
@@ -52,6 +40,6 @@ struct AuditCommandTests {
             try await direct.query("UPDATE aggregate_audit SET epsilon_hundredths = 99 WHERE id = 2")
         }
         let broken = try await verify(database)
-        #expect(broken.status == 1 && broken.output.contains("BROKEN at row 2"))
+        #expect(broken.status == .exited(1) && broken.output.contains("BROKEN at row 2"))
     }
 }

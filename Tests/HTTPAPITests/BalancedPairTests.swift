@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import DatabaseLink
 import DatabaseTestSupport
+import ExternalPrograms
 import Foundation
 import HTTPAPI
 import HTTPTypes
@@ -26,33 +27,32 @@ struct BalancedPairTests {
         private let reservation: LoopbackPortReservation
         private let database: DatabaseURL
         private let environment: [String: String]
-        private let current: Mutex<Process>
+        private let current: Mutex<ChildProcess>
 
         /// The running process (a new one after `restart()`).
-        var process: Process { current.withLock { $0 } }
+        var process: ChildProcess { current.withLock { $0 } }
 
         /// Where its standard output (the JSON log lines) goes, when asked for.
         let output: URL?
 
-        init(database: DatabaseURL, environment extra: [String: String] = [:], output: URL? = nil) throws {
+        init(database: DatabaseURL, environment extra: [String: String] = [:], output: URL? = nil) async throws {
             reservation = try LoopbackPortReservation.forImmediateBind()
             port = reservation.port
             self.database = database
             self.output = output
             environment = ["HOST": "127.0.0.1", "PORT": String(port)].merging(extra) { $1 }
-            current = Mutex(try ServerProcess.launch(database: database, environment: environment, output: output))
+            current = Mutex(try await ServerProcess.launch(database: database, environment: environment, output: output))
         }
 
         /// A new process on the same port and database, once the last one has ended (`kill()`).
-        func restart() throws {
-            let next = try ServerProcess.launch(database: database, environment: environment, output: output)
+        func restart() async throws {
+            let next = try await ServerProcess.launch(database: database, environment: environment, output: output)
             current.withLock { $0 = next }
         }
 
-        /// SIGTERM, not waiting for the exit (for `defer`: the test is over). Never
-        /// `waitUntilExit` here: see `Process.exited()`.
+        /// SIGTERM, not waiting for the exit (for `defer`: the test is over).
         func stop() {
-            if process.isRunning { process.terminate() }
+            process.terminate()
         }
 
         /// SIGTERM, and the exit awaited.
@@ -62,20 +62,20 @@ struct BalancedPairTests {
 
         /// `kill -9`: no shutdown, no goodbye to anyone; returns once the process is gone.
         func kill() async {
-            if process.isRunning { Glibc.kill(process.processIdentifier, SIGKILL) }
+            process.send(SIGKILL)
             await process.exited()
         }
     }
 
     /// nginx with the deployment's configuration, in a directory of its own.
     final class Balancer: Sendable {
-        let process: Process
+        let process: ChildProcess
         let port: Int
         let directory: URL
         /// The port's lock, held for the balancer's life (see `LoopbackPortReservation`).
         private let reservation: LoopbackPortReservation
 
-        init(upstreams: [Int], nginx: String) throws {
+        init(upstreams: [Int], nginx: String) async throws {
             reservation = try LoopbackPortReservation.forImmediateBind()
             let port = reservation.port
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)")
@@ -91,20 +91,18 @@ struct BalancedPairTests {
             config = config.replacingOccurrences(of: "http {", with: "http {\n    access_log off; \(temp)")
             let prelude = (geteuid() == 0 ? "user root;\n" : "") + "pid \(directory.path)/nginx.pid;\nerror_log \(directory.path)/error.log;\n"
             try (prelude + config).write(to: directory.appendingPathComponent("nginx.conf"), atomically: true, encoding: .utf8)
-            process = Process()
-            process.executableURL = URL(fileURLWithPath: nginx)
-            process.arguments = [
-                "-p", directory.path, "-e", directory.appendingPathComponent("error.log").path,
-                "-c", directory.appendingPathComponent("nginx.conf").path, "-g", "daemon off;",
-            ]
-            process.standardOutput = FileHandle.nullDevice  // see ServerProcess.launch: never the test's own output
-            process.standardError = FileHandle.nullDevice  // (it logs to error.log)
-            try process.run()
+            // Its output dropped: it logs to error.log.
+            process = try await ChildProcess.start(
+                URL(fileURLWithPath: nginx),
+                [
+                    "-p", directory.path, "-e", directory.appendingPathComponent("error.log").path,
+                    "-c", directory.appendingPathComponent("nginx.conf").path, "-g", "daemon off;",
+                ])
         }
 
-        /// SIGTERM (nginx exits at once), not waiting: see `Process.exited()`.
+        /// SIGTERM (nginx exits at once), not waiting.
         func stop() {
-            if process.isRunning { process.terminate() }
+            process.terminate()
             try? FileManager.default.removeItem(at: directory)
         }
     }
@@ -122,7 +120,7 @@ struct BalancedPairTests {
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
         // Both instances start together on an empty database: the migrations run once.
         let database = try await TestPostgres.shared.emptyDatabase()
-        let first = try Instance(database: database), second = try Instance(database: database)
+        let first = try await Instance(database: database), second = try await Instance(database: database)
         defer { first.stop(); second.stop() }
         try await Self.waitReady(first.port)
         try await Self.waitReady(second.port)
@@ -139,7 +137,7 @@ struct BalancedPairTests {
         }
         #expect(applied == files.count, "\(applied) rows for \(files.count) files")
 
-        let balancer = try Balancer(upstreams: [first.port, second.port], nginx: try #require(Self.nginx))
+        let balancer = try await Balancer(upstreams: [first.port, second.port], nginx: try #require(Self.nginx))
         defer { balancer.stop() }
         try await Self.waitReady(balancer.port)
         let api = RemoteAPI(base: "http://127.0.0.1:\(balancer.port)")

@@ -21,9 +21,9 @@ struct ContentCodingTests {
         return Array(#"{"items":[\#(items.joined(separator: ","))]}"#.utf8)
     }
 
-    static func gnuGzip(_ bytes: [UInt8]) throws -> [UInt8] { try ExternalProgram.filter(bytes, through: ["gzip", "-c", "-9"]) }
-    static func pythonDeflate(_ bytes: [UInt8]) throws -> [UInt8] {
-        try ExternalProgram.filter(
+    static func gnuGzip(_ bytes: [UInt8]) async throws -> [UInt8] { try await ExternalProgram.filter(bytes, through: ["gzip", "-c", "-9"]) }
+    static func pythonDeflate(_ bytes: [UInt8]) async throws -> [UInt8] {
+        try await ExternalProgram.filter(
             bytes, through: ["python3", "-c", "import sys, zlib; sys.stdout.buffer.write(zlib.compress(sys.stdin.buffer.read()))"])
     }
 
@@ -38,14 +38,14 @@ struct ContentCodingTests {
         try await TestServer.run { api in
             let (token, _) = try await api.individualSession()
             let plain = Self.upload()
-            let gzipped = try Self.gnuGzip(plain)
+            let gzipped = try await Self.gnuGzip(plain)
             #expect(gzipped.count > 10 && gzipped[0] == 0x1f && gzipped[1] == 0x8b, "GNU gzip's output")
 
             let first = try await Self.post(api, token: token, gzipped, coding: "gzip")
             #expect(first.status == .ok)
             #expect(first.json["accepted"] as? Int == 3)
             for (body, coding) in [
-                (try Self.pythonDeflate(plain), "deflate"), (gzipped, "x-gzip"), (gzipped, " GZIP "), (plain, "identity"), (plain, nil),
+                (try await Self.pythonDeflate(plain), "deflate"), (gzipped, "x-gzip"), (gzipped, " GZIP "), (plain, "identity"), (plain, nil),
             ] {
                 let again = try await Self.post(api, token: token, body, coding: coding)
                 #expect(again.status == .ok, "\(coding ?? "no coding")")
@@ -60,7 +60,7 @@ struct ContentCodingTests {
         try await TestServer.run(configure: { $0.maxBodyBytes = 64 * 1024 }) { api in
             let (token, _) = try await api.individualSession()
             let plain = Self.upload()
-            let gzipped = try Self.gnuGzip(plain)
+            let gzipped = try await Self.gnuGzip(plain)
 
             let refusals: [(body: [UInt8], coding: String, words: String)] = [
                 (Array(gzipped.dropLast(4)), "gzip", "ends before its gzip stream does"),
@@ -87,7 +87,7 @@ struct ContentCodingTests {
 
             // A bomb: 8 MB of spaces inside the array is 8 kB gzip-coded, under the 64 kB limit;
             // decoded it passes the limit and is refused there.
-            let bomb = try Self.gnuGzip(Array(#"{"items":["#.utf8) + [UInt8](repeating: 0x20, count: 8_000_000) + Array("]}".utf8))
+            let bomb = try await Self.gnuGzip(Array(#"{"items":["#.utf8) + [UInt8](repeating: 0x20, count: 8_000_000) + Array("]}".utf8))
             #expect(bomb.count < 64 * 1024)
             let tooLarge = try await Self.post(api, token: token, bomb, coding: "gzip")
             #expect(tooLarge.status == .contentTooLarge)
@@ -100,16 +100,16 @@ struct ContentCodingTests {
     }
 
     /// The limit is exact: a body that decodes to the limit is taken, a byte more is not.
-    @Test func theLimitHoldsToTheByteAfterDecoding() throws {
+    @Test func theLimitHoldsToTheByteAfterDecoding() async throws {
         let body = Self.upload()
         for coding in [ContentCoding.gzip, .deflate] {
-            let coded = ByteBuffer(bytes: try coding == .gzip ? Self.gnuGzip(body) : Self.pythonDeflate(body))
+            let coded = ByteBuffer(bytes: try await coding == .gzip ? Self.gnuGzip(body) : Self.pythonDeflate(body))
             #expect(try coding.decode(coded, limit: body.count) == ByteBuffer(bytes: body))
             #expect(throws: ContentCoding.Failure.tooLarge) { try coding.decode(coded, limit: body.count - 1) }
             // Our own encoder, which the kit and the bench use, is read by Python's zlib.
             let format = try #require(coding.format)
             let ours = try #require(ZlibDeflate.compress(body, format: format))
-            let python = try ExternalProgram.pythonInflate(ours, windowBits: Int(format.windowBits))
+            let python = try await ExternalProgram.pythonInflate(ours, windowBits: Int(format.windowBits))
             #expect(python == body)
         }
         #expect(ContentCoding(header: nil) == .identity)

@@ -38,7 +38,7 @@ struct CredentialCacheRevocationTests {
     @Test(.timeLimit(.minutes(20)))
     func aRevocationReachesTheOtherInstanceWithinASecond() async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
-        let other = try BalancedPairTests.Instance(database: database, environment: ["CREDENTIAL_CACHE_SECONDS": "600"])
+        let other = try await BalancedPairTests.Instance(database: database, environment: ["CREDENTIAL_CACHE_SECONDS": "600"])
         defer { other.stop() }
         try await BalancedPairTests.waitReady(other.port)
         try await TestServer.run(database: database) { first in

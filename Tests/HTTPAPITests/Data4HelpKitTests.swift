@@ -87,7 +87,7 @@ struct Data4HelpKitTests {
     static func withSignedIn(
         environment: [String: String] = [:], _ body: (Instance, Client, URL) async throws -> Void
     ) async throws {
-        let server = try Instance(database: try await TestPostgres.shared.migratedDatabase(), environment: environment)
+        let server = try await Instance(database: try await TestPostgres.shared.migratedDatabase(), environment: environment)
         defer { server.stop() }
         try await BalancedPairTests.waitReady(server.port)
         let credential = Credential()
@@ -100,7 +100,7 @@ struct Data4HelpKitTests {
 
     @Test(.timeLimit(.minutes(20)))
     func theMainJourneyThroughTheGeneratedClient() async throws {
-        let server = try Instance(database: try await TestPostgres.shared.migratedDatabase())
+        let server = try await Instance(database: try await TestPostgres.shared.migratedDatabase())
         defer { server.stop() }
         try await BalancedPairTests.waitReady(server.port)
         let person = Credential(), party = Credential(), stranger = Credential()
@@ -170,7 +170,7 @@ struct Data4HelpKitTests {
     /// bytes on the wire are a fraction of the JSON's; a sign-in's small body goes as it is.
     @Test(.timeLimit(.minutes(20)))
     func uploadsGoGzipCodedAndAreStoredAsPlainOnes() async throws {
-        let server = try Instance(database: try await TestPostgres.shared.migratedDatabase())
+        let server = try await Instance(database: try await TestPostgres.shared.migratedDatabase())
         defer { server.stop() }
         try await BalancedPairTests.waitReady(server.port)
         let credential = Credential()
@@ -231,7 +231,7 @@ struct Data4HelpKitTests {
             #expect(reasons.allSatisfy { if case .unreachable = $0 { true } else { false } }, "\(reasons)")
 
             // The app starts again later: the queue and the anchor were on the disk.
-            try server.restart()
+            try await server.restart()
             try await BalancedPairTests.waitReady(server.port)
             let second = Progresses()
             let engine = try Self.engine(client, directory, batchSize: 500, record: second)
@@ -262,7 +262,7 @@ struct Data4HelpKitTests {
             while await engine.current.accepted < 5_000 { try await Task.sleep(for: .milliseconds(5)) }
             await server.kill()  // kill -9, whatever request is in flight
             try await Task.sleep(for: .milliseconds(300))
-            try server.restart()
+            try await server.restart()
             try await draining.value
 
             let done = await engine.current

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import DatabaseLink
 import DatabaseTestSupport
+import ExternalPrograms
 import Foundation
 import HTTPAPI
 import HTTPTypes
@@ -42,12 +43,12 @@ struct FailureDrills {
             cluster = try await EmbeddedPostgres.start(.init(directory: root), logger: TestPostgres.logger)
             database = try await cluster.database(named: "data4help", logger: TestPostgres.logger)
             let settings = ["RATE_LIMIT_REQUESTS": "1000000", "TRUST_PROXY_HEADERS": "true"].merging(environment) { $1 }
-            instances = try [
-                BalancedPairTests.Instance(database: database, environment: settings),
-                BalancedPairTests.Instance(database: database, environment: settings),
+            instances = [
+                try await BalancedPairTests.Instance(database: database, environment: settings),
+                try await BalancedPairTests.Instance(database: database, environment: settings),
             ]
             for instance in instances { try await BalancedPairTests.waitReady(instance.port) }
-            balancer = try BalancedPairTests.Balancer(upstreams: instances.map(\.port), nginx: try #require(BalancedPairTests.nginx))
+            balancer = try await BalancedPairTests.Balancer(upstreams: instances.map(\.port), nginx: try #require(BalancedPairTests.nginx))
             try await BalancedPairTests.waitReady(balancer.port)
         }
 
@@ -57,15 +58,16 @@ struct FailureDrills {
         /// to exit and returns that with its exit status (the drills expect status 0 within a
         /// few seconds: a shutdown that only the 25 s bound ends is a crash exit).
         @discardableResult
-        func stop() async -> [(seconds: Double, status: Int32)] {
+        func stop() async -> [(seconds: Double, status: ChildProcess.Termination?)] {
             balancer.stop()
-            var exits: [(seconds: Double, status: Int32)] = []
+            var exits: [(seconds: Double, status: ChildProcess.Termination?)] = []
             for (index, instance) in instances.enumerated() where instance.process.isRunning {
                 let started = ContinuousClock.now
                 await instance.stopped()
                 let took = started.duration(to: .now)
                 exits.append((Double(took.components.seconds) + Double(took.components.attoseconds) / 1e18, instance.process.terminationStatus))
-                print("   instance \(index + 1) exited \(took) after SIGTERM (status \(instance.process.terminationStatus))")
+                print(
+                    "   instance \(index + 1) exited \(took) after SIGTERM (status \(instance.process.terminationStatus.map { "\($0)" } ?? "none"))")
             }
             cluster.stopImmediatelyBlocking()
             try? FileManager.default.removeItem(at: root)
@@ -77,7 +79,8 @@ struct FailureDrills {
         func stopExpectingCleanExits(sourceLocation: SourceLocation = #_sourceLocation) async {
             for exit in await stop() {
                 #expect(
-                    exit.status == 0 && exit.seconds < 10, "SIGTERM ends serve cleanly (took \(exit.seconds) s, status \(exit.status))",
+                    exit.status == .exited(0) && exit.seconds < 10,
+                    "SIGTERM ends serve cleanly (took \(exit.seconds) s, status \(exit.status.map { "\($0)" } ?? "none"))",
                     sourceLocation: sourceLocation)
             }
         }

@@ -2,6 +2,7 @@ import AccessManager
 import AsyncHTTPClient
 import DatabaseLink
 import DatabaseTestSupport
+import ExternalPrograms
 import Foundation
 import HTTPAPI
 import HTTPTypes
@@ -17,13 +18,13 @@ struct HostileRequestTests {
     /// process must still be running and ready.
     static func withServerProcess(_ body: (RemoteAPI) async throws -> Void) async throws {
         let database = try await TestPostgres.shared.migratedDatabase()
-        let instance = try BalancedPairTests.Instance(database: database)
+        let instance = try await BalancedPairTests.Instance(database: database)
         defer { instance.stop() }
         try await BalancedPairTests.waitReady(instance.port)
         let api = RemoteAPI(base: "http://127.0.0.1:\(instance.port)")
         try await body(api)
         #expect(
-            instance.process.isRunning, "the server process ended (status \(instance.process.isRunning ? 0 : instance.process.terminationStatus))")
+            instance.process.isRunning, "the server process ended (\(instance.process.terminationStatus.map { "\($0)" } ?? "running"))")
         #expect(try await api.send(.get, "/readyz").status == .ok)
     }
 

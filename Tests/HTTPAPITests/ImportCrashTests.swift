@@ -1,5 +1,6 @@
 import DatabaseLink
 import DatabaseTestSupport
+import ExternalPrograms
 import Foundation
 import HTTPAPI
 import HTTPTypes
@@ -46,12 +47,12 @@ struct ImportCrashTests {
         // once it has committed a first batch.
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
         let reservation = try LoopbackPortReservation.forImmediateBind()
-        let server = try ServerProcess.launch(
+        let server = try await ServerProcess.launch(
             database: database,
             environment: [
                 "HOST": "127.0.0.1", "PORT": String(reservation.port), "IMPORT_LEASE_SECONDS": "5",
             ])
-        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        defer { server.send(SIGKILL) }
         let remote = RemoteAPI(base: "http://127.0.0.1:\(reservation.port)")
         try await BalancedPairTests.waitReady(reservation.port)
         withExtendedLifetime(reservation) {}  // the server listens: the port is its own
@@ -66,7 +67,7 @@ struct ImportCrashTests {
             try await Task.sleep(for: .milliseconds(10))
             progress = try await remote.send(.get, "/api/users/imports/\(id)", token: person).json
         }
-        kill(server.processIdentifier, SIGKILL)
+        server.send(SIGKILL)
         await server.exited()
         let committed = progress["records"] as? Int ?? 0
         #expect(progress["state"] as? String == "running" && committed < total, "the import should be under way when the server dies: \(progress)")

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import DatabaseLink
 import DatabaseTestSupport
+import ExternalPrograms
 import Foundation
 import HTTPAPI
 import NIOCore
@@ -27,12 +28,12 @@ struct SOSCrashTests {
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
         let reservation = try LoopbackPortReservation.forImmediateBind()
         let port = reservation.port
-        let server = try ServerProcess.launch(
+        let server = try await ServerProcess.launch(
             database: database,
             environment: [
                 "HOST": "127.0.0.1", "PORT": String(port), "SOS_DISPATCH_URL": centre.url, "SOS_DISPATCH_SECRET": DispatchCentre.secret,
             ])
-        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        defer { server.send(SIGKILL) }
         let base = "http://127.0.0.1:\(port)"
         let deadline = ContinuousClock.now + .seconds(30)
         while (try? await HTTPClient.shared.execute(HTTPClientRequest(url: "\(base)/readyz"), timeout: .seconds(1)))?.status != .ok {
@@ -47,7 +48,7 @@ struct SOSCrashTests {
         let body = try JSONSerialization.data(withJSONObject: SOSIncidentTests.heartRates([30, 30, 30], from: Date().addingTimeInterval(-5)))
         upload.body = .bytes(ByteBuffer(bytes: body))
         let acknowledged = try await HTTPClient.shared.execute(upload, timeout: .seconds(10))
-        kill(server.processIdentifier, SIGKILL)
+        server.send(SIGKILL)
         await server.exited()
         #expect(acknowledged.status == .ok)
 

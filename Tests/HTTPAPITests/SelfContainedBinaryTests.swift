@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import DatabaseLink
 import DatabaseTestSupport
+import ExternalPrograms
 import Foundation
 import NIOCore
 import NIOFoundationCompat
@@ -25,23 +26,16 @@ struct SelfContainedBinaryTests {
         let database = try await TestPostgres.shared.emptyDatabase()
         let reservation = try LoopbackPortReservation.forImmediateBind()
         let log = directory.appendingPathComponent("serve.log")
-        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-        let process = Process()
-        process.executableURL = copy
-        process.arguments = ["serve"]
-        process.currentDirectoryURL = directory
-        process.environment = [
-            "DATABASE_URL": ServerProcess.connectionString(database), "HOST": "127.0.0.1", "PORT": String(reservation.port),
-            "LOG_LEVEL": "info", "MAIL_PICKUP_DIR": Mailbox.directory.path, "PATH": "/usr/bin:/bin",
-        ]
-        process.standardInput = FileHandle.nullDevice
-        // One handle for both: two would each write from offset 0, and a crash report on standard
-        // error overwrote the log lines that said what the process was doing.
-        let logHandle = try FileHandle(forWritingTo: log)
-        process.standardOutput = logHandle
-        process.standardError = logHandle
-        try process.run()
-        defer { if process.isRunning { process.terminate() } }
+        // Both outputs to one file, each appended: a crash report on standard error must not
+        // overwrite the log lines that said what the process was doing.
+        let process = try await ChildProcess.start(
+            copy, ["serve"],
+            environment: [
+                "DATABASE_URL": ServerProcess.connectionString(database), "HOST": "127.0.0.1", "PORT": String(reservation.port),
+                "LOG_LEVEL": "info", "MAIL_PICKUP_DIR": Mailbox.directory.path, "PATH": "/usr/bin:/bin",
+            ],
+            workingDirectory: directory, output: log, error: log)
+        defer { process.terminate() }
         try await BalancedPairTests.waitReady(reservation.port)
 
         let base = "http://127.0.0.1:\(reservation.port)"

@@ -120,7 +120,7 @@ struct TracingTests {
         defer { listening.cancel() }
         let log = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("traced-\(UUID().uuidString.prefix(8)).log")
         defer { try? FileManager.default.removeItem(at: log) }
-        let server = try BalancedPairTests.Instance(
+        let server = try await BalancedPairTests.Instance(
             database: try await TestPostgres.shared.migratedDatabase(),
             environment: [
                 "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://127.0.0.1:\(collector.port)/v1/traces",

@@ -1,5 +1,6 @@
 import DatabaseLink
 import DatabaseTestSupport
+import ExternalPrograms
 import Foundation
 import HTTPAPI
 import HTTPTypes
@@ -32,14 +33,14 @@ struct WebhookCrashTests {
         // A real server process starts delivering, and is killed (SIGKILL) while the receiver holds the first POST.
         #expect(FileManager.default.isExecutableFile(atPath: ServerProcess.executable.path), "build the executable first (swift build)")
         let reservation = try LoopbackPortReservation.forImmediateBind()
-        let server = try ServerProcess.launch(
+        let server = try await ServerProcess.launch(
             database: database,
             environment: [
                 "HOST": "127.0.0.1", "PORT": String(reservation.port), "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_TIMEOUT_SECONDS": "2",
             ])
         try await receiver.wait { !$0.isEmpty }
         withExtendedLifetime(reservation) {}  // the server has delivered: it has long bound its port
-        kill(server.processIdentifier, SIGKILL)
+        server.send(SIGKILL)
         await server.exited()
         let interrupted = try #require(receiver.received.first)
         #expect(interrupted.type == "request.granted")

@@ -18,10 +18,10 @@ import Testing
     /// A new database with `individuals` seeded people of `days` days each, one day in every
     /// `gap` of each person's taken away.
     static func withSeeded(
-        individuals: Int, days: Int, tag: String, gap: Int, _ body: @Sendable (Database) async throws -> Void
+        individuals: Int, days: Int, tag: String, gap: Int, connections: Int = 2, _ body: @Sendable (Database) async throws -> Void
     ) async throws {
         let url = try await TestPostgres.shared.migratedDatabase()
-        let database = Database(configuration: url.clientConfiguration(maximumConnections: 2), logger: TestPostgres.logger)
+        let database = Database(configuration: url.clientConfiguration(maximumConnections: connections), logger: TestPostgres.logger)
         try await database.whileRunning {
             try await PopulationSeeder(database: database).seed(individuals: individuals, days: days, tag: tag)
             try await database.query("DELETE FROM daily_rollups WHERE (individual_id + (day - date '2000-01-01')) % \(gap) = 0")
@@ -180,6 +180,59 @@ import Testing
             ).map { try $0.decode((Int16, Int64, String).self) }
             #expect(kept.count == 80 && kept.count == fromTheDays.count)
             #expect(zip(kept, fromTheDays).allSatisfy { $0 == $1 })
+        }
+    }
+
+    /// A day taken away while a backfill batch is about to read it: the removal's transaction holds
+    /// its individual (FOR KEY SHARE, in the trigger) when the batch starts, so the batch waits for
+    /// it and then reads the days without that one. Without the batch's FOR UPDATE (tried) it reads
+    /// the day the uncommitted removal is taking away, writes it, and the day stays.
+    @Test func aBatchWaitsForADayBeingTakenAwayAndDoesNotAddItBack() async throws {
+        try await Self.withSeeded(individuals: 6, days: 20, tag: "race", gap: 4, connections: 3) { database in
+            try await database.query("TRUNCATE activity_days")
+            try await database.query("UPDATE activity_backfill SET done = false, next_individual = 0")
+            let ids = try await PopulationSeeder(database: database).seededIds(tag: "race").sorted()
+            let (person, day) = try await database.query(
+                "SELECT individual_id, max(day)::text FROM daily_rollups WHERE individual_id = \(ids[0]) AND sample_count > 0 GROUP BY 1"
+            )[0].decode((Int64, String).self)
+            let (removed, didRemove) = AsyncStream.makeStream(of: Void.self)
+            let (commit, mayCommit) = AsyncStream.makeStream(of: Void.self)
+            let removal = Task {
+                try await database.withTransaction { connection in
+                    _ = try await connection.query(
+                        "DELETE FROM daily_rollups WHERE individual_id = \(person) AND day = \(day)::date", logger: TestPostgres.logger)
+                    didRemove.finish()
+                    for await _ in commit {}
+                }
+            }
+            for await _ in removed {}
+            let batch = Task { try await ActivityDaysStore(database: database).backfill(individuals: 10) }
+            // The batch either waits on a lock or (without one) has written its days.
+            let deadline = ContinuousClock.now + .seconds(60)
+            var (waiting, written) = (false, false)
+            while !waiting, !written, ContinuousClock.now < deadline {
+                try await Task.sleep(for: .milliseconds(20))
+                (waiting, written) = try await database.query(
+                    """
+                    SELECT EXISTS (SELECT FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'),
+                           EXISTS (SELECT FROM activity_days)
+                    """
+                )[0].decode((Bool, Bool).self)
+            }
+            mayCommit.finish()
+            try await removal.value
+            #expect(try await batch.value == false)
+            let days = try await database.query(
+                "SELECT days::text FROM activity_days WHERE individual_id = \(person) ORDER BY sample_type"
+            ).map { try $0.decode(String.self) }
+            let fromTheDays = try await database.query(
+                """
+                SELECT range_agg(daterange(day, day + 1))::text FROM daily_rollups
+                WHERE individual_id = \(person) AND sample_count > 0 GROUP BY sample_type ORDER BY sample_type
+                """
+            ).map { try $0.decode(String.self) }
+            #expect(waiting, "the batch waited for the removal")
+            #expect(days == fromTheDays, "\(day) was taken away")
         }
     }
 

@@ -1,7 +1,6 @@
 import Crypto
 import Foundation
 import Logging
-import NIOPosix
 import PostgresNIO
 
 #if canImport(Glibc)
@@ -47,7 +46,7 @@ package struct EmbeddedPostgres: Sendable {
     /// Initialises the cluster when the directory is new, then starts it (or joins it if running).
     package static func start(_ options: Options, logger: Logger) async throws -> EmbeddedPostgres {
         try await start(options, logger: logger) { cluster, passwordFile, runner, binaries in
-            try initialise(cluster: cluster, passwordFile: passwordFile, runner: runner, binaries: binaries, logger: logger)
+            try await initialise(cluster: cluster, passwordFile: passwordFile, runner: runner, binaries: binaries, logger: logger)
         }
     }
 
@@ -66,7 +65,7 @@ package struct EmbeddedPostgres: Sendable {
             try Data("\(source.host):\(source.port):*:\(source.username):\(password)\n".utf8).write(to: passFile)
             try setPermissions(passFile, mode: 0o600, owner: runner.runAsUser)
             do {
-                try runner.run(
+                try await runner.run(
                     binaries.pgBasebackup,
                     [
                         "-d", "host=\(source.host) port=\(source.port) user=\(source.username) passfile=\(passFile.path)",
@@ -81,50 +80,49 @@ package struct EmbeddedPostgres: Sendable {
 
     private static func start(
         _ options: Options, logger: Logger,
-        create: @escaping @Sendable (_ cluster: URL, _ passwordFile: URL, CommandRunner, PostgresBinaries) throws -> Void
+        create: @escaping @Sendable (_ cluster: URL, _ passwordFile: URL, CommandRunner, PostgresBinaries) async throws -> Void
     ) async throws -> EmbeddedPostgres {
         let binaries = try PostgresBinaries.locate()
         let requested = options.directory.standardizedFileURL
         let runAsUser = geteuid() == 0 ? options.unprivilegedUser : nil
         try FileManager.default.createDirectory(at: requested, withIntermediateDirectories: true)
-        let directory = try runAsUser.map { try prepareForUnprivilegedUser(requested, user: $0, logger: logger) } ?? requested
+        var directory = requested
+        if let runAsUser { directory = try await prepareForUnprivilegedUser(requested, user: runAsUser, logger: logger) }
         let runner = CommandRunner(runAsUser: runAsUser, workingDirectory: directory)
         let cluster = directory.appendingPathComponent("cluster")
         let passwordFile = directory.appendingPathComponent("password")
 
-        try await runBlocking {
-            if !FileManager.default.fileExists(atPath: cluster.appendingPathComponent("PG_VERSION").path) {
-                try create(cluster, passwordFile, runner, binaries)
-            }
+        if !FileManager.default.fileExists(atPath: cluster.appendingPathComponent("PG_VERSION").path) {
+            try await create(cluster, passwordFile, runner, binaries)
         }
         guard let password = try? String(contentsOf: passwordFile, encoding: .utf8) else {
             throw EmbeddedPostgresError.unreadableState("cannot read \(passwordFile.path)")
         }
-        let (port, started, serverOptions) = try await runBlocking {
-            if runner.succeeds(binaries.pgCtl, ["-D", cluster.path, "status"]) {
-                return (try runningPort(cluster: cluster), false, "")
-            }
+        let (port, started, serverOptions): (Int, Bool, String)
+        if await runner.succeeds(binaries.pgCtl, ["-D", cluster.path, "status"]) {
+            (port, started, serverOptions) = (try runningPort(cluster: cluster), false, "")
+        } else {
             let reservation = try LoopbackPortReservation.forImmediateBind()
-            let port = reservation.port
+            port = reservation.port
             var settings = ["listen_addresses": "127.0.0.1", "unix_socket_directories": "''"]
             if !options.durable {
                 settings.merge(["fsync": "off", "synchronous_commit": "off", "full_page_writes": "off"]) { $1 }
             }
             settings.merge(options.settings) { $1 }
-            let serverOptions = (["-p \(port)"] + settings.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" })
+            let arguments = (["-p \(port)"] + settings.sorted { $0.key < $1.key }.map { "-c \($0.key)=\($0.value)" })
                 .joined(separator: " ")
             do {
-                try runner.run(
+                try await runner.run(
                     binaries.pgCtl,
                     [
                         "-D", cluster.path, "-l", directory.appendingPathComponent("postgres.log").path,
-                        "-w", "-t", "120", "-o", serverOptions, "start",
+                        "-w", "-t", "120", "-o", arguments, "start",
                     ])
             } catch {
                 throw EmbeddedPostgresError.commandFailed("pg_ctl start failed (see \(directory.path)/postgres.log): \(error)")
             }
             withExtendedLifetime(reservation) {}  // `-w`: PostgreSQL listens, the port is its own
-            return (port, true, serverOptions)
+            (started, serverOptions) = (true, arguments)
         }
         logger.info("embedded PostgreSQL running", metadata: ["port": "\(port)", "directory": "\(directory.path)"])
         return EmbeddedPostgres(
@@ -169,44 +167,47 @@ package struct EmbeddedPostgres: Sendable {
     /// `immediate` (throwaway test clusters) does not.
     package func stop(immediately: Bool = false) async throws {
         guard startedServer else { return }
-        try await Self.runBlocking {
-            try runner.run(binaries.pgCtl, ["-D", clusterDirectory.path, "-m", immediately ? "immediate" : "fast", "-w", "stop"])
-        }
+        try await runner.run(binaries.pgCtl, ["-D", clusterDirectory.path, "-m", immediately ? "immediate" : "fast", "-w", "stop"])
     }
 
     /// Stops the server (`fast`: clients are disconnected), waits, and starts it again with the
     /// same options and port: for drills of a database restart.
     package func restart(after pause: Duration) async throws {
         guard startedServer else { return }
-        try await Self.runBlocking { try runner.run(binaries.pgCtl, ["-D", clusterDirectory.path, "-m", "fast", "-w", "stop"]) }
+        try await runner.run(binaries.pgCtl, ["-D", clusterDirectory.path, "-m", "fast", "-w", "stop"])
         try await Task.sleep(for: pause)
-        try await Self.runBlocking {
-            try runner.run(
-                binaries.pgCtl,
-                [
-                    "-D", clusterDirectory.path, "-l", logFile.path, "-w", "-t", "120", "-o", serverOptions, "start",
-                ])
-        }
+        try await runner.run(
+            binaries.pgCtl,
+            [
+                "-D", clusterDirectory.path, "-l", logFile.path, "-w", "-t", "120", "-o", serverOptions, "start",
+            ])
     }
 
-    /// Stops the server at once, synchronously: for `atexit` handlers of throwaway test clusters.
+    /// Stops the server at once, synchronously and without starting a program: for `atexit`
+    /// handlers of throwaway test clusters. SIGQUIT to the postmaster is what `pg_ctl stop -m
+    /// immediate` sends; like `-w`, this waits (up to 10 s) for the server to remove its pid file.
     package func stopImmediatelyBlocking() {
-        guard startedServer else { return }
-        _ = runner.succeeds(binaries.pgCtl, ["-D", clusterDirectory.path, "-m", "immediate", "-w", "stop"])
+        let pidFile = clusterDirectory.appendingPathComponent("postmaster.pid")
+        guard startedServer, let contents = try? String(contentsOf: pidFile, encoding: .utf8),
+            let first = contents.split(separator: "\n").first, let pid = pid_t(first.trimmingCharacters(in: .whitespaces)), pid > 0
+        else { return }
+        guard kill(pid, SIGQUIT) == 0 else { return }
+        let deadline = ContinuousClock.now + .seconds(10)
+        while FileManager.default.fileExists(atPath: pidFile.path), ContinuousClock.now < deadline { usleep(20_000) }
     }
 
     // MARK: - Steps
 
     private static func initialise(
         cluster: URL, passwordFile: URL, runner: CommandRunner, binaries: PostgresBinaries, logger: Logger
-    ) throws {
+    ) async throws {
         var bytes = [UInt8](repeating: 0, count: 24)
         for index in bytes.indices { bytes[index] = UInt8.random(in: .min ... .max) }
         let password = bytes.map { String(format: "%02x", $0) }.joined()
         try Data(password.utf8).write(to: passwordFile)
         try setPermissions(passwordFile, mode: 0o600, owner: runner.runAsUser)
         do {
-            try runner.run(
+            try await runner.run(
                 binaries.initdb,
                 [
                     "-D", cluster.path, "-U", role, "--pwfile=\(passwordFile.path)",
@@ -233,11 +234,11 @@ package struct EmbeddedPostgres: Sendable {
 
     /// Hands the directory to the unprivileged user. When that user cannot reach it (say the
     /// checkout lives under root's home), falls back to a directory under /var/tmp.
-    private static func prepareForUnprivilegedUser(_ directory: URL, user: String, logger: Logger) throws -> URL {
+    private static func prepareForUnprivilegedUser(_ directory: URL, user: String, logger: Logger) async throws -> URL {
         guard getpwnam(user) != nil else { throw EmbeddedPostgresError.noUnprivilegedUser(user) }
         try setPermissions(directory, mode: 0o700, owner: user)
         let probe = CommandRunner(runAsUser: user, workingDirectory: URL(fileURLWithPath: "/"))
-        if probe.succeeds("/usr/bin/test", ["-w", directory.path, "-a", "-x", directory.path]) {
+        if await probe.succeeds("/usr/bin/test", ["-w", directory.path, "-a", "-x", directory.path]) {
             return directory
         }
         let digest = SHA256.hash(data: Data(directory.path.utf8)).prefix(6).map { String(format: "%02x", $0) }.joined()
@@ -258,10 +259,5 @@ package struct EmbeddedPostgres: Sendable {
             attributes[.groupOwnerAccountID] = Int(entry.pointee.pw_gid)
         }
         try FileManager.default.setAttributes(attributes, ofItemAtPath: url.path)
-    }
-
-    /// Process and file work blocks a thread: keep it off Swift's cooperative pool.
-    private static func runBlocking<T: Sendable>(_ body: @escaping @Sendable () throws -> T) async throws -> T {
-        try await NIOThreadPool.singleton.runIfActive(body)
     }
 }

@@ -7,6 +7,8 @@ import HTTPAPI
 import NIOCore
 import NIOHTTP1
 import PostgresNIO
+import Subprocess
+import SystemPackage
 
 /// `data4help bench reads`: authenticated reads against the framework's own speed, with wrk
 /// (Debian) as the load generator in a process of its own: `GET /healthz` (no credential, no
@@ -54,7 +56,7 @@ struct ReadBenchCommand: AsyncParsableCommand {
                 for _ in 0..<rounds {
                     for (index, path) in paths.enumerated() {
                         rates[index].append(
-                            try Self.load(wrk: wrk, url: base + path.path, token: path.token, seconds: seconds, connections: connections))
+                            try await Self.load(wrk: wrk, url: base + path.path, token: path.token, seconds: seconds, connections: connections))
                     }
                 }
                 let healthz = percentile(rates[0].sorted(), 0.5)
@@ -76,7 +78,8 @@ struct ReadBenchCommand: AsyncParsableCommand {
                     }
                     report(
                         "GET /api/users/data?limit=10, 3 more years of partitions",
-                        try Self.load(wrk: wrk, url: base + "/api/users/data?limit=10", token: token, seconds: seconds, connections: connections))
+                        try await Self.load(
+                            wrk: wrk, url: base + "/api/users/data?limit=10", token: token, seconds: seconds, connections: connections))
                     try await Self.revocationDelay(server)
                 }
             }
@@ -124,18 +127,15 @@ struct ReadBenchCommand: AsyncParsableCommand {
         BenchSummary.record("reads", "revocation seen by a caching instance", format: "p50 %.1f ms, max %.1f ms", p50, maximum)
     }
 
-    /// Requests per second wrk reports for one URL.
-    static func load(wrk: String, url: String, token: String?, seconds: Int, connections: Int) throws -> Double {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: wrk)
-        process.arguments = ["-t2", "-c\(connections)", "-d\(seconds)s"] + (token.map { ["-H", "Authorization: Bearer \($0)"] } ?? []) + [url]
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
+    /// Requests per second wrk reports for one URL. Awaited without holding a thread: the
+    /// server under load runs in this process.
+    static func load(wrk: String, url: String, token: String?, seconds: Int, connections: Int) async throws -> Double {
+        let result = try await Subprocess.run(
+            .path(FilePath(wrk)),
+            arguments: Arguments(
+                ["-t2", "-c\(connections)", "-d\(seconds)s"] + (token.map { ["-H", "Authorization: Bearer \($0)"] } ?? []) + [url]),
+            output: .string(limit: 1 << 20))
+        let text = result.standardOutput
         guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix("Requests/sec:") }),
             let rate = Double(line.dropFirst("Requests/sec:".count).trimmingCharacters(in: .whitespaces))
         else { throw ValidationError("wrk said: \(text)") }

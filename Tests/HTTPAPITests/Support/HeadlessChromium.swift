@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import DatabaseTestSupport
+import ExternalPrograms
 import Foundation
 import HummingbirdWSClient
 import Logging
@@ -9,7 +10,7 @@ import NIOHTTP1
 /// Headless Chromium (Debian's `chromium`) driven over the Chrome DevTools Protocol: a real
 /// browser for the page tests. Launched with its own throwaway profile; killed by `stop()`.
 final class HeadlessChromium: Sendable {
-    let process: Process
+    let process: ChildProcess
     let profile: URL
     let port: Int
 
@@ -21,16 +22,13 @@ final class HeadlessChromium: Sendable {
         guard let executable = Self.executable else { throw BrowserError("no chromium: install the Debian package (make test does)") }
         profile = FileManager.default.temporaryDirectory.appendingPathComponent("chromium-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: profile, withIntermediateDirectories: true)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = [
-            "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--remote-debugging-port=0",
-            "--remote-allow-origins=*",
-            "--user-data-dir=\(profile.path)", "--window-size=1000,800", "about:blank",
-        ]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try await ChildProcess.start(
+            URL(fileURLWithPath: executable),
+            [
+                "--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run", "--remote-debugging-port=0",
+                "--remote-allow-origins=*",
+                "--user-data-dir=\(profile.path)", "--window-size=1000,800", "about:blank",
+            ])
         // Chromium writes the port it chose to DevToolsActivePort in the profile once it listens:
         // the file is the event, the loop only looks for it (a cold start under load takes seconds).
         let deadline = ContinuousClock.now + .seconds(60)
@@ -48,10 +46,10 @@ final class HeadlessChromium: Sendable {
         port = found!
     }
 
-    /// SIGTERM, not waiting for the exit (see `Process.exited()`); the profile is removed now
-    /// (a file Chromium writes while it exits may be left behind).
+    /// SIGTERM, not waiting for the exit; the profile is removed now (a file Chromium writes
+    /// while it exits may be left behind).
     func stop() {
-        if process.isRunning { process.terminate() }
+        process.terminate()
         try? FileManager.default.removeItem(at: profile)
     }
 

@@ -1,5 +1,6 @@
 import DatabaseLink
 import DatabaseTestSupport
+import ExternalPrograms
 import Foundation
 
 /// What tests need to run the real `data4help` executable as a separate process.
@@ -18,41 +19,26 @@ enum ServerProcess {
     }
 
     /// A `data4help` process with `arguments` on `database`: the test environment (migrations,
-    /// pages, contract) plus `extra`. Its output goes to a log file, never to the test process's
-    /// own output: a child still running after the test process died (a crash) would otherwise
-    /// hold `swift test`'s pipe open and hang it until the CI limit.
-    /// `output`: a file for its standard output (its JSON log lines), appended to; by default dropped.
+    /// pages, contract) plus `extra`. Its standard error goes to a log file of its own (see
+    /// `ChildProcess`: never the test process's output). `output`: a file for its standard
+    /// output (its JSON log lines), appended to; by default dropped.
     static func launch(
         _ arguments: [String] = ["serve"], database: DatabaseURL, environment extra: [String: String], output: URL? = nil
-    ) throws -> Process {
-        let process = Process()
-        process.executableURL = executable
-        process.arguments = arguments
-        process.environment = [
-            "DATABASE_URL": connectionString(database), "LOG_LEVEL": "error",
-            "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
-            "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
-            "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,
-            "MAIL_PICKUP_DIR": Mailbox.directory.path,
-        ].merging(extra) { $1 }
-        process.standardInput = FileHandle.nullDevice
-        if let output {
-            if !FileManager.default.fileExists(atPath: output.path) { FileManager.default.createFile(atPath: output.path, contents: nil) }
-            let handle = try FileHandle(forWritingTo: output)
-            try handle.seekToEnd()
-            process.standardOutput = handle
-        } else {
-            process.standardOutput = FileHandle.nullDevice
-        }
-        process.standardError = try logFile(named: "data4help")
-        try process.run()
-        return process
+    ) async throws -> ChildProcess {
+        try await ChildProcess.start(
+            executable, arguments,
+            environment: [
+                "DATABASE_URL": connectionString(database), "LOG_LEVEL": "error",
+                "MIGRATIONS_DIR": TestPostgres.migrationsDirectory.path,
+                "PAGES_DIR": TestPostgres.repositoryRoot.appendingPathComponent("Sources/HTTPAPI/Pages/Templates").path,
+                "OPENAPI_PATH": TestPostgres.repositoryRoot.appendingPathComponent("openapi/data4help.yaml").path,
+                "MAIL_PICKUP_DIR": Mailbox.directory.path,
+            ].merging(extra) { $1 },
+            output: output, error: logFile(named: "data4help"))
     }
 
-    /// A fresh file in the temporary directory for a child's output.
-    static func logFile(named name: String) throws -> FileHandle {
-        let url = URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8)).log")
-        FileManager.default.createFile(atPath: url.path, contents: nil)
-        return try FileHandle(forWritingTo: url)
+    /// A fresh file's name in the temporary directory, for a child's output.
+    static func logFile(named name: String) -> URL {
+        URL(fileURLWithPath: NSTemporaryDirectory()).appendingPathComponent("\(name)-\(UUID().uuidString.prefix(8)).log")
     }
 }
