@@ -5,16 +5,12 @@ standard library's e-mail parser and writes what it read as JSON into the direct
 A recipient whose local part is "refused" is answered 550 after DATA, as a relay refusing
 the message for good would.
 """
-import asyncore, email, email.policy, json, os, signal, sys, uuid
+import asyncore, email, email.policy, json, os, sys, uuid
 import warnings
 warnings.simplefilter("ignore", DeprecationWarning)
 import smtpd  # noqa: E402  (deprecated in 3.11, still the standard library's server)
 
 out = sys.argv[1]
-
-# The test process starts this with its threads' signal mask, which blocks SIGTERM: unblocked,
-# the test's terminate() ends the relay (blocked, every run left one relay behind per test).
-signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 
 class Relay(smtpd.SMTPServer):
