@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Sums a CPU profile written by `data4help bench live --profile FILE` (SamplingProfiler).
+"""Sums a CPU profile written by `data4help bench live|ingest --profile FILE` (SamplingProfiler).
 
     python3 Tools/profile-report.py FILE [--top N] [--focus FUNCTION-SUBSTRING] [--callers FUNCTION [--depth N]]
 
@@ -22,11 +22,13 @@ import sys
 # the order below (the load generator before the server, whose code it shares on event loops).
 LAYERS = [
     ("load generator: posting client (AsyncHTTPClient)", ["HTTP1ClientChannelHandler", "HTTPClient.", "HTTPConnectionPool",
-                                                          "HTTP1Connection", "LiveBenchCommand"]),
+                                                          "HTTP1Connection", "LiveBenchCommand", "IngestBenchCommand"]),
     ("load generator: spectators' WebSockets", ["LiveWatcher", "WebSocketClient"]),
     ("PostgreSQL client (postgres-nio, pool)", ["Postgres", "PSQL", "ConnectionPool", "PoolStateMachine", "ConnectionWatch"]),
     ("live view: announcements, hub, fan-out", ["EventListener", "LiveRunHub", "LiveRun.", "SpectatorHandler", "LiveAnnouncement",
                                                 "WebSocket"]),
+    ("server: an upload's reading (scanner, validation, samples)", ["UploadScanner", "IngestUploadBody", "UserDataController",
+                                                                    "DataManager", "SampleColumns"]),
     ("server: a post's handling (router, middleware, JSON, rules)", ["Middleware", "RouterMethods", "RunPositionController",
                                                                      "LivePositions", "JSONBody", "Responder"]),
     ("server: HTTP (Hummingbird, NIOHTTP1)", ["HTTPServer", "HTTP1ToHTTPServerCodec", "HTTPChannel", "HTTP1Channel", "Hummingbird",

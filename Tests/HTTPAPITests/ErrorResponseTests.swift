@@ -69,6 +69,15 @@ struct ErrorResponseTests {
             let forged = try await api.send(.get, "/healthz", headers: [HTTPField.Name("X-Request-Id")!: "bad\nid"])
             #expect(forged.headers[HTTPField.Name("X-Request-Id")!] != nil)
             #expect(forged.headers[HTTPField.Name("X-Request-Id")!]?.contains("\n") == false)
+            // Without one, each request gets a random (version 4) UUID of its own.
+            var given = Set<String>()
+            for _ in 0..<50 {
+                let id = try #require(try await api.send(.get, "/healthz").headers[HTTPField.Name("X-Request-Id")!])
+                let uuid = try #require(UUID(uuidString: id), "\(id) is a UUID")
+                #expect(id == id.lowercased() && uuid.uuid.6 >> 4 == 4 && uuid.uuid.8 >> 6 == 2, "\(id): version 4, RFC 9562 variant")
+                given.insert(id)
+            }
+            #expect(given.count == 50)
         }
     }
 }

@@ -10,12 +10,25 @@ struct RequestIDMiddleware<Context: RequestContext>: RouterMiddleware {
     static var headerName: HTTPField.Name { HTTPField.Name("X-Request-Id")! }
 
     func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        let id = request.headers[Self.headerName].flatMap(Self.acceptable) ?? UUID().uuidString.lowercased()
+        let id = request.headers[Self.headerName].flatMap(Self.acceptable) ?? Self.newID()
         var context = context
         context.logger[metadataKey: Self.metadataKey] = "\(id)"
         var response = try await next(request, context)
         response.headers[Self.headerName] = id
         return response
+    }
+
+    /// A random (version 4) UUID, lowercased. From the system's generator (`getrandom`), not
+    /// Foundation's `UUID()`, which opens, reads and closes `/dev/urandom` for each one: that was
+    /// 2 % of the server's CPU in a profile of `bench ingest`, a request each upload of 1,000.
+    static func newID() -> String {
+        var generator = SystemRandomNumberGenerator()
+        var bytes = (generator.next() as UInt64, generator.next() as UInt64)
+        return withUnsafeMutableBytes(of: &bytes) { raw in
+            raw[6] = raw[6] & 0x0F | 0x40  // version 4
+            raw[8] = raw[8] & 0x3F | 0x80  // the RFC 9562 variant
+            return UUID(uuid: raw.load(as: uuid_t.self)).uuidString.lowercased()
+        }
     }
 
     /// 1–128 characters of letters, digits and `-_.:`; anything else could forge log lines.

@@ -32,6 +32,8 @@ struct IngestBenchCommand: AsyncParsableCommand {
     @Option(help: "Samples per upload.") var batchSize = 1_000
     @Option(help: "Concurrent clients.") var clients = 8
     @Option(help: "Pairs of the end-to-end phase and the database's ceiling, alternated.") var rounds = 5
+    @Option(help: "Write a CPU profile of this process during the first round's end-to-end phase to this file (Tools/profile-report.py reads it).")
+    var profile: String?
     @Flag(help: "Only decode and validate the uploads, in this process: no server, no database (seconds, for profiling the reader).")
     var decodingOnly = false
 
@@ -163,7 +165,9 @@ struct IngestBenchCommand: AsyncParsableCommand {
                 let series: PhaseResult
                 let gzip: PhaseResult
                 if round.isMultiple(of: 2) {
+                    if round == 0, profile != nil { SamplingProfiler.start() }
                     http = try await httpPhase(server.client, server.base, tokens: tokens, bodies: bodies)
+                    if round == 0, let profile { print("profile: \(try SamplingProfiler.stop(writingTo: profile)) samples written to \(profile)") }
                     raw = try await rawPhase(database, individuals: rawIndividuals, columns: columns)
                     gzip = try await httpPhase(server.client, server.base, tokens: tokens, bodies: gzipBodies, coding: "gzip")
                     series = try await httpPhase(server.client, server.base, tokens: tokens, bodies: seriesBodies)
