@@ -26,9 +26,16 @@ package final class PartitionMaintainer: Sendable {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC")!
         // The UTC days first: a batch of thousands of samples spans a few days, and the calendar
-        // (a month per instant) was 7 % of an import's CPU (perf).
+        // (a month per instant) was 7 % of an import's CPU (perf). A day is hashed when it differs
+        // from the last instant's (uploads come in time order): hashing every instant's was 2.5 %
+        // of `bench ingest`'s profile.
         var days = Set<Date>()
-        for instant in instants { days.insert(Date(timeIntervalSince1970: (instant.timeIntervalSince1970 / 86_400).rounded(.down) * 86_400)) }
+        var last = -Double.infinity
+        for instant in instants {
+            let day = (instant.timeIntervalSince1970 / 86_400).rounded(.down)
+            if day != last { days.insert(Date(timeIntervalSince1970: day * 86_400)) }
+            last = day
+        }
         var missing = Set<Date>()
         for day in days {
             let month = calendar.date(from: calendar.dateComponents([.year, .month], from: day))!
